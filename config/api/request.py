@@ -1,0 +1,44 @@
+"""Parse query strings and bodies with serializers, so 422 locations say where input came from."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from rest_framework import serializers
+from rest_framework.request import Request
+
+from config.api.problems import RequestValidationError
+
+S = TypeVar("S", bound=serializers.Serializer)  # type: ignore[type-arg]
+
+
+def parse_query(serializer_class: type[S], request: Request, **kwargs: Any) -> dict[str, Any]:
+    serializer = serializer_class(data=request.query_params, context={"request": request}, **kwargs)
+    if not serializer.is_valid():
+        raise RequestValidationError(serializer.errors, location="query")
+    return dict(serializer.validated_data)
+
+
+def parse_body(serializer_class: type[S], request: Request, **kwargs: Any) -> dict[str, Any]:
+    data = request.data
+    if not isinstance(data, dict) and not hasattr(data, "getlist"):
+        raise RequestValidationError(
+            {"non_field_errors": ["The body must be a JSON object."]}, location="body"
+        )
+    serializer = serializer_class(data=data, context={"request": request}, **kwargs)
+    if not serializer.is_valid():
+        raise RequestValidationError(serializer.errors, location="body")
+    return dict(serializer.validated_data)
+
+
+class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    """Rejects unknown body fields (decisions §2: unknown body fields are a 422)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if hasattr(data, "keys"):
+            unknown = sorted(set(data.keys()) - set(self.fields.keys()))
+            if unknown:
+                raise serializers.ValidationError(
+                    {name: ["Unknown field."] for name in unknown}
+                )
+        return super().to_internal_value(data)

@@ -1,0 +1,322 @@
+"""Herald settings: one module, every value from the environment (see README "Configuration")."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import dj_database_url
+import django_stubs_ext
+
+from config.env import (
+    ImproperlyConfiguredEnv,
+    env_bool,
+    env_choice,
+    env_float,
+    env_int,
+    env_list,
+    env_str,
+)
+
+django_stubs_ext.monkeypatch()
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+DATA_DIR = Path(env_str("HERALD_DATA_DIR", str(BASE_DIR / ".data")) or BASE_DIR / ".data")
+
+# --- Deployment identity -------------------------------------------------------------------
+HERALD_DEPLOYMENT = env_choice("HERALD_DEPLOYMENT", ("self_hosted", "cloud"), "self_hosted")
+HERALD_ENVIRONMENT = env_choice("HERALD_ENVIRONMENT", ("local", "staging", "production"), "local")
+IS_LOCAL = HERALD_ENVIRONMENT == "local"
+DEBUG = env_bool("HERALD_DEBUG", default=False)
+HERALD_PUBLIC_URL = (env_str("HERALD_PUBLIC_URL") or "").rstrip("/")
+
+
+def _secret_key() -> str:
+    configured = env_str("SECRET_KEY")
+    if configured:
+        return configured
+    if not IS_LOCAL:
+        raise ImproperlyConfiguredEnv("SECRET_KEY must be set outside HERALD_ENVIRONMENT=local")
+    # Local runs persist a generated key so sessions survive restarts of `make run`.
+    key_file = DATA_DIR / "secret_key"
+    if key_file.exists():
+        return key_file.read_text(encoding="utf-8").strip()
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    key = secrets.token_urlsafe(50)
+    key_file.write_text(key, encoding="utf-8")
+    key_file.chmod(0o600)
+    return key
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list(
+    "ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"] if IS_LOCAL else []
+)
+CSRF_TRUSTED_ORIGINS = env_list("HERALD_CSRF_TRUSTED_ORIGINS", default=[])
+
+# --- Applications --------------------------------------------------------------------------
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "config.apps.CommonConfig",
+    "workspaces",
+    "publishing",
+    "readiness",
+    "themes",
+    "voice",
+    "discovery",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "config.api.middleware.ApiProblemMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "config" / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database ------------------------------------------------------------------------------
+DATABASE_URL = env_str("DATABASE_URL") or f"sqlite:///{DATA_DIR / 'herald.sqlite3'}"
+DATABASES = {
+    "default": dj_database_url.parse(
+        DATABASE_URL,
+        conn_max_age=env_int("HERALD_DB_CONN_MAX_AGE", 60),
+        conn_health_checks=True,
+    )
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA busy_timeout=20000; PRAGMA synchronous=NORMAL;",
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["TEST"] = {"NAME": env_str("HERALD_SQLITE_TEST_NAME")}
+else:
+    DATABASES["default"].setdefault("OPTIONS", {})
+    # Bounded statements: a wedged query must not hold a web worker forever.
+    DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Cache, broker -------------------------------------------------------------------------
+REDIS_URL = env_str("REDIS_URL")
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "herald",
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+BROKER_DIR = DATA_DIR / "broker"
+CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+if not REDIS_URL:
+    for _sub in ("out", "processed"):
+        (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+        "data_folder_in": str(BROKER_DIR / "out"),
+        "data_folder_out": str(BROKER_DIR / "out"),
+        "data_folder_processed": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+    }
+else:
+    # Longer than any countdown and task runtime, so Redis never redelivers live work.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("HERALD_TASK_SOFT_TIME_LIMIT", 120)
+CELERY_TASK_TIME_LIMIT = env_int("HERALD_TASK_TIME_LIMIT", 180)
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_RESULT_BACKEND = None
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+
+# --- Storage -------------------------------------------------------------------------------
+MEDIA_ROOT = DATA_DIR / "media"
+MEDIA_URL = "/media/"
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_URL = "/static/"
+HERALD_S3_BUCKET = env_str("HERALD_S3_BUCKET")
+if HERALD_S3_BUCKET:
+    _default_storage: dict[str, object] = {
+        "BACKEND": "storages.backends.s3.S3Storage",
+        "OPTIONS": {
+            "bucket_name": HERALD_S3_BUCKET,
+            "endpoint_url": env_str("HERALD_S3_ENDPOINT_URL"),
+            "region_name": env_str("AWS_DEFAULT_REGION") or env_str("AWS_REGION"),
+            "access_key": env_str("AWS_ACCESS_KEY_ID"),
+            "secret_key": env_str("AWS_SECRET_ACCESS_KEY"),
+            "location": env_str("HERALD_S3_PREFIX", "") or "",
+            "default_acl": None,
+            "querystring_auth": True,
+            "file_overwrite": False,
+        },
+    }
+else:
+    _default_storage = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(MEDIA_ROOT)},
+    }
+STORAGES = {
+    "default": _default_storage,
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+HERALD_S3_CHECK_TIMEOUT_SECONDS = env_float("HERALD_S3_CHECK_TIMEOUT_SECONDS", 5.0)
+
+# --- Identity ------------------------------------------------------------------------------
+AUTH_USER_MODEL = "workspaces.User"
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "/login/"
+LOGIN_REDIRECT_URL = "/settings/developer/"
+LOGOUT_REDIRECT_URL = "/login/"
+HERALD_RECENT_AUTH_SECONDS = env_int("HERALD_RECENT_AUTH_SECONDS", 15 * 60)
+HERALD_AUTH_FAILURES_PER_MINUTE = env_int("HERALD_AUTH_FAILURES_PER_MINUTE", 30)
+HERALD_TOKEN_MAX_DAYS = 365
+HERALD_INVITATION_DAYS = env_int("HERALD_INVITATION_DAYS", 14)
+
+# --- Security (check --deploy is clean with HERALD_ENVIRONMENT=production) -----------------
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("HERALD_TRUST_X_FORWARDED_PROTO") else None
+)
+_HTTPS = not IS_LOCAL and env_bool("HERALD_HTTPS", default=True)
+SECURE_SSL_REDIRECT = _HTTPS and env_bool("HERALD_SSL_REDIRECT", default=True)
+# Probes are called over plain HTTP by orchestrators and load balancers inside the network.
+SECURE_REDIRECT_EXEMPT = [r"^api/v1/health$", r"^api/v1/ready$"]
+SESSION_COOKIE_SECURE = _HTTPS
+CSRF_COOKIE_SECURE = _HTTPS
+SECURE_HSTS_SECONDS = env_int("HERALD_HSTS_SECONDS", 31536000) if _HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _HTTPS
+SECURE_HSTS_PRELOAD = _HTTPS and env_bool("HERALD_HSTS_PRELOAD", default=True)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+# --- Request limits ------------------------------------------------------------------------
+HERALD_MAX_JSON_BODY_BYTES = env_int("HERALD_MAX_JSON_BODY_BYTES", 1024 * 1024)
+HERALD_MAX_UPLOAD_BYTES = env_int("HERALD_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = HERALD_MAX_JSON_BODY_BYTES
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+
+# --- API -----------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "workspaces.authentication.BearerTokenAuthentication",
+        "workspaces.authentication.CsrfSessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": [
+        "rest_framework.permissions.IsAuthenticated",
+        "workspaces.permissions.TokenScopePermission",
+    ],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "config.api.problems.problem_exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["config.api.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "user": env_str("HERALD_API_RATE", "1200/min"),
+        "discovery": env_str("HERALD_DISCOVERY_RATE", "6/min"),
+    },
+    "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "NUM_PROXIES": env_int("HERALD_NUM_PROXIES", 0) if env_str("HERALD_NUM_PROXIES") else None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Herald API",
+    "DESCRIPTION": (
+        "Self-hostable, multi-workspace social publishing. A successful request that queues a "
+        "publication does not prove that the provider published it: delivery is tracked "
+        "through each destination's status. Errors are application/problem+json (RFC 9457)."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SCHEMA_PATH_PREFIX": r"/api/v1",
+    "SCHEMA_PATH_PREFIX_TRIM": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "COMPONENT_NO_READ_ONLY_REQUIRED": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "ENUM_NAME_OVERRIDES": {},
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "config.api.schema.postprocess_problem_responses",
+    ],
+    "SERVERS": [{"url": "/", "description": "this instance"}],
+}
+
+# --- Providers and readiness ---------------------------------------------------------------
+SERVICE_PROVIDER_CERTIFICATION_ENFORCED = env_bool(
+    "SERVICE_PROVIDER_CERTIFICATION_ENFORCED", default=False
+)
+HERALD_DISABLED_PROVIDERS = env_list("HERALD_DISABLED_PROVIDERS", default=[])
+HERALD_CREDENTIALS_KEY = env_str("HERALD_CREDENTIALS_KEY")
+
+# --- Internationalisation ------------------------------------------------------------------
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+# --- Logging -------------------------------------------------------------------------------
+LOG_LEVEL = env_str("HERALD_LOG_LEVEL", "INFO") or "INFO"
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "filters": {"redact": {"()": "config.logging.RedactSecretsFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": "plain", "filters": ["redact"]},
+    },
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        "django.server": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,252 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from config.api.request import StrictSerializer
+from config.api.schema import ResponseSerializer
+from workspaces.models import ApiToken, Invitation, WorkspaceMembership
+
+# --- Inputs ---------------------------------------------------------------------------------
+
+
+class OrganizationCreateInputSerializer(StrictSerializer):
+    name = serializers.CharField(min_length=1, max_length=120, trim_whitespace=True)
+
+
+class WorkspaceCreateInputSerializer(StrictSerializer):
+    organization_id = serializers.CharField(max_length=64)
+    name = serializers.CharField(min_length=1, max_length=80)
+    timezone = serializers.CharField(max_length=64, required=False, default="UTC")
+
+    def validate_timezone(self, value: str) -> str:
+        return _valid_timezone(value)
+
+
+class WorkspaceUpdateInputSerializer(StrictSerializer):
+    name = serializers.CharField(min_length=1, max_length=80, required=False)
+    timezone = serializers.CharField(max_length=64, required=False)
+
+    def validate_timezone(self, value: str) -> str:
+        return _valid_timezone(value)
+
+
+def _valid_timezone(value: str) -> str:
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+        raise serializers.ValidationError("Unknown IANA time zone.") from exc
+    return value
+
+
+class MemberUpdateInputSerializer(StrictSerializer):
+    role = serializers.ChoiceField(choices=WorkspaceMembership.Role.choices, required=False)
+    status = serializers.ChoiceField(choices=WorkspaceMembership.Status.choices, required=False)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError({"role": ["Send role, status or both."]})
+        return attrs
+
+
+class InvitationCreateInputSerializer(StrictSerializer):
+    email = serializers.EmailField(max_length=254)
+    role = serializers.ChoiceField(choices=WorkspaceMembership.Role.choices)
+
+
+class InvitationAcceptInputSerializer(StrictSerializer):
+    token = serializers.CharField(min_length=10, max_length=200)
+
+
+class WorkspaceDeleteInputSerializer(StrictSerializer):
+    confirm_name = serializers.CharField(max_length=200, trim_whitespace=False)
+    current_password = serializers.CharField(
+        max_length=256, required=False, trim_whitespace=False, write_only=True
+    )
+
+
+class AuditQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    limit = serializers.IntegerField(min_value=1, max_value=200, default=50, required=False)
+
+
+class ApiTokenCreateInputSerializer(StrictSerializer):
+    name = serializers.CharField(min_length=1, max_length=120)
+    permissions = serializers.ListField(
+        child=serializers.ChoiceField(choices=[(p, p) for p in ApiToken.PERMISSIONS]),
+        min_length=1,
+        max_length=2,
+    )
+    workspace_id = serializers.CharField(max_length=64, required=False, allow_null=True)
+    expires_at = serializers.DateTimeField(required=False, allow_null=True)
+
+
+# --- Outputs --------------------------------------------------------------------------------
+
+
+class OrganizationSerializer(ResponseSerializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    role = serializers.CharField(help_text="The caller's organization role.")
+    created_at = serializers.DateTimeField()
+
+
+class OrganizationPageSerializer(ResponseSerializer):
+    items = OrganizationSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class PlanSummarySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    code = serializers.CharField()
+    name = serializers.CharField()
+
+
+class WorkspaceSerializer(ResponseSerializer):
+    id = serializers.CharField()
+    organization_id = serializers.CharField()
+    name = serializers.CharField()
+    timezone = serializers.CharField()
+    role = serializers.CharField(help_text="The caller's workspace role.")
+    member_count = serializers.IntegerField()
+    plan = PlanSummarySerializer(source="*")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        roles: dict[str, str] = self.context.get("roles", {})
+        data = super().to_representation(instance)
+        data["role"] = roles.get(str(instance.pk), "")
+        data["plan"] = {"code": instance.plan.code, "name": instance.plan.name}
+        data["member_count"] = getattr(instance, "member_count", 0)
+        return data
+
+
+class WorkspacePageSerializer(ResponseSerializer):
+    items = WorkspaceSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class MemberSerializer(ResponseSerializer):
+    user_id = serializers.CharField()
+    workspace_id = serializers.CharField()
+    email = serializers.EmailField(source="user.email")
+    name = serializers.CharField(source="user.name")
+    role = serializers.CharField()
+    status = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class MemberPageSerializer(ResponseSerializer):
+    items = MemberSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class InvitationSerializer(ResponseSerializer):
+    id = serializers.CharField()
+    workspace_id = serializers.CharField()
+    email = serializers.EmailField()
+    role = serializers.CharField()
+    status = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField()
+    accepted_at = serializers.DateTimeField(allow_null=True)
+
+    def get_status(self, obj: Invitation) -> str:
+        return obj.effective_status
+
+
+class InvitationWithTokenSerializer(InvitationSerializer):
+    accept_token = serializers.CharField(
+        help_text="One-time token to deliver to the invitee by any channel; shown only here."
+    )
+
+
+class InvitationPageSerializer(ResponseSerializer):
+    items = InvitationSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class AccessAuditEventSerializer(ResponseSerializer):
+    id = serializers.CharField()
+    workspace_id = serializers.CharField()
+    action = serializers.CharField()
+    actor_user_id = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    invitation_id = serializers.CharField()
+    previous_role = serializers.CharField()
+    previous_status = serializers.CharField()
+    role = serializers.CharField()
+    status = serializers.CharField()
+    subject_email = serializers.CharField()
+    subject_user_id = serializers.CharField()
+
+
+class ApiTokenSerializer(ResponseSerializer):
+    id = serializers.CharField()
+    name = serializers.CharField()
+    permissions = serializers.ListField(child=serializers.CharField())
+    workspace_id = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+    last_used_at = serializers.DateTimeField(allow_null=True)
+    revoked_at = serializers.DateTimeField(allow_null=True)
+    status = serializers.CharField()
+
+
+class ApiTokenCreatedSerializer(ApiTokenSerializer):
+    token = serializers.CharField(help_text="The full token. Shown once; store it now.")
+
+
+class ApiTokenPageSerializer(ResponseSerializer):
+    items = ApiTokenSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class MeTokenSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.CharField()
+    name = serializers.CharField()
+    permissions = serializers.ListField(child=serializers.CharField())
+    workspace_id = serializers.CharField(allow_null=True)
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
+class MeUserSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.CharField()
+    email = serializers.EmailField()
+    name = serializers.CharField()
+    is_instance_admin = serializers.BooleanField(source="is_superuser")
+
+
+class MeSerializer(ResponseSerializer):
+    user = MeUserSerializer()
+    organizations = OrganizationSerializer(many=True)
+    workspaces = WorkspaceSerializer(many=True)
+    token = MeTokenSerializer(allow_null=True)
+
+
+class BlockerSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    code = serializers.CharField()
+    detail = serializers.CharField()
+
+
+class WorkspaceDeletionPreviewSerializer(ResponseSerializer):
+    workspace_id = serializers.CharField()
+    workspace_name = serializers.CharField()
+    confirm_name = serializers.CharField()
+    data_loss = serializers.DictField(child=serializers.IntegerField())
+    retained_records = serializers.DictField(child=serializers.IntegerField())
+    recovery = serializers.CharField()
+    blockers = BlockerSerializer(many=True)
+    can_delete = serializers.BooleanField()
+
+
+class UsageSerializer(ResponseSerializer):
+    workspace_id = serializers.CharField()
+    plan = PlanSummarySerializer()
+    limits = serializers.DictField(child=serializers.IntegerField(allow_null=True))
+    usage = serializers.DictField(child=serializers.IntegerField())
+    period_start = serializers.DateField()
+    period_end = serializers.DateField()

@@ -1,0 +1,434 @@
+"""Identity endpoints. Each action: parse, call a service or selector, serialize, respond."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from config.api.pagination import page_query_serializer
+from config.api.request import parse_body, parse_query
+from config.api.schema import problems
+from workspaces import selectors, services
+from workspaces.access import actor_from_request, require_organization, require_workspace
+from workspaces.api import serializers as s
+from workspaces.models import OrganizationMembership
+
+PageQuery = page_query_serializer(default=20, maximum=100, name="PageQuery")
+PAGE_PARAMS = [
+    OpenApiParameter("limit", int, description="Page size, 1 to 100 (default 20)"),
+    OpenApiParameter("cursor", str, description="Opaque cursor from next_cursor (≤ 1024 chars)"),
+]
+
+
+def _roles(actor: Any, workspaces: list[Any]) -> dict[str, str]:
+    return selectors.workspace_role_map(actor=actor, workspace_ids=[w.pk for w in workspaces])
+
+
+def _org_payload(org: Any, role: str) -> dict[str, Any]:
+    return {"id": str(org.pk), "name": org.name, "role": role, "created_at": org.created_at}
+
+
+class MeView(APIView):
+    @extend_schema(operation_id="me_get", responses={200: s.MeSerializer})
+    def get(self, request: Request) -> Response:
+        actor = actor_from_request(request)
+        workspaces = list(selectors.workspace_list_for_actor(actor=actor).order_by("name"))
+        org_roles = dict(
+            OrganizationMembership.objects.filter(user=actor.user).values_list("organization_id", "role")
+        )
+        organizations = []
+        if actor.token is None or actor.token.workspace_id is None:
+            organizations = [
+                _org_payload(org, org_roles.get(org.pk, ""))
+                for org in selectors.organization_list_for_actor(actor=actor)
+            ]
+        token = actor.token
+        payload = {
+            "user": actor.user,
+            "organizations": organizations,
+            "workspaces": workspaces,
+            "token": None
+            if token is None
+            else {
+                "id": token.id,
+                "name": token.name,
+                "permissions": token.permissions,
+                "workspace_id": str(token.workspace_id) if token.workspace_id else None,
+                "expires_at": token.expires_at,
+            },
+        }
+        context = {"request": request, "roles": _roles(actor, workspaces)}
+        return Response(s.MeSerializer(payload, context=context).data)
+
+
+class OrganizationListView(APIView):
+    @extend_schema(
+        operation_id="organizations_list",
+        parameters=PAGE_PARAMS,
+        responses={200: s.OrganizationPageSerializer, **problems(422)},
+    )
+    def get(self, request: Request) -> Response:
+        actor = actor_from_request(request)
+        query = parse_query(PageQuery, request)
+        from config.api.pagination import keyset_page
+
+        page = keyset_page(
+            selectors.organization_list_for_actor(actor=actor),
+            list_key="organizations",
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
+        roles = dict(
+            OrganizationMembership.objects.filter(
+                user=actor.user, organization__in=page.items
+            ).values_list("organization_id", "role")
+        )
+        data = {
+            "items": [_org_payload(o, roles.get(o.pk, "")) for o in page.items],
+            "next_cursor": page.next_cursor,
+        }
+        return Response(s.OrganizationPageSerializer(data, context={"request": request}).data)
+
+    @extend_schema(
+        operation_id="organizations_create",
+        request=s.OrganizationCreateInputSerializer,
+        responses={201: s.OrganizationSerializer, **problems(400, 422)},
+    )
+    def post(self, request: Request) -> Response:
+        actor = actor_from_request(request)
+        body = parse_body(s.OrganizationCreateInputSerializer, request)
+        organization = services.organization_create(actor=actor, name=body["name"])
+        data = s.OrganizationSerializer(
+            _org_payload(organization, "owner"), context={"request": request}
+        ).data
+        return Response(
+            data,
+            status=201,
+            headers={"Location": reverse("workspaces:organization-detail", args=[organization.pk])},
+        )
+
+
+class OrganizationDetailView(APIView):
+    @extend_schema(operation_id="organizations_get", responses={200: s.OrganizationSerializer, **problems(404)})
+    def get(self, request: Request, organization_id: str) -> Response:
+        actor = actor_from_request(request)
+        organization, membership = require_organization(
+            actor, organization_id, roles=("owner", "admin", "member")
+        )
+        return Response(
+            s.OrganizationSerializer(
+                _org_payload(organization, membership.role), context={"request": request}
+            ).data
+        )
+
+
+class WorkspaceListView(APIView):
+    @extend_schema(
+        operation_id="workspaces_list",
+        parameters=PAGE_PARAMS,
+        responses={200: s.WorkspacePageSerializer, **problems(422)},
+    )
+    def get(self, request: Request) -> Response:
+        actor = actor_from_request(request)
+        query = parse_query(PageQuery, request)
+        page = selectors.workspace_page_for_actor(
+            actor=actor, limit=query["limit"], cursor=query.get("cursor")
+        )
+        context = {"request": request, "roles": _roles(actor, page.items)}
+        return Response(
+            s.WorkspacePageSerializer(
+                {"items": page.items, "next_cursor": page.next_cursor}, context=context
+            ).data
+        )
+
+    @extend_schema(
+        operation_id="workspaces_create",
+        request=s.WorkspaceCreateInputSerializer,
+        responses={201: s.WorkspaceSerializer, **problems(400, 404, 409, 422)},
+    )
+    def post(self, request: Request) -> Response:
+        actor = actor_from_request(request)
+        body = parse_body(s.WorkspaceCreateInputSerializer, request)
+        workspace = services.workspace_create(
+            actor=actor,
+            organization_id=body["organization_id"],
+            name=body["name"],
+            timezone_name=body["timezone"],
+        )
+        workspace = selectors.workspace_list_for_actor(actor=actor).get(pk=workspace.pk)
+        context = {"request": request, "roles": {str(workspace.pk): "admin"}}
+        return Response(
+            s.WorkspaceSerializer(workspace, context=context).data,
+            status=201,
+            headers={"Location": reverse("workspaces:workspace-detail", args=[workspace.pk])},
+        )
+
+
+class WorkspaceDetailView(APIView):
+    @property
+    def session_only(self) -> bool:  # bearer tokens never delete workspaces
+        return self.request.method == "DELETE"
+
+    def _render(self, request: Request, workspace_id: Any) -> Response:
+        actor = actor_from_request(request)
+        workspace = selectors.workspace_list_for_actor(actor=actor).get(pk=workspace_id)
+        context = {"request": request, "roles": _roles(actor, [workspace])}
+        return Response(s.WorkspaceSerializer(workspace, context=context).data)
+
+    @extend_schema(operation_id="workspaces_get", responses={200: s.WorkspaceSerializer, **problems(404)})
+    def get(self, request: Request, workspace_id: str) -> Response:
+        access = require_workspace(actor_from_request(request), workspace_id)
+        return self._render(request, access.workspace.pk)
+
+    @extend_schema(
+        operation_id="workspaces_update",
+        request=s.WorkspaceUpdateInputSerializer,
+        responses={200: s.WorkspaceSerializer, **problems(400, 404, 409, 422)},
+    )
+    def patch(self, request: Request, workspace_id: str) -> Response:
+        body = parse_body(s.WorkspaceUpdateInputSerializer, request)
+        workspace = services.workspace_update(
+            actor=actor_from_request(request),
+            workspace_id=workspace_id,
+            name=body.get("name"),
+            timezone_name=body.get("timezone"),
+        )
+        return self._render(request, workspace.pk)
+
+    @extend_schema(
+        operation_id="workspaces_delete",
+        request=s.WorkspaceDeleteInputSerializer,
+        responses={204: None, **problems(400, 404, 409, 422)},
+        description=(
+            "Permanently delete a workspace. Organization owner's browser session only, "
+            "authenticated within 15 minutes (or send current_password); confirm_name must be "
+            "the exact workspace name; blockers (final_workspace, active_billing, "
+            "pending_deliveries) answer 409. Audit and billing records survive."
+        ),
+    )
+    def delete(self, request: Request, workspace_id: str) -> Response:
+        body = parse_body(s.WorkspaceDeleteInputSerializer, request)
+        services.workspace_delete(
+            actor=actor_from_request(request),
+            workspace_id=workspace_id,
+            confirm_name=body["confirm_name"],
+            current_password=body.get("current_password"),
+            authenticated_at=request.session.get("herald_authenticated_at"),
+        )
+        return Response(status=204)
+
+
+class WorkspaceDeletionPreviewView(APIView):
+    session_only = True
+
+    @extend_schema(
+        operation_id="workspaces_deletion_preview",
+        responses={200: s.WorkspaceDeletionPreviewSerializer, **problems(404)},
+    )
+    def get(self, request: Request, workspace_id: str) -> Response:
+        preview = services.workspace_deletion_preview(
+            actor=actor_from_request(request), workspace_id=workspace_id
+        )
+        return Response(s.WorkspaceDeletionPreviewSerializer(preview, context={"request": request}).data)
+
+
+class WorkspaceUsageView(APIView):
+    @extend_schema(operation_id="workspaces_usage", responses={200: s.UsageSerializer, **problems(404)})
+    def get(self, request: Request, workspace_id: str) -> Response:
+        usage = selectors.workspace_usage(actor=actor_from_request(request), workspace_id=workspace_id)
+        return Response(s.UsageSerializer(usage, context={"request": request}).data)
+
+
+class MemberListView(APIView):
+    @extend_schema(
+        operation_id="workspace_members_list",
+        parameters=PAGE_PARAMS,
+        responses={200: s.MemberPageSerializer, **problems(404, 422)},
+    )
+    def get(self, request: Request, workspace_id: str) -> Response:
+        query = parse_query(PageQuery, request)
+        page = selectors.member_page(
+            actor=actor_from_request(request),
+            workspace_id=workspace_id,
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
+        return Response(
+            s.MemberPageSerializer(
+                {"items": page.items, "next_cursor": page.next_cursor}, context={"request": request}
+            ).data
+        )
+
+
+class MemberDetailView(APIView):
+    @extend_schema(
+        operation_id="workspace_members_update",
+        request=s.MemberUpdateInputSerializer,
+        responses={200: s.MemberSerializer, **problems(400, 404, 409, 422)},
+    )
+    def patch(self, request: Request, workspace_id: str, user_id: str) -> Response:
+        body = parse_body(s.MemberUpdateInputSerializer, request)
+        membership = services.workspace_member_update(
+            actor=actor_from_request(request),
+            workspace_id=workspace_id,
+            user_id=user_id,
+            role=body.get("role"),
+            status=body.get("status"),
+        )
+        return Response(s.MemberSerializer(membership, context={"request": request}).data)
+
+    @extend_schema(operation_id="workspace_members_remove", responses={204: None, **problems(404, 409)})
+    def delete(self, request: Request, workspace_id: str, user_id: str) -> Response:
+        services.workspace_member_remove(
+            actor=actor_from_request(request), workspace_id=workspace_id, user_id=user_id
+        )
+        return Response(status=204)
+
+
+class InvitationListView(APIView):
+    @extend_schema(
+        operation_id="workspace_invitations_list",
+        parameters=PAGE_PARAMS,
+        responses={200: s.InvitationPageSerializer, **problems(404, 422)},
+    )
+    def get(self, request: Request, workspace_id: str) -> Response:
+        query = parse_query(PageQuery, request)
+        page = selectors.invitation_page(
+            actor=actor_from_request(request),
+            workspace_id=workspace_id,
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
+        return Response(
+            s.InvitationPageSerializer(
+                {"items": page.items, "next_cursor": page.next_cursor}, context={"request": request}
+            ).data
+        )
+
+    @extend_schema(
+        operation_id="workspace_invitations_create",
+        request=s.InvitationCreateInputSerializer,
+        responses={201: s.InvitationWithTokenSerializer, **problems(400, 404, 409, 422)},
+    )
+    def post(self, request: Request, workspace_id: str) -> Response:
+        body = parse_body(s.InvitationCreateInputSerializer, request)
+        invitation, raw = services.invitation_create(
+            actor=actor_from_request(request),
+            workspace_id=workspace_id,
+            email=body["email"],
+            role=body["role"],
+        )
+        invitation.accept_token = raw  # type: ignore[attr-defined]
+        return Response(
+            s.InvitationWithTokenSerializer(invitation, context={"request": request}).data, status=201
+        )
+
+
+class InvitationResendView(APIView):
+    @extend_schema(
+        operation_id="invitations_resend",
+        request=None,
+        responses={200: s.InvitationWithTokenSerializer, **problems(404, 409)},
+    )
+    def post(self, request: Request, invitation_id: str) -> Response:
+        invitation, raw = services.invitation_resend(
+            actor=actor_from_request(request), invitation_id=invitation_id
+        )
+        invitation.accept_token = raw  # type: ignore[attr-defined]
+        return Response(s.InvitationWithTokenSerializer(invitation, context={"request": request}).data)
+
+
+class InvitationDetailView(APIView):
+    @extend_schema(operation_id="invitations_revoke", responses={204: None, **problems(404, 409)})
+    def delete(self, request: Request, invitation_id: str) -> Response:
+        services.invitation_revoke(actor=actor_from_request(request), invitation_id=invitation_id)
+        return Response(status=204)
+
+
+class InvitationAcceptView(APIView):
+    @extend_schema(
+        operation_id="invitations_accept",
+        request=s.InvitationAcceptInputSerializer,
+        responses={200: s.MemberSerializer, **problems(400, 404, 409, 422)},
+    )
+    def post(self, request: Request) -> Response:
+        body = parse_body(s.InvitationAcceptInputSerializer, request)
+        membership = services.invitation_accept(actor=actor_from_request(request), token=body["token"])
+        return Response(s.MemberSerializer(membership, context={"request": request}).data)
+
+
+class AccessAuditView(APIView):
+    @extend_schema(
+        operation_id="workspaces_access_audit",
+        parameters=[
+            OpenApiParameter(
+                "limit", int, description="1 to 200 (default 50)", required=False
+            )
+        ],
+        responses={200: s.AccessAuditEventSerializer(many=True), **problems(404, 422)},
+        description="Access audit events, newest first. Active workspace admins only.",
+    )
+    def get(self, request: Request, workspace_id: str) -> Response:
+        query = parse_query(s.AuditQuerySerializer, request)
+        events = selectors.access_audit_list(
+            actor=actor_from_request(request), workspace_id=workspace_id, limit=query["limit"]
+        )
+        return Response(
+            s.AccessAuditEventSerializer(events, many=True, context={"request": request}).data
+        )
+
+
+class ApiTokenListView(APIView):
+    session_only = True
+
+    @extend_schema(
+        operation_id="api_tokens_list",
+        parameters=PAGE_PARAMS,
+        responses={200: s.ApiTokenPageSerializer, **problems(422)},
+    )
+    def get(self, request: Request) -> Response:
+        query = parse_query(PageQuery, request)
+        from config.api.pagination import keyset_page
+
+        page = keyset_page(
+            selectors.api_token_list(user=request.user),
+            list_key=f"tokens:{request.user.pk}",
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
+        return Response(
+            s.ApiTokenPageSerializer(
+                {"items": page.items, "next_cursor": page.next_cursor}, context={"request": request}
+            ).data
+        )
+
+    @extend_schema(
+        operation_id="api_tokens_create",
+        request=s.ApiTokenCreateInputSerializer,
+        responses={201: s.ApiTokenCreatedSerializer, **problems(400, 404, 422)},
+    )
+    def post(self, request: Request) -> Response:
+        body = parse_body(s.ApiTokenCreateInputSerializer, request)
+        token, full = services.api_token_create(
+            user=request.user,
+            name=body["name"],
+            permissions=body["permissions"],
+            workspace_id=body.get("workspace_id"),
+            expires_at=body.get("expires_at"),
+        )
+        token.token = full  # type: ignore[attr-defined]
+        return Response(s.ApiTokenCreatedSerializer(token, context={"request": request}).data, status=201)
+
+
+class ApiTokenDetailView(APIView):
+    session_only = True
+
+    @extend_schema(operation_id="api_tokens_revoke", responses={204: None, **problems(404)})
+    def delete(self, request: Request, token_id: str) -> Response:
+        services.api_token_revoke(user=request.user, token_id=token_id)
+        return Response(status=204)

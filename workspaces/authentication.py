@@ -1,0 +1,88 @@
+"""Bearer API tokens and browser sessions (spec §5), with a failed-authentication rate limit."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.utils import timezone
+from rest_framework import authentication, exceptions
+from rest_framework.request import Request
+
+from workspaces.models import ApiToken, User
+from workspaces.tokens import parse_token, secret_matches
+
+LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+
+def client_ip(request: Any) -> str:
+    meta = getattr(request, "META", {})
+    return str(meta.get("REMOTE_ADDR") or "unknown")
+
+
+def _failure_key(ip: str) -> str:
+    minute = int(timezone.now().timestamp() // 60)
+    return f"authfail:{ip}:{minute}"
+
+
+def check_failure_budget(request: Any) -> None:
+    """429 once one IP has failed authentication more than the limit within a minute."""
+    key = _failure_key(client_ip(request))
+    failures = cache.get(key, 0)
+    if failures >= settings.HERALD_AUTH_FAILURES_PER_MINUTE:
+        wait = 60 - int(timezone.now().timestamp()) % 60
+        raise exceptions.Throttled(wait=wait, detail="Too many failed authentication attempts.")
+
+
+def record_failure(request: Any) -> None:
+    key = _failure_key(client_ip(request))
+    if not cache.add(key, 1, timeout=120):
+        try:
+            cache.incr(key)
+        except ValueError:
+            cache.set(key, 1, timeout=120)
+
+
+class BearerTokenAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
+        header = request.META.get("HTTP_AUTHORIZATION", "")
+        if not header:
+            return None
+        check_failure_budget(request)
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            record_failure(request)
+            raise exceptions.AuthenticationFailed("Malformed Authorization header; use 'Bearer <token>'.")
+        parsed = parse_token(value.strip())
+        if parsed is None:
+            record_failure(request)
+            raise exceptions.AuthenticationFailed("Malformed API token.")
+        token_id, secret = parsed
+        token = ApiToken.objects.select_related("user").filter(pk=token_id).first()
+        if token is None or not secret_matches(secret, token.secret_hash):
+            record_failure(request)
+            raise exceptions.AuthenticationFailed("Unknown API token.")
+        if token.revoked_at is not None:
+            record_failure(request)
+            raise exceptions.AuthenticationFailed("This API token has been revoked.")
+        now = timezone.now()
+        if token.expires_at is not None and token.expires_at <= now:
+            record_failure(request)
+            raise exceptions.AuthenticationFailed("This API token has expired.")
+        if not token.user.is_active:
+            raise exceptions.AuthenticationFailed("The token's user is inactive.")
+        if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+            token.last_used_at = now
+        return token.user, token
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="api"'
+
+
+class CsrfSessionAuthentication(authentication.SessionAuthentication):
+    """Browser session; unsafe methods need the CSRF token (DRF enforces it for sessions)."""

@@ -1,0 +1,105 @@
+"""Reads for identity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import Count, Q, QuerySet
+
+from config.api.pagination import Page, keyset_page
+from workspaces.access import Actor, require_workspace
+from workspaces.models import (
+    AccessAuditEvent,
+    ApiToken,
+    Invitation,
+    Organization,
+    UsageCounter,
+    Workspace,
+    WorkspaceMembership,
+)
+from workspaces.services import PLAN_METRICS, plan_limit, usage_period
+
+
+def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
+    queryset = Workspace.objects.filter(
+        memberships__user=actor.user, memberships__status=WorkspaceMembership.Status.ACTIVE
+    )
+    if actor.token is not None and actor.token.workspace_id is not None:
+        queryset = queryset.filter(pk=actor.token.workspace_id)
+    return queryset.select_related("organization", "plan").annotate(
+        member_count=Count(
+            "memberships", filter=Q(memberships__status=WorkspaceMembership.Status.ACTIVE), distinct=True
+        )
+    )
+
+
+def workspace_page_for_actor(*, actor: Actor, limit: int, cursor: str | None) -> Page[Workspace]:
+    return keyset_page(
+        workspace_list_for_actor(actor=actor), list_key="workspaces", limit=limit, cursor=cursor
+    )
+
+
+def workspace_role_map(*, actor: Actor, workspace_ids: list[Any]) -> dict[str, str]:
+    rows = WorkspaceMembership.objects.filter(
+        user=actor.user, workspace_id__in=workspace_ids
+    ).values_list("workspace_id", "role")
+    return {str(ws): role for ws, role in rows}
+
+
+def organization_list_for_actor(*, actor: Actor) -> QuerySet[Organization]:
+    actor.check_unscoped()
+    return Organization.objects.filter(memberships__user=actor.user).order_by("-created_at", "-pk")
+
+
+def member_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str | None) -> Page[WorkspaceMembership]:
+    access = require_workspace(actor, workspace_id)
+    queryset = WorkspaceMembership.objects.filter(workspace=access.workspace).select_related("user")
+    return keyset_page(queryset, list_key=f"members:{access.workspace.pk}", limit=limit, cursor=cursor)
+
+
+def invitation_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str | None) -> Page[Invitation]:
+    access = require_workspace(actor, workspace_id, role="admin")
+    queryset = Invitation.objects.filter(workspace=access.workspace)
+    return keyset_page(queryset, list_key=f"invitations:{access.workspace.pk}", limit=limit, cursor=cursor)
+
+
+def access_audit_list(*, actor: Actor, workspace_id: Any, limit: int) -> list[AccessAuditEvent]:
+    access = require_workspace(actor, workspace_id, role="admin")
+    return list(
+        AccessAuditEvent.objects.filter(workspace_id=access.workspace.pk).order_by(
+            "-created_at", "-id"
+        )[:limit]
+    )
+
+
+def api_token_list(*, user: Any) -> QuerySet[ApiToken]:
+    return ApiToken.objects.filter(user=user).order_by("-created_at", "-pk")
+
+
+def workspace_usage(*, actor: Actor, workspace_id: Any) -> dict[str, Any]:
+    access = require_workspace(actor, workspace_id)
+    workspace = access.workspace
+    start, end = usage_period()
+    counters = dict(
+        UsageCounter.objects.filter(workspace=workspace, period_start=start).values_list(
+            "metric", "count"
+        )
+    )
+    from workspaces import lifecycle
+
+    gauges: dict[str, int] = {}
+    for summary in lifecycle.data_summaries():
+        gauges.update(summary(workspace))
+    usage = {
+        "connected_accounts": gauges.get("connected_accounts", 0),
+        "scheduled_publications": counters.get("scheduled_publications", 0),
+        "discovery_calls": counters.get("discovery_calls", 0),
+    }
+    return {
+        "workspace_id": str(workspace.pk),
+        "plan": {"code": workspace.plan.code, "name": workspace.plan.name},
+        "limits": {metric: plan_limit(workspace, metric) for metric in PLAN_METRICS},
+        "usage": usage,
+        "period_start": start,
+        "period_end": end,
+    }
