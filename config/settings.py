@@ -200,7 +200,7 @@ else:
     }
 STORAGES = {
     "default": _default_storage,
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 HERALD_S3_CHECK_TIMEOUT_SECONDS = env_float("HERALD_S3_CHECK_TIMEOUT_SECONDS", 5.0)
 
@@ -282,7 +282,7 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {},
+    "ENUM_NAME_OVERRIDES": {"OkEnum": ["ok"], "ReadyEnum": ["ready"]},
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.postprocess_problem_responses",
@@ -320,3 +320,6 @@ LOGGING = {
         "django.server": {"level": "WARNING"},
     },
 }
+# Serve app static files (admin, API docs assets) straight from the apps when collectstatic has
+# not run (the embedded `make run` default); the container image runs collectstatic.
+WHITENOISE_USE_FINDERS = True

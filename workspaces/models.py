@@ -11,7 +11,7 @@ from django.contrib.auth.models import PermissionsMixin
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
-from django.utils import timezone
+from django.utils.timezone import now
 
 
 class UserManager(BaseUserManager["User"]):
@@ -42,7 +42,7 @@ class User(AbstractBaseUser, PermissionsMixin):
     name = models.CharField(max_length=150, blank=True)
     is_active = models.BooleanField(default=True)
     is_staff = models.BooleanField(default=False)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now)
 
     objects: ClassVar[UserManager] = UserManager()  # type: ignore[assignment]
 
@@ -62,7 +62,7 @@ class User(AbstractBaseUser, PermissionsMixin):
 class Organization(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=120)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now)
 
     def __str__(self) -> str:
         return self.name
@@ -77,7 +77,7 @@ class OrganizationMembership(models.Model):
     organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="organization_memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now)
 
     class Meta:
         constraints: ClassVar = [
@@ -108,7 +108,7 @@ class Workspace(models.Model):
     name = models.CharField(max_length=80)
     timezone = models.CharField(max_length=64, default="UTC")
     plan = models.ForeignKey(Plan, on_delete=models.PROTECT, default="self_hosted", related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -136,7 +136,7 @@ class WorkspaceMembership(models.Model):
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="workspace_memberships")
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.EDITOR)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -162,7 +162,7 @@ class Invitation(models.Model):
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     token_hash = models.CharField(max_length=64, unique=True)
     invited_by = models.ForeignKey(User, on_delete=models.SET_NULL, null=True, related_name="+")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now)
     expires_at = models.DateTimeField()
     accepted_at = models.DateTimeField(null=True, blank=True)
     accepted_by = models.ForeignKey(
@@ -184,7 +184,7 @@ class Invitation(models.Model):
 
     @property
     def effective_status(self) -> str:
-        if self.status == self.Status.PENDING and self.expires_at <= timezone.now():
+        if self.status == self.Status.PENDING and self.expires_at <= now():
             return self.Status.EXPIRED
         return self.status
 
@@ -207,7 +207,7 @@ class ApiToken(models.Model):
     workspace = models.ForeignKey(
         Workspace, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
     )
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now)
     expires_at = models.DateTimeField(null=True, blank=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
@@ -219,7 +219,7 @@ class ApiToken(models.Model):
     def status(self) -> str:
         if self.revoked_at is not None:
             return self.Status.REVOKED
-        if self.expires_at is not None and self.expires_at <= timezone.now():
+        if self.expires_at is not None and self.expires_at <= now():
             return self.Status.EXPIRED
         return self.Status.ACTIVE
 
@@ -251,7 +251,7 @@ class AccessAuditEvent(models.Model):
     status = models.CharField(max_length=16, blank=True, default="")
     subject_email = models.CharField(max_length=254, blank=True, default="")
     subject_user_id = models.CharField(max_length=64, blank=True, default="")
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now)
 
     class Meta:
         indexes: ClassVar = [
@@ -271,7 +271,7 @@ class WorkspaceLifecycleRecord(models.Model):
     workspace_name = models.CharField(max_length=80)
     action = models.CharField(max_length=40, default="workspace.deleted")
     actor_user_id = models.CharField(max_length=64)
-    created_at = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=now)
 
     def __str__(self) -> str:
         return f"{self.action} {self.workspace_name}"
@@ -289,7 +289,7 @@ class BillingRecord(models.Model):
     workspace_id = models.UUIDField(db_index=True)
     plan_code = models.CharField(max_length=40)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE)
-    started_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(default=now)
     ended_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:

@@ -1,0 +1,51 @@
+"""URL layout (decisions §1): API under /api/v1, docs under /docs/, admin, browser sign-in."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.http import HttpRequest, HttpResponse
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from config import web
+from config.api.problems import problem_response
+from config.api.schema import json_schema_view
+from config.health import LivenessView, ReadinessView
+
+api_v1 = [
+    path("health", LivenessView.as_view(), name="health"),
+    path("ready", ReadinessView.as_view(), name="ready"),
+    path("schemas/<str:name>.json", json_schema_view, name="json-schema"),
+    path("", include("workspaces.api.urls")),
+    path("", include("publishing.api.urls")),
+    path("", include("readiness.api.urls")),
+    path("", include("themes.api.urls")),
+    path("", include("voice.api.urls")),
+    path("", include("discovery.api.urls")),
+]
+
+urlpatterns = [
+    path("api/v1/", include(api_v1)),
+    path("docs/openapi.json", SpectacularAPIView.as_view(), name="openapi"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
+    path("docs/problems/<slug:code>", web.problem_type, name="problem-type"),
+    path("admin/", admin.site.urls),
+    path("login/", web.HeraldLoginView.as_view(), name="login"),
+    path("logout/", web.logout_view, name="logout"),
+    path("settings/developer/", web.developer_settings, name="developer-settings"),
+    path("", web.home, name="home"),
+]
+
+
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return problem_response(request, 404, "not_found", "No such resource.")
+    return HttpResponse("Not found", status=404, content_type="text/plain")
+
+
+def handler500(request: HttpRequest) -> HttpResponse:
+    if request.path.startswith("/api/"):
+        return problem_response(
+            request, 500, "internal_error", "An unexpected error occurred; it has been logged."
+        )
+    return HttpResponse("Server error", status=500, content_type="text/plain")

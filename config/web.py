@@ -1,0 +1,131 @@
+"""Server-rendered pages: sign-in / sign-out and the developer settings (API tokens).
+
+The session these pages start is the spec's "browser session"; token management lives only here
+and on the session-only API routes.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import logout
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_http_methods, require_POST
+
+from config.errors import DomainError
+from workspaces import selectors, services
+from workspaces.access import Actor
+from workspaces.models import ApiToken
+
+SESSION_AUTHENTICATED_AT = "herald_authenticated_at"
+
+
+class HeraldLoginView(LoginView):
+    """Records the sign-in time: workspace deletion needs a recent authentication."""
+
+    template_name = "registration/login.html"
+    redirect_authenticated_user = True
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        self.request.session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
+        return response
+
+
+@require_POST
+def logout_view(request: HttpRequest) -> HttpResponse:
+    logout(request)
+    return redirect("login")
+
+
+def home(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("developer-settings")
+    return redirect("login")
+
+
+class TokenCreateForm(forms.Form):
+    name = forms.CharField(max_length=120)
+    can_write = forms.BooleanField(
+        required=False, initial=False, label="Allow writes (api:write)"
+    )
+    workspace = forms.ChoiceField(required=False, label="Workspace access")
+    expires_in_days = forms.IntegerField(
+        required=False, min_value=1, max_value=365, label="Expires in (days, optional)"
+    )
+
+    def __init__(self, *args: Any, workspaces: list[Any], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [("", "All of my workspaces")]
+        choices += [(str(w.pk), f"Only {w.name}") for w in workspaces]
+        self.fields["workspace"].choices = choices  # type: ignore[attr-defined]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def developer_settings(request: HttpRequest) -> HttpResponse:
+    actor = Actor(user=request.user)  # type: ignore[arg-type]
+    workspaces = list(selectors.workspace_list_for_actor(actor=actor).order_by("name"))
+    form = TokenCreateForm(request.POST or None, workspaces=workspaces)
+    created_token: str | None = None
+    if request.method == "POST" and request.POST.get("action") == "revoke":
+        try:
+            services.api_token_revoke(user=request.user, token_id=request.POST.get("token_id", ""))  # type: ignore[arg-type]
+            messages.success(request, "Token revoked.")
+        except DomainError as exc:
+            messages.error(request, exc.detail)
+        return HttpResponseRedirect(request.path)
+    if request.method == "POST" and form.is_valid():
+        days = form.cleaned_data.get("expires_in_days")
+        permissions = ["api:read"] + (["api:write"] if form.cleaned_data["can_write"] else [])
+        try:
+            _, created_token = services.api_token_create(
+                user=request.user,  # type: ignore[arg-type]
+                name=form.cleaned_data["name"],
+                permissions=permissions,
+                workspace_id=form.cleaned_data.get("workspace") or None,
+                expires_at=timezone.now() + timedelta(days=days) if days else None,
+            )
+        except DomainError as exc:
+            form.add_error(None, exc.detail)
+        else:
+            form = TokenCreateForm(workspaces=workspaces)
+    tokens: list[ApiToken] = list(
+        selectors.api_token_list(user=request.user).select_related("workspace")
+    )
+    response = render(
+        request,
+        "herald/developer_settings.html",
+        {"form": form, "tokens": tokens, "created_token": created_token},
+    )
+    response["Cache-Control"] = "no-store"  # the one-time token must not be cached
+    return response
+
+
+PROBLEM_TYPES = {
+    "invalid": "The request does not match the endpoint schema; see errors[] for each location.",
+    "malformed_body": "The body is not valid JSON.",
+    "not_authenticated": "Credentials are missing, malformed, unknown, expired or revoked.",
+    "permission_denied": "The caller lacks a permission, role, or workspace access.",
+    "not_found": "The path or resource does not exist on this instance.",
+    "method_not_allowed": "The HTTP method is not allowed on this path.",
+    "payload_too_large": "The request body exceeds the instance's limit.",
+    "rate_limited": "Too many requests; retry after the number of seconds in Retry-After.",
+    "revision_conflict": "The resource changed since the caller read it; reload and retry.",
+    "internal_error": "An unexpected error occurred; it was logged on the server.",
+}
+
+
+def problem_type(request: HttpRequest, code: str) -> HttpResponse:
+    """Human documentation of one problem ``type`` URI."""
+    description = PROBLEM_TYPES.get(code)
+    if description is None:
+        raise Http404
+    return render(request, "herald/problem_type.html", {"code": code, "description": description})

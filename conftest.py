@@ -1,0 +1,121 @@
+"""Shared fixtures: users, organizations, workspaces, tokens and authenticated API clients."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import connection
+from rest_framework.test import APIClient
+
+from workspaces.access import Actor
+from workspaces.models import User
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    """``@pytest.mark.postgres`` tests run only when the suite runs on PostgreSQL."""
+    if connection.vendor == "postgresql":
+        return
+    skip = pytest.mark.skip(reason="needs PostgreSQL (set DATABASE_URL)")
+    for item in items:
+        if "postgres" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _clear_cache() -> Iterator[None]:
+    """Rate-limit counters and probe results must not leak between tests."""
+    cache.clear()
+    yield
+    cache.clear()
+
+
+@pytest.fixture
+def make_user(db: Any) -> Callable[..., User]:
+    counter = {"n": 0}
+
+    def make(email: str | None = None, password: str = "correct horse battery", **extra: Any) -> User:
+        counter["n"] += 1
+        return User.objects.create_user(email or f"user{counter['n']}@example.com", password, **extra)
+
+    return make
+
+
+@pytest.fixture
+def user(make_user: Callable[..., User]) -> User:
+    return make_user("owner@example.com")
+
+
+@pytest.fixture
+def organization(user: User) -> Any:
+    from workspaces.services import organization_create
+
+    return organization_create(actor=Actor(user=user), name="Acme")
+
+
+@pytest.fixture
+def workspace(user: User, organization: Any) -> Any:
+    from workspaces.services import workspace_create
+
+    return workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Main")
+
+
+@pytest.fixture
+def make_token() -> Callable[..., str]:
+    """Create an API token and return the full secret string."""
+    from workspaces.services import api_token_create
+
+    def make(
+        user: User,
+        permissions: tuple[str, ...] = ("api:read", "api:write"),
+        workspace: Any = None,
+        **extra: Any,
+    ) -> str:
+        _, full = api_token_create(
+            user=user,
+            name="test",
+            permissions=list(permissions),
+            workspace_id=str(workspace.pk) if workspace is not None else None,
+            **extra,
+        )
+        return full
+
+    return make
+
+
+@pytest.fixture
+def api_client() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def bearer_client(make_token: Callable[..., str]) -> Callable[..., APIClient]:
+    def make(user: User, **token_options: Any) -> APIClient:
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {make_token(user, **token_options)}")
+        return client
+
+    return make
+
+
+@pytest.fixture
+def owner_client(bearer_client: Callable[..., APIClient], user: User, workspace: Any) -> APIClient:
+    """Bearer client of the organization owner, who is also the workspace admin."""
+    return bearer_client(user)
+
+
+@pytest.fixture
+def session_client(user: User) -> APIClient:
+    """A signed-in browser session that enforces CSRF like a real browser."""
+    from django.utils import timezone
+
+    from config.web import SESSION_AUTHENTICATED_AT
+
+    client = APIClient(enforce_csrf_checks=True)
+    client.force_login(user)
+    session = client.session
+    session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
+    session.save()
+    return client
