@@ -37,11 +37,11 @@ class Actor:
         return self.token is None or "api:write" in (self.token.permissions or [])
 
     def check_workspace_binding(self, workspace_id: Any) -> None:
-        if self.token is not None and self.token.workspace_id is not None:
-            if str(self.token.workspace_id) != str(workspace_id):
-                raise PermissionDeniedError(
-                    "This API token is bound to another workspace.", code="token_workspace_scope"
-                )
+        token = self.token
+        if token is not None and token.workspace_id is not None and str(token.workspace_id) != str(workspace_id):
+            raise PermissionDeniedError(
+                "This API token is bound to another workspace.", code="token_workspace_scope"
+            )
 
     def check_unscoped(self) -> None:
         """Organization-level resources are out of reach of workspace-bound tokens."""

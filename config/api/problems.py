@@ -119,7 +119,7 @@ def _attach_values(errors: list[dict[str, Any]], request: Any) -> None:
         elif root == "body":
             try:
                 source = request.data
-            except Exception:  # body already failed to parse
+            except Exception:  # noqa: S112  (the body already failed to parse: no value to echo)
                 continue
         else:
             continue
