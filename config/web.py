@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from config.errors import DomainError
 from workspaces import selectors, services
+from workspaces.authentication import failure_budget_exhausted, record_failure
 from workspaces.access import Actor
 from workspaces.models import ApiToken
 
@@ -33,10 +34,26 @@ class HeraldLoginView(LoginView):
     template_name = "registration/login.html"
     redirect_authenticated_user = True
 
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if failure_budget_exhausted(request):
+            response = render(
+                request,
+                self.template_name,
+                {"form": self.get_form(), "rate_limited": True},
+                status=429,
+            )
+            response["Retry-After"] = "60"
+            return response
+        return super().post(request, *args, **kwargs)
+
     def form_valid(self, form: Any) -> HttpResponse:
         response = super().form_valid(form)
         self.request.session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
         return response
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        record_failure(self.request)
+        return super().form_invalid(form)
 
 
 @require_POST

@@ -27,11 +27,15 @@ def _failure_key(ip: str) -> str:
     return f"authfail:{ip}:{minute}"
 
 
+def failure_budget_exhausted(request: Any) -> bool:
+    """True once one IP has failed authentication more than the limit within a minute."""
+    failures = cache.get(_failure_key(client_ip(request)), 0)
+    return bool(failures >= settings.HERALD_AUTH_FAILURES_PER_MINUTE)
+
+
 def check_failure_budget(request: Any) -> None:
     """429 once one IP has failed authentication more than the limit within a minute."""
-    key = _failure_key(client_ip(request))
-    failures = cache.get(key, 0)
-    if failures >= settings.HERALD_AUTH_FAILURES_PER_MINUTE:
+    if failure_budget_exhausted(request):
         wait = 60 - int(timezone.now().timestamp()) % 60
         raise exceptions.Throttled(wait=wait, detail="Too many failed authentication attempts.")
 
