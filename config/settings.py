@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import dj_database_url
 import django_stubs_ext
@@ -49,10 +50,17 @@ def _secret_key() -> str:
 
 
 SECRET_KEY = _secret_key()
-ALLOWED_HOSTS = env_list(
-    "ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"] if IS_LOCAL else []
+if IS_LOCAL:
+    _DEFAULT_HOSTS = ["localhost", "127.0.0.1", "[::1]", "testserver"]
+else:
+    # The public host by default (an empty list would answer every request 400). Probes from
+    # inside the network (container health check, load balancer) must send an allowed Host.
+    _public_host = urlsplit(HERALD_PUBLIC_URL).hostname if HERALD_PUBLIC_URL else None
+    _DEFAULT_HOSTS = [_public_host] if _public_host else []
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default=_DEFAULT_HOSTS)
+CSRF_TRUSTED_ORIGINS = env_list(
+    "HERALD_CSRF_TRUSTED_ORIGINS", default=[HERALD_PUBLIC_URL] if HERALD_PUBLIC_URL else []
 )
-CSRF_TRUSTED_ORIGINS = env_list("HERALD_CSRF_TRUSTED_ORIGINS", default=[])
 
 # --- Applications --------------------------------------------------------------------------
 INSTALLED_APPS = [
@@ -178,12 +186,30 @@ MEDIA_URL = "/media/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_URL = "/static/"
 HERALD_S3_BUCKET = env_str("HERALD_S3_BUCKET")
+HERALD_S3_ENDPOINT_URL = env_str("HERALD_S3_ENDPOINT_URL")
 if HERALD_S3_BUCKET:
+    from botocore.config import Config as _BotoConfig
+
     _default_storage: dict[str, object] = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
             "bucket_name": HERALD_S3_BUCKET,
-            "endpoint_url": env_str("HERALD_S3_ENDPOINT_URL"),
+            "endpoint_url": HERALD_S3_ENDPOINT_URL,
+            # Bounded network calls: a hung object store must not hold a worker for minutes.
+            # Path-style addressing by default for S3-compatible servers (MinIO, Garage, Ceph),
+            # whose host names do not resolve bucket subdomains; AWS itself uses virtual hosts.
+            "client_config": _BotoConfig(
+                connect_timeout=5,
+                read_timeout=30,
+                retries={"mode": "standard", "max_attempts": 3},
+                s3={
+                    "addressing_style": env_choice(
+                        "HERALD_S3_ADDRESSING_STYLE",
+                        ("auto", "path", "virtual"),
+                        "path" if HERALD_S3_ENDPOINT_URL else "auto",
+                    )
+                },
+            ),
             "region_name": env_str("AWS_DEFAULT_REGION") or env_str("AWS_REGION"),
             "access_key": env_str("AWS_ACCESS_KEY_ID"),
             "secret_key": env_str("AWS_SECRET_ACCESS_KEY"),
@@ -282,7 +308,19 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
-    "ENUM_NAME_OVERRIDES": {"OkEnum": ["ok"], "ReadyEnum": ["ready"]},
+    # One name per choice set, so that fields called "role" or "status" in different
+    # resources do not collide (a collision is a schema warning; CI fails on warnings).
+    "ENUM_NAME_OVERRIDES": {
+        "OkEnum": ["ok"],
+        "ReadyEnum": ["ready"],
+        "OrganizationRoleEnum": "workspaces.models.OrganizationMembership.Role",
+        "WorkspaceRoleEnum": "workspaces.models.WorkspaceMembership.Role",
+        "MembershipStatusEnum": "workspaces.models.WorkspaceMembership.Status",
+        "InvitationStatusEnum": "workspaces.models.Invitation.Status",
+        "ApiTokenStatusEnum": "workspaces.models.ApiToken.Status",
+        "ApiTokenPermissionEnum": "workspaces.models.ApiToken.PERMISSIONS",
+        "AccessAuditActionEnum": "workspaces.models.AccessAuditEvent.Action",
+    },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.postprocess_problem_responses",
@@ -323,3 +361,27 @@ LOGGING = {
 # Serve app static files (admin, API docs assets) straight from the apps when collectstatic has
 # not run (the embedded `make run` default); the container image runs collectstatic.
 WHITENOISE_USE_FINDERS = True
+
+# --- Publishing and delivery (decisions §5) -------------------------------------------------
+HERALD_MAX_MEDIA_BYTES = env_int("HERALD_MAX_MEDIA_BYTES", 100 * 1024 * 1024)
+HERALD_MAX_IMAGE_PIXELS = env_int("HERALD_MAX_IMAGE_PIXELS", 50_000_000)
+HERALD_PROVIDER_TIMEOUT_SECONDS = env_float("HERALD_PROVIDER_TIMEOUT_SECONDS", 10.0)
+# Provider URLs typed by users (Mastodon instances, Discord webhooks) must be public HTTPS
+# addresses unless this is set (tests and private networks).
+HERALD_ALLOW_PRIVATE_PROVIDER_URLS = env_bool("HERALD_ALLOW_PRIVATE_PROVIDER_URLS", default=False)
+HERALD_BLUESKY_SERVICE_URL = env_str("HERALD_BLUESKY_SERVICE_URL", "https://bsky.social")
+HERALD_TELEGRAM_API_URL = env_str("HERALD_TELEGRAM_API_URL", "https://api.telegram.org")
+HERALD_DELIVERY_MAX_ATTEMPTS = env_int("HERALD_DELIVERY_MAX_ATTEMPTS", 3)
+HERALD_RETRY_BASE_SECONDS = env_float("HERALD_RETRY_BASE_SECONDS", 30.0)
+HERALD_RETRY_MAX_SECONDS = env_float("HERALD_RETRY_MAX_SECONDS", 900.0)
+HERALD_RETRY_AFTER_CAP_SECONDS = env_float("HERALD_RETRY_AFTER_CAP_SECONDS", 1800.0)
+# A claim outlives the longest provider call; an expired claim means the worker died.
+HERALD_DELIVERY_LEASE_SECONDS = env_int("HERALD_DELIVERY_LEASE_SECONDS", 120)
+HERALD_DELIVERY_DEADLINE_SECONDS = env_int("HERALD_DELIVERY_DEADLINE_SECONDS", 6 * 3600)
+HERALD_DISPATCH_INTERVAL_SECONDS = env_float("HERALD_DISPATCH_INTERVAL_SECONDS", 5.0)
+HERALD_DISPATCH_STALE_SECONDS = env_int("HERALD_DISPATCH_STALE_SECONDS", 30)
+CELERY_BEAT_SCHEDULE["publishing.delivery_dispatch"] = {
+    "task": "publishing.delivery_dispatch",
+    "schedule": HERALD_DISPATCH_INTERVAL_SECONDS,
+    "options": {"expires": HERALD_DISPATCH_INTERVAL_SECONDS * 2},
+}

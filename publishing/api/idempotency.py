@@ -1,0 +1,78 @@
+"""``Idempotency-Key`` on mutations (decisions §4): the same key with the same request replays
+the first response; the same key with another request is a 409. Keys live 24 hours."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.problems import RequestValidationError
+from config.errors import ConflictError
+from publishing.errors import IdempotencyKeyReusedError
+from publishing.models import IdempotencyRecord
+
+HEADER = "HTTP_IDEMPOTENCY_KEY"
+MAX_KEY_LENGTH = 200
+TTL = timedelta(hours=24)
+
+
+def _fingerprint(request: Request) -> str:
+    body: Any
+    try:
+        body = request.data if not hasattr(request.data, "dict") else request.data.dict()
+    except Exception:  # unparseable bodies fail later, in the view
+        body = None
+    payload = json.dumps([request.method, request.path, body], sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def idempotent(view_method: Callable[..., Response]) -> Callable[..., Response]:
+    @functools.wraps(view_method)
+    def wrapper(self: Any, request: Request, *args: Any, **kwargs: Any) -> Response:
+        key = request.META.get(HEADER)
+        if key is None:
+            return view_method(self, request, *args, **kwargs)
+        if not key or len(key) > MAX_KEY_LENGTH:
+            raise RequestValidationError({"Idempotency-Key": [f"1 to {MAX_KEY_LENGTH} characters."]}, location="header")
+        fingerprint = _fingerprint(request)
+        IdempotencyRecord.objects.filter(user=request.user, key=key, created_at__lt=timezone.now() - TTL).delete()
+        try:
+            with transaction.atomic():
+                record = IdempotencyRecord.objects.create(
+                    user=request.user, key=key, method=request.method, path=request.path, request_hash=fingerprint
+                )
+        except IntegrityError:
+            existing = IdempotencyRecord.objects.get(user=request.user, key=key)
+            if existing.request_hash != fingerprint:
+                raise IdempotencyKeyReusedError() from None
+            if existing.response_status is None:
+                raise ConflictError("A request with this Idempotency-Key is still in progress.",
+                                    code="idempotency_in_progress") from None
+            replay = Response(existing.response_body, status=existing.response_status,
+                              headers=existing.response_headers)
+            replay["Idempotent-Replayed"] = "true"
+            return replay
+        try:
+            response = view_method(self, request, *args, **kwargs)
+        except Exception:
+            record.delete()  # a failed request may be retried with the same key
+            raise
+        if response.status_code >= 500:
+            record.delete()
+        else:
+            headers = {name: response[name] for name in ("Location",) if name in response}
+            IdempotencyRecord.objects.filter(pk=record.pk).update(
+                response_status=response.status_code, response_body=response.data, response_headers=headers
+            )
+        return response
+
+    return wrapper

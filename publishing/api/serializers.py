@@ -1,0 +1,244 @@
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from config.api.request import StrictSerializer
+from config.api.schema import ResponseSerializer
+from publishing.models import Destination, Publication
+
+# --- Inputs ---------------------------------------------------------------------------------
+
+
+class WorkspaceQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    workspace_id = serializers.CharField(max_length=64)
+
+
+class AccountListQuerySerializer(WorkspaceQuerySerializer):
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=20, required=False)
+    cursor = serializers.CharField(max_length=1024, required=False)
+    provider = serializers.CharField(max_length=40, required=False)
+
+
+class AccountConnectInputSerializer(StrictSerializer):
+    workspace_id = serializers.CharField(max_length=64)
+    provider = serializers.CharField(max_length=40)
+    instance_url = serializers.URLField(max_length=300, required=False, default="")
+    fields = serializers.DictField(
+        child=serializers.CharField(max_length=2000, trim_whitespace=True), required=False, default=dict,
+        help_text="Credential fields of a credentials or webhook provider (see the catalogue).",
+    )
+
+
+class OAuthCallbackQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    state = serializers.CharField(max_length=200)
+    code = serializers.CharField(max_length=2000, required=False)
+    error = serializers.CharField(max_length=200, required=False)
+
+
+class DestinationOptionsQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    region_code = serializers.RegexField(r"^[A-Z]{2}$", default="US", required=False,
+                                         help_text="ISO 3166-1 alpha-2")
+    language = serializers.RegexField(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$", default="en", required=False)
+
+
+class CapabilitiesQuerySerializer(WorkspaceQuerySerializer):
+    account_ids = serializers.CharField(max_length=2000, required=False, help_text="Comma-separated account IDs")
+    content_profile = serializers.CharField(max_length=80, required=False)
+
+
+class MediaUploadInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    workspace_id = serializers.CharField(max_length=64)
+    file = serializers.FileField()
+    alt_text = serializers.CharField(max_length=1500, required=False, default="", allow_blank=True)
+
+
+class PageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    limit = serializers.IntegerField(min_value=1, max_value=100, default=20, required=False)
+    cursor = serializers.CharField(max_length=1024, required=False)
+
+
+class MediaListQuerySerializer(WorkspaceQuerySerializer, PageQuerySerializer):
+    pass
+
+
+class PublicationListQuerySerializer(WorkspaceQuerySerializer, PageQuerySerializer):
+    status = serializers.ChoiceField(choices=Publication.Status.choices, required=False)
+    account_id = serializers.CharField(max_length=64, required=False)
+    created_after = serializers.DateTimeField(required=False)
+    created_before = serializers.DateTimeField(required=False)
+
+
+class DestinationInputSerializer(StrictSerializer):
+    account_id = serializers.CharField(max_length=64)
+    profile = serializers.CharField(max_length=80, required=False, help_text="Output profile; default: the provider's first")
+    text = serializers.CharField(max_length=100_000, required=False, allow_blank=True, allow_null=True, trim_whitespace=False)
+    media_ids = serializers.ListField(child=serializers.CharField(max_length=64), max_length=20, required=False, allow_null=True)
+    options = serializers.DictField(child=serializers.CharField(max_length=500, allow_blank=True), required=False, default=dict)
+
+
+class PublicationWriteInputSerializer(StrictSerializer):
+    text = serializers.CharField(max_length=100_000, required=False, default="", allow_blank=True, trim_whitespace=False)
+    media_ids = serializers.ListField(child=serializers.CharField(max_length=64), max_length=20, required=False, default=list)
+    destinations = DestinationInputSerializer(many=True, allow_empty=False, max_length=50)
+
+
+class PublicationCreateInputSerializer(PublicationWriteInputSerializer):
+    workspace_id = serializers.CharField(max_length=64)
+
+
+class PublicationReplaceInputSerializer(PublicationWriteInputSerializer):
+    expected_revision = serializers.IntegerField(min_value=1)
+
+
+class PublicationScheduleInputSerializer(StrictSerializer):
+    scheduled_at = serializers.DateTimeField()
+    expected_revision = serializers.IntegerField(min_value=1, required=False)
+
+
+class PublicationPublishNowInputSerializer(StrictSerializer):
+    expected_revision = serializers.IntegerField(min_value=1, required=False)
+
+
+# --- Outputs --------------------------------------------------------------------------------
+
+
+class AccountSerializer(ResponseSerializer):
+    id = serializers.CharField()
+    workspace_id = serializers.CharField()
+    provider = serializers.CharField()
+    username = serializers.CharField()
+    display_name = serializers.CharField()
+    avatar_url = serializers.CharField()
+    instance_url = serializers.CharField()
+    account_kind = serializers.CharField()
+    granted_scopes = serializers.ListField(child=serializers.CharField())
+    status = serializers.CharField()
+    status_reason = serializers.CharField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+
+
+class AccountPageSerializer(ResponseSerializer):
+    items = AccountSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class AccountConnectResultSerializer(ResponseSerializer):
+    account = AccountSerializer(allow_null=True)
+    authorization_url = serializers.CharField(allow_null=True, help_text="OAuth providers: send the user here.")
+
+
+class OptionValueSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    label = serializers.CharField()
+    value = serializers.CharField()
+
+
+class DestinationOptionsSerializer(ResponseSerializer):
+    options = serializers.DictField(child=OptionValueSerializer(many=True))
+
+
+class MediaSerializer(ResponseSerializer):
+    id = serializers.CharField()
+    workspace_id = serializers.CharField()
+    name = serializers.CharField()
+    mime_type = serializers.CharField()
+    size_bytes = serializers.IntegerField()
+    width = serializers.IntegerField(allow_null=True)
+    height = serializers.IntegerField(allow_null=True)
+    checksum_sha256 = serializers.CharField()
+    alt_text = serializers.CharField()
+    url = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+
+    def get_url(self, obj: Any) -> str:
+        url = obj.file.url
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request is not None and url.startswith("/") else url
+
+
+class MediaPageSerializer(ResponseSerializer):
+    items = MediaSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class DestinationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.CharField()
+    account_id = serializers.CharField()
+    provider = serializers.CharField(source="account.provider")
+    username = serializers.CharField(source="account.username")
+    profile = serializers.CharField()
+    text = serializers.CharField(allow_null=True)
+    media_ids = serializers.ListField(child=serializers.CharField(), allow_null=True)
+    options = serializers.DictField(child=serializers.CharField())
+    status = serializers.ChoiceField(choices=Destination.Status.choices)
+    attempts = serializers.IntegerField()
+    next_attempt_at = serializers.DateTimeField(allow_null=True)
+    deadline_at = serializers.DateTimeField(allow_null=True)
+    external_id = serializers.CharField()
+    external_url = serializers.CharField()
+    error_kind = serializers.CharField()
+    error_message = serializers.CharField()
+    action = serializers.CharField(help_text="edit, reconnect, retry or contact_support when not published")
+    readiness = serializers.JSONField(allow_null=True, help_text="The blocking readiness decision")
+    published_at = serializers.DateTimeField(allow_null=True)
+    updated_at = serializers.DateTimeField()
+
+
+class PublicationSerializer(ResponseSerializer):
+    id = serializers.CharField()
+    workspace_id = serializers.CharField()
+    status = serializers.ChoiceField(choices=Publication.Status.choices)
+    text = serializers.CharField()
+    media_ids = serializers.ListField(child=serializers.CharField())
+    revision = serializers.IntegerField()
+    scheduled_at = serializers.DateTimeField(allow_null=True)
+    execution_intent = serializers.CharField()
+    created_by = serializers.CharField(source="created_by_id", allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    destinations = DestinationSerializer(many=True, source="destinations.all")
+
+
+class PublicationPageSerializer(ResponseSerializer):
+    items = PublicationSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class PublicationEventSerializer(serializers.Serializer):  # type: ignore[type-arg]
+    id = serializers.CharField()
+    destination_id = serializers.CharField(allow_null=True)
+    kind = serializers.CharField()
+    status = serializers.CharField()
+    detail = serializers.CharField()
+    data = serializers.JSONField()
+    created_at = serializers.DateTimeField()
+
+
+class PublicationEventPageSerializer(ResponseSerializer):
+    items = PublicationEventSerializer(many=True)
+    next_cursor = serializers.CharField(allow_null=True)
+
+
+class ProviderCatalogueEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    provider = serializers.CharField()
+    display_name = serializers.CharField()
+    connection = serializers.CharField()
+    capabilities = serializers.JSONField()
+    readiness = serializers.JSONField()
+
+
+class ProviderCatalogueSerializer(ResponseSerializer):
+    providers = ProviderCatalogueEntrySerializer(many=True)
+
+
+class CapabilityEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]
+    account_id = serializers.CharField()
+    provider = serializers.CharField()
+    profiles = serializers.JSONField()
+    readiness = serializers.JSONField()
+
+
+class CapabilitiesSerializer(ResponseSerializer):
+    items = CapabilityEntrySerializer(many=True)

@@ -1,0 +1,271 @@
+"""Publishing: connected accounts, media, publications, destinations, events, idempotency.
+
+The database is the source of truth for delivery (a transactional outbox): every destination row
+says where it stands, and broker messages are only nudges.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils.timezone import now
+
+from workspaces.models import Workspace
+
+
+class ProviderApp(models.Model):
+    """A provider app registration, e.g. one Mastodon app per instance (client id/secret)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    provider = models.CharField(max_length=40)
+    instance_url = models.CharField(max_length=300, blank=True, default="")
+    credentials_encrypted = models.TextField()
+    created_at = models.DateTimeField(default=now)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["provider", "instance_url"], name="one_app_per_instance"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} app {self.instance_url or '(default)'}"
+
+
+class Account(models.Model):
+    """A connected social account of a workspace."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        RECONNECT_REQUIRED = "reconnect_required"  # grant revoked or invalid at the provider
+        DISCONNECTED = "disconnected"  # removed by a user; kept for history
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="accounts")
+    provider = models.CharField(max_length=40)
+    external_id = models.CharField(max_length=200)
+    username = models.CharField(max_length=200)
+    display_name = models.CharField(max_length=200, blank=True, default="")
+    avatar_url = models.CharField(max_length=500, blank=True, default="")
+    instance_url = models.CharField(max_length=300, blank=True, default="")
+    account_kind = models.CharField(max_length=40, default="user")
+    granted_scopes = models.JSONField(default=list, blank=True)
+    credentials_encrypted = models.TextField(blank=True, default="")
+    app = models.ForeignKey(ProviderApp, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.ACTIVE)
+    status_reason = models.CharField(max_length=300, blank=True, default="")
+    token_expires_at = models.DateTimeField(null=True, blank=True)
+    connected_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["workspace", "provider", "instance_url", "external_id"],
+                condition=~Q(status="disconnected"),
+                name="one_live_connection_per_account",
+            ),
+        ]
+        indexes: ClassVar = [models.Index(fields=["workspace", "-created_at"], name="account_ws_newest")]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.username}"
+
+
+class OAuthState(models.Model):
+    """A pending OAuth connect. Only the SHA-256 of ``state`` is stored; the PKCE verifier is
+    encrypted. Single use, short-lived."""
+
+    state_hash = models.CharField(max_length=64, primary_key=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    provider = models.CharField(max_length=40)
+    instance_url = models.CharField(max_length=300, blank=True, default="")
+    app = models.ForeignKey(ProviderApp, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    redirect_uri = models.CharField(max_length=500)
+    code_verifier_encrypted = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=now)
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"oauth {self.provider} for {self.workspace_id}"
+
+
+class Media(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="media")
+    file = models.FileField(upload_to="media/%Y/%m/", max_length=300)
+    name = models.CharField(max_length=200)
+    mime_type = models.CharField(max_length=100)
+    size_bytes = models.PositiveBigIntegerField()
+    width = models.PositiveIntegerField(null=True, blank=True)
+    height = models.PositiveIntegerField(null=True, blank=True)
+    checksum_sha256 = models.CharField(max_length=64)
+    alt_text = models.CharField(max_length=1500, blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=now)
+
+    class Meta:
+        verbose_name_plural = "media"
+        indexes: ClassVar = [models.Index(fields=["workspace", "-created_at"], name="media_ws_newest")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Publication(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        SCHEDULED = "scheduled"
+        PUBLISHING = "publishing"
+        PUBLISHED = "published"
+        PARTIALLY_PUBLISHED = "partially_published"
+        FAILED = "failed"
+        CANCELED = "canceled"
+
+    class Intent(models.TextChoices):
+        NORMAL = "normal"
+        CERTIFICATION_TEST = "certification_test"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="publications")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.DRAFT)
+    text = models.TextField(blank=True, default="")
+    media_ids = models.JSONField(default=list, blank=True)  # ordered Media ids
+    revision = models.PositiveIntegerField(default=1)
+    scheduled_at = models.DateTimeField(null=True, blank=True)
+    execution_intent = models.CharField(max_length=24, choices=Intent.choices, default=Intent.NORMAL)
+    voice_profile_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(default=now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes: ClassVar = [
+            models.Index(fields=["workspace", "-created_at", "-id"], name="publication_ws_newest"),
+            models.Index(fields=["workspace", "status"], name="publication_ws_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"publication {self.pk} ({self.status})"
+
+
+class Destination(models.Model):
+    """One publication on one connected account: the unit of delivery."""
+
+    class Status(models.TextChoices):
+        DRAFT = "draft"
+        SCHEDULED = "scheduled"
+        QUEUED = "queued"
+        SENDING = "sending"
+        RETRY_WAIT = "retry_wait"
+        PUBLISHED = "published"
+        AMBIGUOUS = "ambiguous"
+        BLOCKED = "blocked"
+        FAILED = "failed"
+        CANCELED = "canceled"
+
+    TERMINAL = (Status.PUBLISHED, Status.FAILED, Status.CANCELED)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    publication = models.ForeignKey(Publication, on_delete=models.CASCADE, related_name="destinations")
+    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="destinations")
+    position = models.PositiveSmallIntegerField(default=0)
+    profile = models.CharField(max_length=80)  # output profile, e.g. "mastodon.post"
+    text = models.TextField(null=True, blank=True)  # per-destination override of the text  # noqa: DJ001
+    media_ids = models.JSONField(null=True, blank=True)  # per-destination override
+    options = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    idempotency_key = models.CharField(max_length=64, unique=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    due_at = models.DateTimeField(null=True, blank=True)  # when it becomes sendable
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    claim_expires_at = models.DateTimeField(null=True, blank=True)
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    write_started_at = models.DateTimeField(null=True, blank=True)  # recorded before the call
+    external_id = models.CharField(max_length=200, blank=True, default="")
+    external_url = models.CharField(max_length=500, blank=True, default="")
+    error_kind = models.CharField(max_length=24, blank=True, default="")
+    error_message = models.CharField(max_length=500, blank=True, default="")
+    action = models.CharField(max_length=24, blank=True, default="")
+    readiness = models.JSONField(null=True, blank=True)  # the blocking decision, when blocked
+    published_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering: ClassVar = ["position"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["publication", "account"], name="one_destination_per_account"),
+        ]
+        indexes: ClassVar = [
+            models.Index(fields=["status", "next_attempt_at"], name="destination_due"),
+            models.Index(fields=["status", "claim_expires_at"], name="destination_claims"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.profile} → {self.account_id} ({self.status})"
+
+
+class PublicationEvent(models.Model):
+    """The timeline of a publication: every status change and provider outcome."""
+
+    id = models.BigAutoField(primary_key=True)
+    publication = models.ForeignKey(Publication, on_delete=models.CASCADE, related_name="events")
+    destination = models.ForeignKey(
+        Destination, on_delete=models.CASCADE, null=True, blank=True, related_name="events"
+    )
+    kind = models.CharField(max_length=40)
+    status = models.CharField(max_length=24, blank=True, default="")
+    detail = models.CharField(max_length=500, blank=True, default="")
+    data = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=now)
+
+    class Meta:
+        indexes: ClassVar = [models.Index(fields=["publication", "id"], name="event_publication")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.status}"
+
+
+class IdempotencyRecord(models.Model):
+    """``Idempotency-Key`` of API mutations: same key + same body → the same response (24 h)."""
+
+    id = models.BigAutoField(primary_key=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    method = models.CharField(max_length=8)
+    path = models.CharField(max_length=300)
+    request_hash = models.CharField(max_length=64)
+    response_status = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_body = models.JSONField(null=True, blank=True)
+    response_headers = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=now)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["user", "key"], name="one_record_per_idempotency_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.method} {self.path} [{self.key}]"
+
+
+class SchedulerHeartbeat(models.Model):
+    """Operators' delivery view: when the beat-driven dispatcher last ran."""
+
+    name = models.CharField(max_length=40, primary_key=True)
+    last_tick_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} @ {self.last_tick_at}"

@@ -1,0 +1,304 @@
+"""The one small interface every provider adapter implements.
+
+An adapter says what is implemented (capability metadata) and how to talk to the provider. It
+never decides whether an operation may run now: that is the readiness service's job, asked by
+the delivery code before every provider call.
+
+Adapters are plain Python: no Django models, no database. They receive decrypted credentials
+and return plain values; the publishing services persist them (credentials encrypted).
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, BinaryIO
+
+
+class ConnectionMode(enum.StrEnum):
+    OAUTH2 = "oauth2"  # authorization-code flow; PKCE where the provider supports it
+    CREDENTIALS = "credentials"  # e.g. handle + app password, bot token
+    WEBHOOK = "webhook"  # an incoming-webhook URL
+
+
+@dataclass(frozen=True)
+class MediaRule:
+    max_count: int
+    mime_types: tuple[str, ...]
+    max_bytes: int
+    required: bool = False  # a post must carry at least one item
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One destination option (e.g. Mastodon ``visibility``, Telegram ``chat_id``)."""
+
+    name: str
+    required: bool = False
+    choices: tuple[str, ...] = ()  # empty: free text (or chosen from destination options)
+    max_length: int = 200
+    default: str | None = None
+
+
+@dataclass(frozen=True)
+class OutputProfile:
+    """One publishable format, e.g. ``mastodon.post``."""
+
+    key: str
+    text_limit: int
+    text_counter: Callable[[str], int]  # the provider's own counting rule
+    text_required: bool = False
+    media: MediaRule = MediaRule(max_count=0, mime_types=(), max_bytes=0)
+    options: tuple[OptionSpec, ...] = ()
+    counting_rule: str = "characters"  # human description, e.g. "graphemes"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    provider: str  # e.g. "mastodon"
+    display_name: str
+    connection: ConnectionMode
+    federated: bool = False  # has a per-account server instance
+    pkce: bool = False
+    required_scopes: tuple[str, ...] = ()
+    profiles: tuple[OutputProfile, ...] = ()
+    account_kind: str = "user"  # default account kind of connected accounts
+    credential_fields: tuple[str, ...] = ()  # inputs of a credentials/webhook connect
+    supports_refresh: bool = False
+    supports_revoke: bool = False
+    supports_metrics: bool = False
+    supports_repost: bool = False
+    supports_destination_options: bool = False
+
+    def profile(self, key: str) -> OutputProfile | None:
+        return next((p for p in self.profiles if p.key == key), None)
+
+
+# --- Values crossing the adapter boundary ---------------------------------------------------
+
+
+@dataclass
+class AccountContext:
+    """What an adapter needs to act as one connected account."""
+
+    external_id: str
+    credentials: dict[str, str]  # decrypted; never logged or returned to API callers
+    instance_url: str = ""  # federated server or API base chosen at connect time
+    app: dict[str, str] = field(default_factory=dict)  # per-instance app registration (decrypted)
+    username: str = ""
+
+
+@dataclass
+class ConnectedAccount:
+    """The result of a successful connect or refresh."""
+
+    external_id: str
+    username: str
+    credentials: dict[str, str]
+    display_name: str = ""
+    avatar_url: str = ""
+    instance_url: str = ""
+    account_kind: str = "user"
+    granted_scopes: tuple[str, ...] = ()
+    expires_at: datetime | None = None
+
+
+@dataclass
+class AuthorizationStart:
+    """First leg of an OAuth connect: send the user to ``authorization_url``."""
+
+    authorization_url: str
+    code_verifier: str = ""
+    app: dict[str, str] = field(default_factory=dict)  # e.g. a freshly registered client
+
+
+@dataclass
+class MediaItem:
+    name: str
+    mime_type: str
+    size: int
+    open: Callable[[], BinaryIO]  # opens the stored file for reading
+    alt_text: str = ""
+
+
+@dataclass
+class PublishRequest:
+    profile: str
+    text: str
+    idempotency_key: str  # stable per destination: the same key on every attempt
+    media: list[MediaItem] = field(default_factory=list)
+    options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class PublishResult:
+    external_id: str
+    external_url: str = ""
+
+
+@dataclass
+class Metrics:
+    likes: int = 0
+    comments: int = 0
+    reposts: int = 0
+    views: int = 0
+
+
+# --- Errors ---------------------------------------------------------------------------------
+
+
+class ErrorKind(enum.StrEnum):
+    TRANSIENT = "transient"  # 5xx, connection refused before sending: safe to retry
+    RATE_LIMITED = "rate_limited"  # 429; ``retry_after`` seconds when the provider said so
+    AMBIGUOUS = "ambiguous"  # the request may have been accepted (timeout after sending)
+    AUTH = "auth"  # grant invalid or revoked: the user must reconnect
+    PERMANENT = "permanent"  # the provider refused this content or request
+
+
+class ProviderError(Exception):
+    """A sanitized provider failure: the message never carries tokens, URLs with secrets or
+    raw response bodies."""
+
+    def __init__(
+        self,
+        kind: ErrorKind,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.message = message
+        self.retry_after = retry_after
+        self.status = status
+
+    @property
+    def action(self) -> str:
+        return {
+            ErrorKind.AUTH: "reconnect",
+            ErrorKind.PERMANENT: "edit",
+            ErrorKind.TRANSIENT: "retry",
+            ErrorKind.RATE_LIMITED: "retry",
+            ErrorKind.AMBIGUOUS: "contact_support",
+        }[self.kind]
+
+
+class NotSupported(ProviderError):
+    def __init__(self, what: str) -> None:
+        super().__init__(ErrorKind.PERMANENT, f"{what} is not implemented for this provider.")
+
+
+# --- The adapter ----------------------------------------------------------------------------
+
+
+class ProviderAdapter(abc.ABC):
+    capabilities: Capabilities
+
+    # Connect -----------------------------------------------------------------------------
+    def begin_authorization(
+        self, *, redirect_uri: str, state: str, instance_url: str = "", app: dict[str, str] | None = None
+    ) -> AuthorizationStart:
+        raise NotSupported("OAuth connect")
+
+    def complete_authorization(
+        self,
+        *,
+        code: str,
+        redirect_uri: str,
+        code_verifier: str,
+        instance_url: str = "",
+        app: dict[str, str] | None = None,
+    ) -> ConnectedAccount:
+        raise NotSupported("OAuth connect")
+
+    def connect_with_credentials(self, *, fields: dict[str, str]) -> ConnectedAccount:
+        raise NotSupported("Credential connect")
+
+    def refresh(self, *, account: AccountContext) -> ConnectedAccount:
+        raise NotSupported("Refresh")
+
+    def revoke(self, *, account: AccountContext) -> None:
+        raise NotSupported("Revoke")
+
+    # Publish -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult: ...
+
+    def reconcile(
+        self, *, account: AccountContext, request: PublishRequest, external_id: str = ""
+    ) -> PublishResult | None:
+        """Find a post sent earlier with ``request.idempotency_key`` (or ``external_id``).
+
+        ``None`` means the provider has no such post: it is safe to send again.
+        """
+        raise NotSupported("Reconcile")
+
+    # Reads ---------------------------------------------------------------------------------
+    def destination_options(
+        self, *, account: AccountContext, region_code: str = "US", language: str = "en"
+    ) -> dict[str, list[dict[str, str]]]:
+        return {}
+
+    def metrics(self, *, account: AccountContext, external_id: str) -> Metrics:
+        raise NotSupported("Metrics")
+
+    # Repost (used by repost automation) --------------------------------------------------------
+    def repost(self, *, account: AccountContext, external_id: str, source_url: str = "") -> PublishResult:
+        raise NotSupported("Repost")
+
+    def unrepost(self, *, account: AccountContext, repost_id: str, external_id: str = "") -> None:
+        raise NotSupported("Unrepost")
+
+
+def iter_chunks(stream: BinaryIO, size: int = 64 * 1024) -> Iterator[bytes]:
+    while chunk := stream.read(size):
+        yield chunk
+
+
+def describe(adapter: ProviderAdapter) -> dict[str, Any]:
+    """Capability metadata as plain JSON (catalogue and capability resolution)."""
+    caps = adapter.capabilities
+    return {
+        "provider": caps.provider,
+        "display_name": caps.display_name,
+        "connection": caps.connection.value,
+        "federated": caps.federated,
+        "pkce": caps.pkce,
+        "required_scopes": list(caps.required_scopes),
+        "credential_fields": list(caps.credential_fields),
+        "supports": {
+            "refresh": caps.supports_refresh,
+            "revoke": caps.supports_revoke,
+            "metrics": caps.supports_metrics,
+            "repost": caps.supports_repost,
+            "destination_options": caps.supports_destination_options,
+        },
+        "profiles": [
+            {
+                "key": p.key,
+                "text_limit": p.text_limit,
+                "counting_rule": p.counting_rule,
+                "text_required": p.text_required,
+                "media": {
+                    "max_count": p.media.max_count,
+                    "mime_types": list(p.media.mime_types),
+                    "max_bytes": p.media.max_bytes,
+                    "required": p.media.required,
+                },
+                "options": [
+                    {
+                        "name": o.name,
+                        "required": o.required,
+                        "choices": list(o.choices),
+                        "default": o.default,
+                    }
+                    for o in p.options
+                ],
+            }
+            for p in caps.profiles
+        ],
+    }

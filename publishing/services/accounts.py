@@ -1,0 +1,264 @@
+"""Connected accounts: connect (OAuth or credentials), callback, disconnect, destination options.
+
+Network calls to providers never run inside a transaction that holds locks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from config.errors import FieldValidationError, NotFoundError
+from publishing import credentials
+from publishing.errors import ProviderConnectError, ReadinessBlockedError
+from publishing.models import Account, OAuthState, ProviderApp
+from publishing.providers import PROVIDERS, get_adapter
+from publishing.providers.base import (
+    AccountContext,
+    ConnectedAccount,
+    ConnectionMode,
+    ProviderError,
+)
+from readiness import services as readiness
+from workspaces.access import Actor, parse_id, require_workspace
+from workspaces.services import plan_check_current
+
+OAUTH_STATE_TTL = timedelta(minutes=15)
+
+
+def _hash(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def account_context(account: Account) -> AccountContext:
+    app = credentials.decrypt(account.app.credentials_encrypted) if account.app_id else {}
+    return AccountContext(
+        external_id=account.external_id,
+        credentials=credentials.decrypt(account.credentials_encrypted),
+        instance_url=account.instance_url,
+        app=app,
+        username=account.username,
+    )
+
+
+def _require_provider(provider: str) -> None:
+    if provider not in PROVIDERS:
+        raise FieldValidationError(
+            [{"location": "body.provider", "message": f"Unknown provider; one of {', '.join(PROVIDERS)}.",
+              "value": provider}]
+        )
+    decision = readiness.decide_provider(provider=provider, operation="connect")
+    if not decision.executable:
+        raise ReadinessBlockedError(
+            f"{provider} cannot be connected now ({decision.state}).", decision=decision.as_dict()
+        )
+
+
+def _provider_failure(exc: ProviderError) -> ProviderConnectError:
+    return ProviderConnectError(f"The provider refused the connection: {exc.message}")
+
+
+def account_connect(
+    *,
+    actor: Actor,
+    workspace_id: Any,
+    provider: str,
+    redirect_uri: str,
+    instance_url: str = "",
+    fields: dict[str, str] | None = None,
+) -> tuple[Account | None, str | None]:
+    """Returns ``(account, None)`` for credential providers or ``(None, authorization_url)``."""
+    access = require_workspace(actor, workspace_id, role="editor")
+    _require_provider(provider)
+    workspace = access.workspace
+    live = Account.objects.filter(workspace=workspace).exclude(status=Account.Status.DISCONNECTED)
+    plan_check_current(workspace=workspace, metric="connected_accounts", current=live.count())
+    adapter = get_adapter(provider)
+    caps = adapter.capabilities
+    if caps.connection == ConnectionMode.OAUTH2:
+        return None, _oauth_begin(
+            actor=actor, workspace=workspace, provider=provider, redirect_uri=redirect_uri,
+            instance_url=instance_url,
+        )
+    missing = [name for name in caps.credential_fields if not (fields or {}).get(name)]
+    if missing:
+        raise FieldValidationError(
+            [{"location": f"body.fields.{name}", "message": "This field is required."} for name in missing]
+        )
+    try:
+        connected = adapter.connect_with_credentials(fields=dict(fields or {}))
+    except ProviderError as exc:
+        raise _provider_failure(exc) from None
+    return _store_account(actor=actor, workspace=workspace, provider=provider, connected=connected, app=None), None
+
+
+def _oauth_begin(
+    *, actor: Actor, workspace: Any, provider: str, redirect_uri: str, instance_url: str
+) -> str:
+    adapter = get_adapter(provider)
+    if adapter.capabilities.federated and not instance_url:
+        raise FieldValidationError(
+            [{"location": "body.instance_url", "message": "The account's server URL is required."}]
+        )
+    instance_url = instance_url.rstrip("/")
+    app = ProviderApp.objects.filter(provider=provider, instance_url=instance_url).first()
+    state = secrets.token_urlsafe(32)
+    try:
+        start = adapter.begin_authorization(
+            redirect_uri=redirect_uri,
+            state=state,
+            instance_url=instance_url,
+            app=credentials.decrypt(app.credentials_encrypted) if app else None,
+        )
+    except ProviderError as exc:
+        raise _provider_failure(exc) from None
+    with transaction.atomic():
+        if app is None and start.app:
+            app, _ = ProviderApp.objects.get_or_create(
+                provider=provider,
+                instance_url=instance_url,
+                defaults={"credentials_encrypted": credentials.encrypt(start.app)},
+            )
+        OAuthState.objects.create(
+            state_hash=_hash(state),
+            workspace=workspace,
+            user=actor.user,
+            provider=provider,
+            instance_url=instance_url,
+            app=app,
+            redirect_uri=redirect_uri,
+            code_verifier_encrypted=credentials.encrypt({"v": start.code_verifier}) if start.code_verifier else "",
+            expires_at=timezone.now() + OAUTH_STATE_TTL,
+        )
+    return start.authorization_url
+
+
+def account_oauth_complete(*, state: str, code: str) -> Account:
+    """The OAuth callback: single-use state, PKCE verifier, token exchange, store the account."""
+    with transaction.atomic():
+        pending = (
+            OAuthState.objects.select_for_update()
+            .select_related("app", "user")
+            .filter(state_hash=_hash(state))
+            .first()
+        )
+        if pending is None or pending.expires_at <= timezone.now():
+            raise NotFoundError("This authorization request is unknown or has expired; connect again.")
+        pending_copy = pending
+        pending.delete()  # single use, even if the exchange fails
+    adapter = get_adapter(pending_copy.provider)
+    verifier = credentials.decrypt(pending_copy.code_verifier_encrypted).get("v", "")
+    app = pending_copy.app
+    try:
+        connected = adapter.complete_authorization(
+            code=code,
+            redirect_uri=pending_copy.redirect_uri,
+            code_verifier=verifier,
+            instance_url=pending_copy.instance_url,
+            app=credentials.decrypt(app.credentials_encrypted) if app else None,
+        )
+    except ProviderError as exc:
+        raise _provider_failure(exc) from None
+    return _store_account(
+        actor=Actor(user=pending_copy.user),
+        workspace=pending_copy.workspace,
+        provider=pending_copy.provider,
+        connected=connected,
+        app=app,
+    )
+
+
+@transaction.atomic
+def _store_account(
+    *, actor: Actor, workspace: Any, provider: str, connected: ConnectedAccount, app: ProviderApp | None
+) -> Account:
+    """Create the account, or refresh a live connection of the same external account. A stored
+    refresh token is never overwritten with an empty one (field lesson 6)."""
+    instance_url = connected.instance_url.rstrip("/")
+    account = (
+        Account.objects.select_for_update()
+        .filter(workspace=workspace, provider=provider, instance_url=instance_url, external_id=connected.external_id)
+        .exclude(status=Account.Status.DISCONNECTED)
+        .first()
+    )
+    new_credentials = dict(connected.credentials)
+    if account is not None:
+        old = credentials.decrypt(account.credentials_encrypted)
+        for key, value in old.items():
+            if key.startswith("refresh") and not new_credentials.get(key):
+                new_credentials[key] = value
+    else:
+        account = Account(workspace=workspace, provider=provider, instance_url=instance_url,
+                          external_id=connected.external_id, connected_by=actor.user)
+    account.username = connected.username
+    account.display_name = connected.display_name
+    account.avatar_url = connected.avatar_url
+    account.account_kind = connected.account_kind
+    account.granted_scopes = list(connected.granted_scopes)
+    account.credentials_encrypted = credentials.encrypt(new_credentials)
+    account.token_expires_at = connected.expires_at
+    account.app = app
+    account.status = Account.Status.ACTIVE
+    account.status_reason = ""
+    try:
+        with transaction.atomic():
+            account.save()
+    except IntegrityError as exc:  # a concurrent connect of the same account won
+        raise ProviderConnectError("The account was connected concurrently; reload.") from exc
+    return account
+
+
+def _get_account(actor: Actor, account_id: Any, *, role: str = "viewer") -> Account:
+    pk = parse_id(account_id, what="account")
+    account = Account.objects.select_related("app").filter(pk=pk).first()
+    if account is None or account.status == Account.Status.DISCONNECTED:
+        raise NotFoundError(f"No connected account with ID {pk}.")
+    require_workspace(actor, account.workspace_id, role=role)
+    return account
+
+
+def account_get(*, actor: Actor, account_id: Any) -> Account:
+    return _get_account(actor, account_id)
+
+
+def account_disconnect(*, actor: Actor, account_id: Any) -> None:
+    account = _get_account(actor, account_id, role="editor")
+    adapter = get_adapter(account.provider)
+    if adapter.capabilities.supports_revoke and account.status == Account.Status.ACTIVE:
+        # Best effort: the grant is dropped here whatever the provider says.
+        with contextlib.suppress(ProviderError):
+            adapter.revoke(account=account_context(account))
+    with transaction.atomic():
+        Account.objects.filter(pk=account.pk).update(
+            status=Account.Status.DISCONNECTED,
+            credentials_encrypted="",
+            status_reason="Disconnected by a user.",
+            updated_at=timezone.now(),
+        )
+
+
+def account_mark_reconnect_required(*, account_id: Any, reason: str) -> None:
+    Account.objects.filter(pk=account_id, status=Account.Status.ACTIVE).update(
+        status=Account.Status.RECONNECT_REQUIRED, status_reason=reason[:300], updated_at=timezone.now()
+    )
+
+
+def account_destination_options(
+    *, actor: Actor, account_id: Any, region_code: str, language: str
+) -> dict[str, list[dict[str, str]]]:
+    account = _get_account(actor, account_id)
+    adapter = get_adapter(account.provider)
+    try:
+        return adapter.destination_options(
+            account=account_context(account), region_code=region_code, language=language
+        )
+    except ProviderError as exc:
+        if exc.kind == "auth":
+            account_mark_reconnect_required(account_id=account.pk, reason=exc.message)
+        raise ProviderConnectError(f"The provider failed: {exc.message}") from None

@@ -1,0 +1,299 @@
+"""Delivery (decisions §5): claim a destination, re-check readiness, record the write before the
+provider call, send with the destination's idempotency key, record the outcome atomically.
+
+The database is the source of truth; broker messages are nudges. The dispatcher (beat) moves
+due work into the queue and re-enqueues what a lost message or a dead worker left behind, so a
+broker restart or a SIGKILL loses nothing, and a write that may have reached the provider is
+reconciled, never blindly re-sent.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from publishing import tasks
+from publishing.models import Destination, Media, Publication, SchedulerHeartbeat
+from publishing.providers import get_adapter
+from publishing.providers.base import (
+    ErrorKind,
+    MediaItem,
+    NotSupported,
+    ProviderError,
+    PublishRequest,
+    PublishResult,
+)
+from publishing.services.accounts import account_context, account_mark_reconnect_required
+from publishing.services.publications import event_record
+from readiness import services as readiness
+
+logger = logging.getLogger(__name__)
+
+S = Destination.Status
+P = Publication.Status
+SETTLED = (S.PUBLISHED, S.FAILED, S.CANCELED, S.BLOCKED)
+
+
+def backoff_seconds(attempt: int, retry_after: float | None = None) -> float:
+    """30 s doubling to 15 min, ±20 % jitter; a provider's Retry-After wins up to 30 min."""
+    base = min(settings.HERALD_RETRY_BASE_SECONDS * 2 ** max(0, attempt - 1), settings.HERALD_RETRY_MAX_SECONDS)
+    delay = base * random.uniform(0.8, 1.2)  # noqa: S311  (jitter, not security)
+    if retry_after is not None:
+        delay = max(delay, min(float(retry_after), settings.HERALD_RETRY_AFTER_CAP_SECONDS))
+    return delay
+
+
+# --- Send -----------------------------------------------------------------------------------
+
+
+def _claim(destination_id: Any) -> bool:
+    now = timezone.now()
+    lease = timedelta(seconds=settings.HERALD_DELIVERY_LEASE_SECONDS)
+    return bool(
+        Destination.objects.filter(pk=destination_id, status__in=[S.QUEUED, S.RETRY_WAIT])
+        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+        .update(status=S.SENDING, claimed_at=now, claim_expires_at=now + lease,
+                attempts=F("attempts") + 1, updated_at=now)
+    )
+
+
+def _request_for(destination: Destination) -> PublishRequest:
+    publication = destination.publication
+    text = destination.text if destination.text is not None else publication.text
+    media_ids = destination.media_ids if destination.media_ids is not None else publication.media_ids
+    media_by_id = {str(m.pk): m for m in Media.objects.filter(pk__in=media_ids or [])}
+    items = [
+        MediaItem(name=m.name, mime_type=m.mime_type, size=m.size_bytes,
+                  open=partial(m.file.open, "rb"), alt_text=m.alt_text)
+        for media_id in media_ids or []
+        if (m := media_by_id.get(str(media_id))) is not None
+    ]
+    return PublishRequest(profile=destination.profile, text=text or "", media=items,
+                          options=dict(destination.options or {}),
+                          idempotency_key=destination.idempotency_key)
+
+
+def delivery_send(*, destination_id: Any) -> None:
+    """Idempotent: a second message for the same destination finds nothing to claim."""
+    if not _claim(destination_id):
+        return
+    destination = Destination.objects.select_related("publication", "account", "account__app").get(pk=destination_id)
+    operation = "publish_scheduled" if destination.publication.scheduled_at else "publish_immediate"
+    decision = readiness.decide_account(account=destination.account, operation=operation, profile=destination.profile)
+    if not decision.executable:
+        _settle(destination, S.BLOCKED, kind="readiness", message=f"Blocked by provider readiness ({decision.state}).",
+                action="reconnect" if decision.state == "reconnect_required" else "contact_support",
+                readiness_decision=decision.as_dict())
+        return
+    # The write is recorded before the call: if this worker dies from here on, the outcome is
+    # unknown and the destination is reconciled, never re-sent blindly.
+    Destination.objects.filter(pk=destination.pk).update(write_started_at=timezone.now())
+    adapter = get_adapter(destination.account.provider)
+    try:
+        result = adapter.publish(account=account_context(destination.account), request=_request_for(destination))
+    except ProviderError as exc:
+        _handle_failure(destination, exc)
+        return
+    except Exception as exc:
+        logger.exception("Unexpected failure sending destination %s", destination.pk)
+        _handle_failure(destination, ProviderError(ErrorKind.AMBIGUOUS, f"Unexpected error: {type(exc).__name__}"))
+        return
+    _publish_succeeded(destination, result)
+
+
+def _publish_succeeded(destination: Destination, result: PublishResult) -> None:
+    with transaction.atomic():
+        locked = Destination.objects.select_for_update().get(pk=destination.pk)
+        if locked.status == S.PUBLISHED:
+            return
+        locked.status = S.PUBLISHED
+        locked.external_id = result.external_id
+        locked.external_url = result.external_url
+        locked.published_at = timezone.now()
+        locked.error_kind = locked.error_message = locked.action = ""
+        locked.claim_expires_at = None
+        locked.next_attempt_at = None
+        locked.save()
+        event_record(publication_id=locked.publication_id, destination=locked, kind="destination.published",
+                     status=S.PUBLISHED, data={"external_id": result.external_id, "external_url": result.external_url})
+        _aggregate(locked.publication_id)
+
+
+def _handle_failure(destination: Destination, exc: ProviderError) -> None:
+    if exc.kind == ErrorKind.AMBIGUOUS:
+        with transaction.atomic():
+            Destination.objects.filter(pk=destination.pk, status=S.SENDING).update(
+                status=S.AMBIGUOUS, error_kind=exc.kind.value, error_message=exc.message[:500],
+                claim_expires_at=None, next_attempt_at=timezone.now(), updated_at=timezone.now())
+            event_record(publication_id=destination.publication_id, destination=destination,
+                         kind="destination.ambiguous", status=S.AMBIGUOUS, detail=exc.message)
+            transaction.on_commit(partial(tasks.delivery_reconcile.delay, str(destination.pk)))
+        return
+    if exc.kind == ErrorKind.AUTH:
+        account_mark_reconnect_required(account_id=destination.account_id, reason=exc.message)
+        _settle(destination, S.FAILED, kind=exc.kind.value, message=exc.message, action="reconnect")
+        return
+    if exc.kind in (ErrorKind.TRANSIENT, ErrorKind.RATE_LIMITED):
+        attempts = Destination.objects.values_list("attempts", flat=True).get(pk=destination.pk)
+        deadline = destination.deadline_at
+        delay = backoff_seconds(attempts, exc.retry_after)
+        next_at = timezone.now() + timedelta(seconds=delay)
+        if attempts < settings.HERALD_DELIVERY_MAX_ATTEMPTS and (deadline is None or next_at <= deadline):
+            with transaction.atomic():
+                Destination.objects.filter(pk=destination.pk, status=S.SENDING).update(
+                    status=S.RETRY_WAIT, next_attempt_at=next_at, claim_expires_at=None,
+                    write_started_at=None, error_kind=exc.kind.value, error_message=exc.message[:500],
+                    action="retry", updated_at=timezone.now())
+                event_record(publication_id=destination.publication_id, destination=destination,
+                             kind="destination.retry_scheduled", status=S.RETRY_WAIT, detail=exc.message,
+                             data={"next_attempt_at": next_at.isoformat(), "retry_after": exc.retry_after})
+                transaction.on_commit(partial(tasks.delivery_send.apply_async, (str(destination.pk),), countdown=delay))
+            return
+    _settle(destination, S.FAILED, kind=exc.kind.value, message=exc.message, action=exc.action)
+
+
+def _settle(destination: Destination, status: str, *, kind: str, message: str, action: str,
+            readiness_decision: dict[str, Any] | None = None) -> None:
+    with transaction.atomic():
+        updated = Destination.objects.filter(pk=destination.pk).exclude(status=S.PUBLISHED).update(
+            status=status, error_kind=kind, error_message=message[:500], action=action,
+            readiness=readiness_decision, claim_expires_at=None, next_attempt_at=None,
+            updated_at=timezone.now())
+        if updated:
+            event_record(publication_id=destination.publication_id, destination=destination,
+                         kind=f"destination.{status}", status=status, detail=message,
+                         data={"action": action, **({"readiness": readiness_decision} if readiness_decision else {})})
+            _aggregate(destination.publication_id)
+
+
+def _aggregate(publication_id: Any) -> None:
+    """Settle the publication once every destination has settled (call inside a transaction)."""
+    publication = Publication.objects.select_for_update().get(pk=publication_id)
+    if publication.status != P.PUBLISHING:
+        return
+    statuses = list(publication.destinations.values_list("status", "action"))
+    if any(s not in SETTLED and not (s == S.AMBIGUOUS and a == "contact_support") for s, a in statuses):
+        return
+    published = sum(1 for s, _ in statuses if s == S.PUBLISHED)
+    if published == len(statuses):
+        publication.status = P.PUBLISHED
+    elif published:
+        publication.status = P.PARTIALLY_PUBLISHED
+    else:
+        publication.status = P.FAILED
+    publication.save(update_fields=["status", "updated_at"])
+    event_record(publication_id=publication.pk, kind=f"publication.{publication.status}", status=publication.status)
+
+
+# --- Reconcile ------------------------------------------------------------------------------
+
+
+def delivery_reconcile(*, destination_id: Any) -> None:
+    """Ask the provider whether an ambiguous write landed; re-queue only when it says no."""
+    now = timezone.now()
+    lease = now + timedelta(seconds=settings.HERALD_DELIVERY_LEASE_SECONDS)
+    claimed = Destination.objects.filter(
+        Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now),
+        pk=destination_id, status=S.AMBIGUOUS,
+    ).exclude(action="contact_support").update(next_attempt_at=lease, updated_at=now)
+    if not claimed:
+        return
+    destination = Destination.objects.select_related("publication", "account", "account__app").get(pk=destination_id)
+    adapter = get_adapter(destination.account.provider)
+    try:
+        found = adapter.reconcile(account=account_context(destination.account), request=_request_for(destination),
+                                  external_id=destination.external_id)
+    except NotSupported:
+        with transaction.atomic():
+            Destination.objects.filter(pk=destination.pk).update(
+                action="contact_support", next_attempt_at=None,
+                error_message="The provider cannot confirm whether the post was accepted; check the account.")
+            event_record(publication_id=destination.publication_id, destination=destination,
+                         kind="destination.unconfirmable", status=S.AMBIGUOUS)
+            _aggregate(destination.publication_id)
+        return
+    except ProviderError as exc:
+        retry_at = timezone.now() + timedelta(seconds=backoff_seconds(1, exc.retry_after))
+        Destination.objects.filter(pk=destination.pk).update(next_attempt_at=retry_at)
+        return
+    if found is not None:
+        with transaction.atomic():
+            Destination.objects.filter(pk=destination.pk).update(status=S.SENDING)
+            event_record(publication_id=destination.publication_id, destination=destination,
+                         kind="destination.reconciled", status=S.PUBLISHED)
+        _publish_succeeded(destination, found)
+        return
+    with transaction.atomic():  # the provider has no such post: sending again is safe
+        Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
+            status=S.QUEUED, next_attempt_at=timezone.now(), write_started_at=None)
+        event_record(publication_id=destination.publication_id, destination=destination,
+                     kind="destination.reconciled_absent", status=S.QUEUED)
+        transaction.on_commit(partial(tasks.delivery_send.delay, str(destination.pk)))
+
+
+# --- Dispatcher -----------------------------------------------------------------------------
+
+
+def delivery_dispatch(*, batch: int = 500) -> dict[str, int]:
+    """One beat tick: due scheduled work, lost messages, dead workers, deadlines."""
+    now = timezone.now()
+    counts: dict[str, int] = {}
+    with transaction.atomic():
+        due = list(Destination.objects.filter(status=S.SCHEDULED, due_at__lte=now)
+                   .values_list("pk", "publication_id")[:batch])
+        if due:
+            Destination.objects.filter(pk__in=[d for d, _ in due], status=S.SCHEDULED).update(
+                status=S.QUEUED, next_attempt_at=now, updated_at=now)
+            publication_ids = {p for _, p in due}
+            Publication.objects.filter(pk__in=publication_ids, status=P.SCHEDULED).update(
+                status=P.PUBLISHING, updated_at=now)
+            for publication_id in publication_ids:
+                event_record(publication_id=publication_id, kind="publication.due", status=P.PUBLISHING)
+        counts["due"] = len(due)
+    # Dead workers: a claim that expired. If the write may have started, reconcile.
+    expired = list(Destination.objects.filter(status=S.SENDING, claim_expires_at__lt=now)
+                   .values_list("pk", "write_started_at")[:batch])
+    for destination_id, write_started_at in expired:
+        if write_started_at is not None:
+            Destination.objects.filter(pk=destination_id, status=S.SENDING, claim_expires_at__lt=now).update(
+                status=S.AMBIGUOUS, error_kind="ambiguous", claim_expires_at=None, next_attempt_at=now,
+                error_message="The worker stopped while sending; checking with the provider.")
+        elif Destination.objects.filter(pk=destination_id, status=S.SENDING, claim_expires_at__lt=now).update(
+                status=S.QUEUED, claim_expires_at=None, next_attempt_at=now):
+            tasks.delivery_send.delay(str(destination_id))
+    counts["expired_claims"] = len(expired)
+    # Deadlines: queued work that never got through (field lesson 2: never "queued forever").
+    overdue = list(Destination.objects.filter(status__in=[S.QUEUED, S.RETRY_WAIT], deadline_at__lt=now)
+                   .values_list("pk", flat=True)[:batch])
+    for destination_id in overdue:
+        destination = Destination.objects.get(pk=destination_id)
+        _settle(destination, S.FAILED, kind="deadline", message="Delivery did not complete before its deadline.",
+                action="retry")
+    counts["overdue"] = len(overdue)
+    # Newly due work goes out now; queued work whose message may be lost (broker restart,
+    # dropped nudge) is nudged again once it is stale. A duplicate finds nothing to claim.
+    for destination_id, _ in due:
+        tasks.delivery_send.delay(str(destination_id))
+    stale_before = now - timedelta(seconds=settings.HERALD_DISPATCH_STALE_SECONDS)
+    stale = list(Destination.objects.filter(status__in=[S.QUEUED, S.RETRY_WAIT], next_attempt_at__lte=stale_before)
+                 .order_by("next_attempt_at").values_list("pk", flat=True)[:batch])
+    if stale:
+        Destination.objects.filter(pk__in=stale, status__in=[S.QUEUED, S.RETRY_WAIT]).update(next_attempt_at=now)
+    for destination_id in stale:
+        tasks.delivery_send.delay(str(destination_id))
+    counts["enqueued"] = len(due) + len(stale)
+    ambiguous = list(Destination.objects.filter(status=S.AMBIGUOUS, next_attempt_at__lte=now)
+                     .exclude(action="contact_support").values_list("pk", flat=True)[:batch])
+    for destination_id in ambiguous:
+        tasks.delivery_reconcile.delay(str(destination_id))
+    counts["reconcile"] = len(ambiguous)
+    SchedulerHeartbeat.objects.update_or_create(name="dispatcher", defaults={"last_tick_at": now})
+    return counts
