@@ -119,3 +119,48 @@ def session_client(user: User) -> APIClient:
     session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
     session.save()
     return client
+
+
+@pytest.fixture(autouse=True)
+def _fast_password_hashing(settings: Any) -> None:
+    """PBKDF2 at production strength costs ~0.3 s per user; tests do not need it."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def make_session_client() -> Callable[..., APIClient]:
+    """A signed-in browser session (CSRF enforced) for any user.
+
+    ``authenticated_seconds_ago`` sets the recorded sign-in time (``None``: no time recorded).
+    """
+    from django.utils import timezone
+
+    from config.web import SESSION_AUTHENTICATED_AT
+
+    def make(user: User, *, authenticated_seconds_ago: float | None = 0) -> APIClient:
+        client = APIClient(enforce_csrf_checks=True)
+        client.force_login(user)
+        session = client.session
+        if authenticated_seconds_ago is not None:
+            session[SESSION_AUTHENTICATED_AT] = (
+                timezone.now().timestamp() - authenticated_seconds_ago
+            )
+        session.save()
+        return client
+
+    return make
+
+
+@pytest.fixture
+def csrf_headers() -> Callable[[Any], dict[str, str]]:
+    """Give a test client a CSRF cookie and return the matching ``X-CSRFToken`` header."""
+    from django.conf import settings
+    from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH
+    from django.utils.crypto import get_random_string
+
+    def make(client: Any) -> dict[str, str]:
+        secret = get_random_string(CSRF_SECRET_LENGTH, allowed_chars=CSRF_ALLOWED_CHARS)
+        client.cookies[settings.CSRF_COOKIE_NAME] = secret
+        return {"HTTP_X_CSRFTOKEN": secret}
+
+    return make

@@ -2,7 +2,10 @@
 
 Liveness never touches the database, so a database outage cannot cause restart loops.
 Readiness runs a bounded database probe and, only when S3 storage is configured, a bounded
-object-store capability check (write, read back, delete a random object).
+object-store capability check (write, read back, delete a random object). Both checks run
+concurrently, each on its own small thread pool, so a hung object store can never starve the
+database probe. The object-store result is cached (success 30 s, failure 5 s) in the shared
+cache, so load balancers polling every instance do not turn into an S3 request storm.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connections
+from django.utils.module_loading import import_string
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import AllowAny
@@ -23,7 +27,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config.api.problems import PROBLEM_CONTENT_TYPE
+from config.api.problems import PROBLEM_CONTENT_TYPE, problem_exception_handler
 from config.api.schema import ResponseSerializer, problems
 from config.errors import ServiceUnavailableError
 
@@ -33,8 +37,14 @@ S3_CACHE_KEY = "health:s3"
 S3_SUCCESS_TTL = 30
 S3_FAILURE_TTL = 5
 DB_TIMEOUT_SECONDS = 3.0
+DB_STATEMENT_TIMEOUT_MS = 2000
 
-_executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe")
+# Separate pools: stuck object-store calls (bounded by botocore timeouts) must not queue up in
+# front of the database probe.
+_db_executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe-db")
+_storage_executor = concurrent.futures.ThreadPoolExecutor(
+    max_workers=2, thread_name_prefix="probe-s3"
+)
 
 
 class LivenessSerializer(ResponseSerializer):
@@ -53,63 +63,134 @@ class DependencyUnavailable(ServiceUnavailableError):
     code = "dependency_unavailable"
 
 
+# --- Database --------------------------------------------------------------------------------
+
+
 def _probe_database() -> None:
     connection = connections["default"]
     try:
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL statement_timeout = 2000")
-                cursor.execute("SELECT 1")
-        else:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT 1")
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                # Session-level (the connection is closed below); SET LOCAL would be a no-op
+                # outside a transaction block in autocommit mode.
+                cursor.execute(f"SET statement_timeout = {DB_STATEMENT_TIMEOUT_MS}")
+            cursor.execute("SELECT 1")
     finally:
         connection.close()
 
 
-def database_ok() -> bool:
-    future = _executor.submit(_probe_database)
+# --- Object store ----------------------------------------------------------------------------
+
+
+def _probe_storage_backend(timeout: float) -> Any:
+    """The configured default storage; an S3 backend gets probe-sized botocore limits.
+
+    A separate instance with the same options (bucket, endpoint, credentials, prefix) but
+    connect/read timeouts no longer than the check limit and no retries, so the worker thread
+    of a timed-out check is released soon after the check has answered.
+    """
+    from django.core.files.storage import default_storage
+
+    config = settings.STORAGES.get("default", {})
+    backend = import_string(config.get("BACKEND", "django.core.files.storage.FileSystemStorage"))
     try:
-        future.result(timeout=DB_TIMEOUT_SECONDS)
-    except Exception as exc:  # any failure, including timeout, means not ready
-        logger.warning("Readiness: database probe failed: %s", type(exc).__name__)
+        from botocore.config import Config  # type: ignore[import-untyped]
+        from storages.backends.s3 import S3Storage  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - the s3 extra is a hard dependency
+        return default_storage
+    if not (isinstance(backend, type) and issubclass(backend, S3Storage)):
+        return default_storage
+    options = dict(config.get("OPTIONS", {}))
+    base = options.get("client_config") or Config(
+        s3={"addressing_style": options.get("addressing_style")}
+    )
+    options["client_config"] = base.merge(
+        Config(
+            connect_timeout=timeout,
+            read_timeout=timeout,
+            retries={"mode": "standard", "total_max_attempts": 1},
+        )
+    )
+    return backend(**options)
+
+
+def _probe_storage(timeout: float) -> None:
+    from django.core.files.base import ContentFile
+
+    storage = _probe_storage_backend(timeout)
+    name = f"herald-readiness/{secrets.token_hex(12)}.txt"
+    payload = secrets.token_bytes(32)
+    saved = storage.save(name, ContentFile(payload))
+    try:
+        with storage.open(saved, "rb") as handle:
+            if handle.read() != payload:
+                raise RuntimeError("object store returned different bytes")
+    finally:
+        storage.delete(saved)
+
+
+def _cached_storage_result() -> bool | None:
+    try:
+        cached = cache.get(S3_CACHE_KEY)
+    except Exception as exc:  # the cache is not a readiness dependency: just probe
+        logger.warning("Readiness: cache unavailable (%s); probing storage", type(exc).__name__)
+        return None
+    return None if cached is None else bool(cached)
+
+
+def _remember_storage_result(healthy: bool) -> None:
+    try:
+        cache.set(S3_CACHE_KEY, healthy, S3_SUCCESS_TTL if healthy else S3_FAILURE_TTL)
+    except Exception as exc:
+        logger.warning("Readiness: could not cache the storage result: %s", type(exc).__name__)
+
+
+# --- Waiting ---------------------------------------------------------------------------------
+
+
+def _outcome(future: concurrent.futures.Future[None], deadline: float, what: str) -> bool:
+    try:
+        future.result(timeout=max(0.0, deadline - time.monotonic()))
+    except concurrent.futures.TimeoutError:
+        future.cancel()  # drops it if it never started; a running check ends on its own limits
+        logger.warning("Readiness: %s check did not finish within its time limit", what)
+        return False
+    except Exception as exc:  # any failure means not ready
+        logger.warning("Readiness: %s check failed: %s", what, type(exc).__name__)
         return False
     return True
 
 
-def _probe_storage() -> None:
-    from django.core.files.base import ContentFile
-    from django.core.files.storage import default_storage
+def readiness() -> tuple[dict[str, str], list[str]]:
+    """Run the required checks concurrently; return (result, failing dependency names)."""
+    now = time.monotonic()
+    db_future = _db_executor.submit(_probe_database)
+    storage_future = None
+    storage_cached = None
+    storage_timeout = float(settings.HERALD_S3_CHECK_TIMEOUT_SECONDS)
+    if settings.HERALD_S3_BUCKET:
+        storage_cached = _cached_storage_result()
+        if storage_cached is None:
+            storage_future = _storage_executor.submit(_probe_storage, storage_timeout)
 
-    name = f"herald-readiness/{secrets.token_hex(12)}.txt"
-    payload = secrets.token_bytes(32)
-    saved = default_storage.save(name, ContentFile(payload))
-    try:
-        with default_storage.open(saved, "rb") as handle:
-            if handle.read() != payload:
-                raise RuntimeError("object store returned different bytes")
-    finally:
-        default_storage.delete(saved)
+    result: dict[str, str] = {"status": "ready"}
+    failing: list[str] = []
+    if _outcome(db_future, now + DB_TIMEOUT_SECONDS, "database"):
+        result["database"] = "ok"
+    else:
+        failing.append("database")
+    if settings.HERALD_S3_BUCKET:
+        if storage_future is not None:
+            storage_cached = _outcome(storage_future, now + storage_timeout, "object-store")
+            _remember_storage_result(storage_cached)
+        if storage_cached:
+            result["storage"] = "ok"
+        else:
+            failing.append("storage")
+    return result, failing
 
 
-def storage_ok() -> bool:
-    cached = cache.get(S3_CACHE_KEY)
-    if cached is not None:
-        return bool(cached)
-    future = _executor.submit(_probe_storage)
-    started = time.monotonic()
-    try:
-        future.result(timeout=settings.HERALD_S3_CHECK_TIMEOUT_SECONDS)
-        healthy = True
-    except Exception as exc:
-        logger.warning(
-            "Readiness: object-store check failed after %.1fs: %s",
-            time.monotonic() - started,
-            type(exc).__name__,
-        )
-        healthy = False
-    cache.set(S3_CACHE_KEY, healthy, S3_SUCCESS_TTL if healthy else S3_FAILURE_TTL)
-    return healthy
+# --- Views -----------------------------------------------------------------------------------
 
 
 class LivenessView(APIView):
@@ -124,7 +205,9 @@ class LivenessView(APIView):
         description="Liveness: the HTTP process is alive. Never checks the database.",
     )
     def get(self, request: Request) -> Response:
-        return Response(LivenessSerializer({"status": "ok"}, context={"request": request}).data)
+        response = Response(LivenessSerializer({"status": "ok"}, context={"request": request}).data)
+        response["Cache-Control"] = "no-store"
+        return response
 
 
 class ReadinessView(APIView):
@@ -138,26 +221,21 @@ class ReadinessView(APIView):
         responses={200: ReadinessSerializer, **problems(503)},
         description=(
             "Readiness: a bounded database probe and, when S3 storage is configured, a bounded "
-            "object-store capability check. 503 names the failing dependency."
+            "object-store capability check. 503 (code `dependency_unavailable`) names the "
+            "failing dependencies in its `failing` member (`database`, `storage`)."
         ),
     )
     def get(self, request: Request) -> Response:
-        failing = []
-        result: dict[str, str] = {"status": "ready"}
-        if database_ok():
-            result["database"] = "ok"
-        else:
-            failing.append("database")
-        if settings.HERALD_S3_BUCKET:
-            if storage_ok():
-                result["storage"] = "ok"
-            else:
-                failing.append("storage")
+        result, failing = readiness()
         if failing:
-            raise DependencyUnavailable(
-                f"Not ready: {', '.join(failing)} unavailable.", failing=failing
-            )
-        response = Response(ReadinessSerializer(result, context={"request": request}).data)
+            exc = DependencyUnavailable(f"Not ready: {', '.join(failing)} unavailable.")
+            problem = problem_exception_handler(exc, {"request": request, "view": self})
+            if problem is None:  # pragma: no cover - a DomainError always renders
+                raise exc
+            problem.data["failing"] = failing
+            response = problem
+        else:
+            response = Response(ReadinessSerializer(result, context={"request": request}).data)
         response["Cache-Control"] = "no-store"
         return response
 

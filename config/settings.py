@@ -188,7 +188,7 @@ STATIC_URL = "/static/"
 HERALD_S3_BUCKET = env_str("HERALD_S3_BUCKET")
 HERALD_S3_ENDPOINT_URL = env_str("HERALD_S3_ENDPOINT_URL")
 if HERALD_S3_BUCKET:
-    from botocore.config import Config as _BotoConfig
+    from botocore.config import Config as _BotoConfig  # type: ignore[import-untyped]
 
     _default_storage: dict[str, object] = {
         "BACKEND": "storages.backends.s3.S3Storage",

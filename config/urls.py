@@ -5,9 +5,10 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularSwaggerView
 
 from config import web
+from config.api.openapi import OpenApiJsonView
 from config.api.problems import problem_response
 from config.api.schema import json_schema_view
 from config.health import LivenessView, ReadinessView
@@ -26,7 +27,7 @@ api_v1 = [
 
 urlpatterns = [
     path("api/v1/", include(api_v1)),
-    path("docs/openapi.json", SpectacularAPIView.as_view(), name="openapi"),
+    path("docs/openapi.json", OpenApiJsonView.as_view(), name="openapi"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
     path("docs/problems/<slug:code>", web.problem_type, name="problem-type"),
     path("admin/", admin.site.urls),

@@ -90,3 +90,10 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
 
 class CsrfSessionAuthentication(authentication.SessionAuthentication):
     """Browser session; unsafe methods need the CSRF token (DRF enforces it for sessions)."""
+
+    def enforce_csrf(self, request: Request) -> None:
+        try:
+            super().enforce_csrf(request)
+        except exceptions.PermissionDenied as exc:
+            # A stable problem ``code`` so clients can tell a CSRF failure from a role problem.
+            raise exceptions.PermissionDenied(str(exc.detail), code="csrf_failed") from exc

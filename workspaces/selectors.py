@@ -21,9 +21,12 @@ from workspaces.services import PLAN_METRICS, plan_limit, usage_period
 
 
 def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
-    queryset = Workspace.objects.filter(
-        memberships__user=actor.user, memberships__status=WorkspaceMembership.Status.ACTIVE
-    )
+    # A subquery, not a join: filtering on the same join as the Count below would restrict the
+    # count to the caller's own membership (member_count would always be 1).
+    accessible = WorkspaceMembership.objects.filter(
+        user=actor.user, status=WorkspaceMembership.Status.ACTIVE
+    ).values("workspace_id")
+    queryset = Workspace.objects.filter(pk__in=accessible)
     if actor.token is not None and actor.token.workspace_id is not None:
         queryset = queryset.filter(pk=actor.token.workspace_id)
     return queryset.select_related("organization", "plan").annotate(

@@ -25,7 +25,13 @@ from config.errors import (
     PlanLimitError,
 )
 from workspaces import lifecycle
-from workspaces.access import Actor, parse_id, require_organization, require_workspace
+from workspaces.access import (
+    Actor,
+    WorkspaceAccess,
+    parse_id,
+    require_organization,
+    require_workspace,
+)
 from workspaces.errors import (
     InvitationNotPendingError,
     LastAdminError,
@@ -160,6 +166,15 @@ def workspace_update(
 # --- Members --------------------------------------------------------------------------------
 
 
+def _lock_workspace_as_admin(actor: Actor, workspace_id: Any) -> WorkspaceAccess:
+    """Lock the workspace row first, then check the actor's role under the lock: member changes
+    of one workspace are serialized, and an admin demoted by a concurrent request that committed
+    first can no longer act on the strength of a role read before that commit."""
+    pk = parse_id(workspace_id, what="workspace")
+    list(Workspace.objects.select_for_update().filter(pk=pk).values_list("pk", flat=True))
+    return require_workspace(actor, pk, role="admin")
+
+
 def _lock_membership(workspace: Workspace, user_id: Any) -> WorkspaceMembership:
     pk = parse_id(user_id, what="member")
     membership = (
@@ -189,8 +204,7 @@ def _ensure_other_active_admin(workspace: Workspace, membership: WorkspaceMember
 def workspace_member_update(
     *, actor: Actor, workspace_id: Any, user_id: Any, role: str | None = None, status: str | None = None
 ) -> WorkspaceMembership:
-    access = require_workspace(actor, workspace_id, role="admin")
-    Workspace.objects.select_for_update().get(pk=access.workspace.pk)
+    access = _lock_workspace_as_admin(actor, workspace_id)
     membership = _lock_membership(access.workspace, user_id)
     previous_role, previous_status = membership.role, membership.status
     new_role = role or previous_role
@@ -225,8 +239,7 @@ def workspace_member_update(
 
 @transaction.atomic
 def workspace_member_remove(*, actor: Actor, workspace_id: Any, user_id: Any) -> None:
-    access = require_workspace(actor, workspace_id, role="admin")
-    Workspace.objects.select_for_update().get(pk=access.workspace.pk)
+    access = _lock_workspace_as_admin(actor, workspace_id)
     membership = _lock_membership(access.workspace, user_id)
     _ensure_other_active_admin(access.workspace, membership)
     audit_record(

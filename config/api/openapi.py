@@ -1,10 +1,35 @@
-"""drf-spectacular extensions: the two security schemes of spec §5."""
+"""drf-spectacular extensions: the two security schemes of spec §5, strict request bodies, and
+the view that serves the contract as JSON at ``/docs/openapi.json``."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.plumbing import get_doc
+from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiJsonRenderer2
+from drf_spectacular.utils import extend_schema
+from drf_spectacular.views import SpectacularJSONAPIView
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+
+def is_session_only(view: Any) -> bool:
+    """Operations that refuse bearer tokens (token management, workspace deletion, ledgers).
+
+    ``view.request`` is drf-spectacular's mock request for the operation being described, so a
+    view whose ``session_only`` depends on the method answers for that method.
+    """
+    from workspaces.permissions import IsSuperuserSession
+
+    try:
+        if getattr(view, "session_only", False):
+            return True
+    except AttributeError:  # a property that needs a request the view does not have
+        return False
+    return any(isinstance(p, IsSuperuserSession) for p in view.get_permissions())
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):
@@ -19,6 +44,11 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
             "description": "API token created in the developer settings (shown once).",
         }
 
+    def get_security_requirement(self, auto_schema: Any) -> dict[str, list[Any]] | None:
+        if is_session_only(auto_schema.view):
+            return None  # bearer tokens are answered 403 here: not a way in
+        return {self.name: []}
+
 
 class SessionScheme(OpenApiAuthenticationExtension):
     target_class = "workspaces.authentication.CsrfSessionAuthentication"
@@ -31,3 +61,52 @@ class SessionScheme(OpenApiAuthenticationExtension):
             "name": "sessionid",
             "description": "Browser session from /login/ (unsafe methods also need X-CSRFToken).",
         }
+
+
+class StrictSerializerScheme(OpenApiSerializerExtension):
+    """Request bodies reject unknown fields (decisions §2), so the contract says so too."""
+
+    target_class = "config.api.request.StrictSerializer"
+    match_subclasses = True
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> dict[str, Any]:
+        schema: dict[str, Any] = auto_schema._map_serializer(
+            self.target, direction, bypass_extensions=True
+        )
+        schema["additionalProperties"] = False
+        from config.api.request import StrictSerializer
+
+        if schema.get("description") == get_doc(StrictSerializer):
+            del schema["description"]  # inherited docstring of the base class, not of this body
+        return schema
+
+
+class DeleteBodyAutoSchema(AutoSchema):
+    """For the few DELETE operations that take a JSON body (``DELETE /workspaces/{id}``)."""
+
+    def _get_request_body(self, direction: str = "request") -> Any:
+        if self.method != "DELETE":
+            return super()._get_request_body(direction)
+        self.method = "POST"  # drf-spectacular only describes bodies of PUT, PATCH and POST
+        try:
+            return super()._get_request_body(direction)
+        finally:
+            self.method = "DELETE"
+
+
+class OpenApiJsonView(SpectacularJSONAPIView):
+    """``/docs/openapi.json``: the contract as ``application/json`` (one cached document)."""
+
+    renderer_classes = [OpenApiJsonRenderer2, OpenApiJsonRenderer]
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    throttle_classes: list[Any] = []
+
+    @extend_schema(exclude=True)
+    def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        from config.api.schema import openapi_document
+
+        return Response(
+            openapi_document(),
+            headers={"Content-Disposition": 'inline; filename="openapi.json"'},
+        )

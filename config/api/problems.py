@@ -90,6 +90,8 @@ def flatten_errors(data: Any, location: str) -> list[dict[str, Any]]:
             for key, child in node.items():
                 if key == "non_field_errors":
                     walk(child, path)
+                elif isinstance(key, int):  # ListField/DictField-of-list item errors
+                    walk(child, f"{path}[{key}]")
                 else:
                     walk(child, f"{path}.{key}" if path else str(key))
         elif isinstance(node, list):

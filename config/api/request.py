@@ -35,10 +35,18 @@ class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
     """Rejects unknown body fields (decisions §2: unknown body fields are a 422)."""
 
     def to_internal_value(self, data: Any) -> Any:
+        unknown: dict[str, list[str]] = {}
         if hasattr(data, "keys"):
-            unknown = sorted(set(data.keys()) - set(self.fields.keys()))
-            if unknown:
-                raise serializers.ValidationError(
-                    {name: ["Unknown field."] for name in unknown}
-                )
-        return super().to_internal_value(data)
+            names = sorted(set(data.keys()) - set(self.fields.keys()))
+            unknown = {name: ["Unknown field."] for name in names}
+        try:
+            value = super().to_internal_value(data)
+        except serializers.ValidationError as exc:
+            if not unknown:
+                raise
+            # Report every failing field at once: the unknown ones and the invalid known ones.
+            detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+            raise serializers.ValidationError({**detail, **unknown}) from exc
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value

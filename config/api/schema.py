@@ -40,7 +40,8 @@ class SchemaUrlField(serializers.Field):  # type: ignore[type-arg]
 
 
 class ResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    """Base of every response object: adds ``$schema`` first."""
+    # Base of every response object: adds ``$schema`` first. (A comment, not a docstring:
+    # drf-spectacular would copy a docstring into every response component's description.)
 
     def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
         fields = super().get_fields()
@@ -106,28 +107,74 @@ def problems(*codes: int) -> dict[tuple[int, str], OpenApiResponse]:
     }
 
 
+_PROBLEM_REF = {"$ref": "#/components/schemas/ErrorModel"}
+_LOCATION_HEADER = {
+    "schema": {"type": "string"},
+    "description": "Path of the created resource",
+}
+_HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+
+
+def _problem_response(code: int) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "description": _DESCRIPTIONS[code],
+        "content": {PROBLEM_CONTENT_TYPE: {"schema": dict(_PROBLEM_REF)}},
+    }
+    if code == 401:
+        response["headers"] = {
+            "WWW-Authenticate": {"schema": {"type": "string"}, "description": "Bearer challenge"}
+        }
+    if code == 429:
+        response["headers"] = {
+            "Retry-After": {
+                "schema": {"type": "integer", "minimum": 1},
+                "description": "Seconds to wait before retrying",
+            }
+        }
+    return response
+
+
+def implied_problem_codes(path: str, operation: dict[str, Any]) -> list[int]:
+    """The problems any operation of this shape can answer, whatever its view declares.
+
+    - authenticated operations: 401 (credentials) and 403 (permission, scope, role, plan);
+    - a path with an ID: 404 (unknown or malformed IDs are simply unknown);
+    - parsed input (query parameters or a body): 422; a body also 400 (not JSON) and 413;
+    - every operation: 429 and 500.
+    """
+    codes: list[int] = []
+    if operation.get("security") not in (None, [], [{}]):
+        codes += [401, 403]
+    if "{" in path:
+        codes.append(404)
+    has_query = any(p.get("in") == "query" for p in operation.get("parameters", []))
+    has_body = "requestBody" in operation
+    if has_body:
+        codes += [400, 413]
+    if has_query or has_body:
+        codes.append(422)
+    codes += [429, 500]
+    return codes
+
+
 def postprocess_problem_responses(
     result: dict[str, Any], generator: Any, request: Any, public: bool
 ) -> dict[str, Any]:
-    """Every authenticated operation can answer 401/403/429; every API operation 500."""
-    problem_ref = {"$ref": "#/components/schemas/ErrorModel"}
-    for path_item in result.get("paths", {}).values():
-        for operation in path_item.values():
-            if not isinstance(operation, dict) or "responses" not in operation:
+    """Declare the problem responses each operation can return (decisions §2), as
+    ``application/problem+json`` with the ``ErrorModel`` schema, in status order."""
+    for path, path_item in result.get("paths", {}).items():
+        for method, operation in path_item.items():
+            if method not in _HTTP_METHODS or "responses" not in operation:
                 continue
             responses = operation["responses"]
-            secured = operation.get("security") not in (None, [], [{}])
-            wanted = ["429", "500"]
-            if secured:
-                wanted = ["401", "403", *wanted]
-            for code in wanted:
-                responses.setdefault(
-                    code,
-                    {
-                        "description": _DESCRIPTIONS[int(code)],
-                        "content": {PROBLEM_CONTENT_TYPE: {"schema": problem_ref}},
-                    },
-                )
+            for code in implied_problem_codes(path, operation):
+                responses.setdefault(str(code), _problem_response(code))
+            for code, response in responses.items():
+                if code in {"401", "429"}:
+                    response.setdefault("headers", _problem_response(int(code))["headers"])
+                if code == "201":
+                    response.setdefault("headers", {}).setdefault("Location", _LOCATION_HEADER)
+            operation["responses"] = dict(sorted(responses.items()))
     return result
 
 
@@ -140,25 +187,54 @@ def openapi_document() -> dict[str, Any]:
     return generator.get_schema(request=None, public=True)  # type: ignore[no-any-return]
 
 
-def _rewrite_refs(node: Any, request: HttpRequest) -> Any:
-    if isinstance(node, dict):
-        out = {}
-        for key, value in node.items():
-            if key == "$ref" and isinstance(value, str) and value.startswith("#/components/schemas/"):
-                out[key] = schema_url(value.rsplit("/", 1)[1], request)
-            else:
-                out[key] = _rewrite_refs(value, request)
-        return out
+def to_json_schema(node: Any, request: HttpRequest) -> Any:
+    """An OpenAPI 3.0 schema object as JSON Schema 2020-12.
+
+    ``nullable`` becomes a ``null`` alternative, and component references become the absolute
+    URLs of their own JSON schemas (so every schema document stands alone).
+    """
     if isinstance(node, list):
-        return [_rewrite_refs(item, request) for item in node]
-    return node
+        return [to_json_schema(item, request) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "$ref" and isinstance(value, str) and value.startswith("#/components/schemas/"):
+            out[key] = schema_url(value.rsplit("/", 1)[1], request)
+        elif key in {"properties", "patternProperties", "$defs"} and isinstance(value, dict):
+            out[key] = {name: to_json_schema(child, request) for name, child in value.items()}
+        elif key in {"example", "default", "const"}:
+            out[key] = value
+        elif key == "enum":
+            out[key] = list(value)
+        elif key != "nullable":
+            out[key] = to_json_schema(value, request)
+    if node.get("nullable") is True:
+        out = _allow_null(out)
+    return out
+
+
+def _allow_null(schema: dict[str, Any]) -> dict[str, Any]:
+    if "enum" in schema and None not in schema["enum"]:
+        schema["enum"] = [*schema["enum"], None]
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        schema["type"] = [kind, "null"]
+        return schema
+    if isinstance(kind, list):
+        if "null" not in kind:
+            schema["type"] = [*kind, "null"]
+        return schema
+    if "enum" in schema and len(schema) == 1:
+        return schema
+    return {"anyOf": [schema, {"type": "null"}]}
 
 
 def json_schema_view(request: HttpRequest, name: str) -> JsonResponse:
     components = openapi_document().get("components", {}).get("schemas", {})
     if name not in components:
         return problem_response(request, 404, "not_found", f"No schema named {name}.")
-    document = _rewrite_refs(copy.deepcopy(components[name]), request)
+    document = to_json_schema(copy.deepcopy(components[name]), request)
     document = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": schema_url(name, request),

@@ -89,6 +89,10 @@ class AccountContext:
     instance_url: str = ""  # federated server or API base chosen at connect time
     app: dict[str, str] = field(default_factory=dict)  # per-instance app registration (decrypted)
     username: str = ""
+    # Called when an adapter had to rotate tokens in the middle of an operation (e.g. Bluesky
+    # refreshSession after ExpiredToken). The caller must persist the new credentials (encrypted);
+    # the adapter has also updated ``credentials`` in place.
+    on_credentials_changed: Callable[[dict[str, str]], None] | None = None
 
 
 @dataclass
@@ -131,6 +135,10 @@ class PublishRequest:
     idempotency_key: str  # stable per destination: the same key on every attempt
     media: list[MediaItem] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
+    # When the first attempt with this idempotency key was sent (UTC). Reconcile uses it to know
+    # whether provider-side idempotency (Mastodon keeps keys 1 h) still covers a re-send, and to
+    # bound the search window.
+    first_attempt_at: datetime | None = None
 
 
 @dataclass

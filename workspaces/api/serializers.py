@@ -2,11 +2,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.request import StrictSerializer
 from config.api.schema import ResponseSerializer
-from workspaces.models import ApiToken, Invitation, WorkspaceMembership
+from workspaces.models import (
+    AccessAuditEvent,
+    ApiToken,
+    Invitation,
+    OrganizationMembership,
+    WorkspaceMembership,
+)
 
 # --- Inputs ---------------------------------------------------------------------------------
 
@@ -85,11 +92,15 @@ class ApiTokenCreateInputSerializer(StrictSerializer):
 
 # --- Outputs --------------------------------------------------------------------------------
 
+_PERMISSIONS = [(permission, permission) for permission in ApiToken.PERMISSIONS]
+
 
 class OrganizationSerializer(ResponseSerializer):
     id = serializers.CharField()
     name = serializers.CharField()
-    role = serializers.CharField(help_text="The caller's organization role.")
+    role = serializers.ChoiceField(
+        choices=OrganizationMembership.Role.choices, help_text="The caller's organization role."
+    )
     created_at = serializers.DateTimeField()
 
 
@@ -108,19 +119,19 @@ class WorkspaceSerializer(ResponseSerializer):
     organization_id = serializers.CharField()
     name = serializers.CharField()
     timezone = serializers.CharField()
-    role = serializers.CharField(help_text="The caller's workspace role.")
-    member_count = serializers.IntegerField()
-    plan = PlanSummarySerializer(source="*")
+    role = serializers.SerializerMethodField(help_text="The caller's workspace role.")
+    member_count = serializers.SerializerMethodField(help_text="Active members.")
+    plan = PlanSummarySerializer()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
-    def to_representation(self, instance: Any) -> dict[str, Any]:
+    @extend_schema_field(serializers.ChoiceField(choices=WorkspaceMembership.Role.choices))
+    def get_role(self, instance: Any) -> str:
         roles: dict[str, str] = self.context.get("roles", {})
-        data = super().to_representation(instance)
-        data["role"] = roles.get(str(instance.pk), "")
-        data["plan"] = {"code": instance.plan.code, "name": instance.plan.name}
-        data["member_count"] = getattr(instance, "member_count", 0)
-        return data
+        return roles.get(str(instance.pk), "")
+
+    def get_member_count(self, instance: Any) -> int:
+        return int(getattr(instance, "member_count", 0))
 
 
 class WorkspacePageSerializer(ResponseSerializer):
@@ -132,9 +143,9 @@ class MemberSerializer(ResponseSerializer):
     user_id = serializers.CharField()
     workspace_id = serializers.CharField()
     email = serializers.EmailField(source="user.email")
-    name = serializers.CharField(source="user.name")
-    role = serializers.CharField()
-    status = serializers.CharField()
+    name = serializers.CharField(source="user.name", allow_blank=True)
+    role = serializers.ChoiceField(choices=WorkspaceMembership.Role.choices)
+    status = serializers.ChoiceField(choices=WorkspaceMembership.Status.choices)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 
@@ -148,12 +159,15 @@ class InvitationSerializer(ResponseSerializer):
     id = serializers.CharField()
     workspace_id = serializers.CharField()
     email = serializers.EmailField()
-    role = serializers.CharField()
-    status = serializers.SerializerMethodField()
+    role = serializers.ChoiceField(choices=WorkspaceMembership.Role.choices)
+    status = serializers.SerializerMethodField(
+        help_text="A pending invitation past its expiry reads as expired."
+    )
     created_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField()
     accepted_at = serializers.DateTimeField(allow_null=True)
 
+    @extend_schema_field(serializers.ChoiceField(choices=Invitation.Status.choices))
     def get_status(self, obj: Invitation) -> str:
         return obj.effective_status
 
@@ -172,7 +186,7 @@ class InvitationPageSerializer(ResponseSerializer):
 class AccessAuditEventSerializer(ResponseSerializer):
     id = serializers.CharField()
     workspace_id = serializers.CharField()
-    action = serializers.CharField()
+    action = serializers.ChoiceField(choices=AccessAuditEvent.Action.choices)
     actor_user_id = serializers.CharField()
     created_at = serializers.DateTimeField()
     invitation_id = serializers.CharField()
@@ -187,13 +201,13 @@ class AccessAuditEventSerializer(ResponseSerializer):
 class ApiTokenSerializer(ResponseSerializer):
     id = serializers.CharField()
     name = serializers.CharField()
-    permissions = serializers.ListField(child=serializers.CharField())
+    permissions = serializers.ListField(child=serializers.ChoiceField(choices=_PERMISSIONS))
     workspace_id = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
     expires_at = serializers.DateTimeField(allow_null=True)
     last_used_at = serializers.DateTimeField(allow_null=True)
     revoked_at = serializers.DateTimeField(allow_null=True)
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=ApiToken.Status.choices)
 
 
 class ApiTokenCreatedSerializer(ApiTokenSerializer):
@@ -208,7 +222,7 @@ class ApiTokenPageSerializer(ResponseSerializer):
 class MeTokenSerializer(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.CharField()
     name = serializers.CharField()
-    permissions = serializers.ListField(child=serializers.CharField())
+    permissions = serializers.ListField(child=serializers.ChoiceField(choices=_PERMISSIONS))
     workspace_id = serializers.CharField(allow_null=True)
     expires_at = serializers.DateTimeField(allow_null=True)
 
@@ -216,7 +230,7 @@ class MeTokenSerializer(serializers.Serializer):  # type: ignore[type-arg]
 class MeUserSerializer(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.CharField()
     email = serializers.EmailField()
-    name = serializers.CharField()
+    name = serializers.CharField(allow_blank=True)
     is_instance_admin = serializers.BooleanField(source="is_superuser")
 
 

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.api.openapi import DeleteBodyAutoSchema
 from config.api.pagination import page_query_serializer
 from config.api.request import parse_body, parse_query
 from config.api.schema import problems
@@ -20,8 +21,16 @@ from workspaces.models import OrganizationMembership
 
 PageQuery = page_query_serializer(default=20, maximum=100, name="PageQuery")
 PAGE_PARAMS = [
-    OpenApiParameter("limit", int, description="Page size, 1 to 100 (default 20)"),
-    OpenApiParameter("cursor", str, description="Opaque cursor from next_cursor (≤ 1024 chars)"),
+    OpenApiParameter(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+        description="Page size, 1 to 100 (default 20)",
+    ),
+    OpenApiParameter(
+        "cursor",
+        {"type": "string", "minLength": 1, "maxLength": 1024},
+        description="Opaque cursor from next_cursor of the previous page of the same list",
+    ),
 ]
 
 
@@ -170,6 +179,8 @@ class WorkspaceListView(APIView):
 
 
 class WorkspaceDetailView(APIView):
+    schema = DeleteBodyAutoSchema()  # DELETE takes {confirm_name, current_password}
+
     @property
     def session_only(self) -> bool:  # bearer tokens never delete workspaces
         return self.request.method == "DELETE"
@@ -325,7 +336,9 @@ class InvitationListView(APIView):
         )
         invitation.accept_token = raw  # type: ignore[attr-defined]
         return Response(
-            s.InvitationWithTokenSerializer(invitation, context={"request": request}).data, status=201
+            s.InvitationWithTokenSerializer(invitation, context={"request": request}).data,
+            status=201,
+            headers={"Location": reverse("workspaces:invitation-detail", args=[invitation.pk])},
         )
 
 
@@ -367,7 +380,10 @@ class AccessAuditView(APIView):
         operation_id="workspaces_access_audit",
         parameters=[
             OpenApiParameter(
-                "limit", int, description="1 to 200 (default 50)", required=False
+                "limit",
+                {"type": "integer", "format": "int64", "minimum": 1, "maximum": 200, "default": 50},
+                description="Number of events, 1 to 200 (default 50)",
+                required=False,
             )
         ],
         responses={200: s.AccessAuditEventSerializer(many=True), **problems(404, 422)},
@@ -422,7 +438,11 @@ class ApiTokenListView(APIView):
             expires_at=body.get("expires_at"),
         )
         token.token = full  # type: ignore[attr-defined]
-        return Response(s.ApiTokenCreatedSerializer(token, context={"request": request}).data, status=201)
+        return Response(
+            s.ApiTokenCreatedSerializer(token, context={"request": request}).data,
+            status=201,
+            headers={"Location": reverse("workspaces:api-token-detail", args=[token.pk])},
+        )
 
 
 class ApiTokenDetailView(APIView):

@@ -1,0 +1,84 @@
+# syntax=docker/dockerfile:1
+#
+# Herald container image.
+#
+#   docker build -t herald .
+#   docker run --rm -p 8000:8000 -e SECRET_KEY=... -e DATABASE_URL=postgres://... herald
+#
+# Stage "builder" builds wheels of the project and of every dependency and installs them into
+# the virtual environment /opt/venv. Stage "runtime" copies only that environment onto
+# python:3.11-slim: no compiler, no source tree, no build tools. The process runs as the
+# unprivileged user "herald". See docker-compose.yml for the full composition (web, worker,
+# beat, PostgreSQL, Redis).
+
+ARG PYTHON_IMAGE=python:3.11-slim
+
+# --- builder -------------------------------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS builder
+
+ENV PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+
+WORKDIR /src
+RUN python -m venv /opt/venv
+
+# The build context is filtered by .dockerignore (no .venv, .data, .git, tests, secrets).
+COPY . .
+
+RUN --mount=type=cache,target=/root/.cache/pip \
+    python -m pip wheel --wheel-dir /wheels . \
+ && /opt/venv/bin/python -m pip install --no-index --find-links /wheels herald \
+ && /opt/venv/bin/python -m pip check
+
+# --- runtime -------------------------------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS runtime
+
+ARG HERALD_UID=10001
+
+# Defaults; override any of them at run time. HERALD_ENVIRONMENT=production makes SECRET_KEY
+# mandatory (the settings refuse to start without it) and turns on the HTTPS protections.
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    DJANGO_SETTINGS_MODULE=config.settings \
+    HERALD_ENVIRONMENT=production \
+    HERALD_DEPLOYMENT=self_hosted \
+    HERALD_DATA_DIR=/data \
+    WEB_CONCURRENCY=2 \
+    HERALD_WEB_THREADS=4 \
+    HERALD_WEB_TIMEOUT=30
+
+RUN groupadd --system --gid "${HERALD_UID}" herald \
+ && useradd --system --uid "${HERALD_UID}" --gid herald --home-dir /data --no-create-home \
+        --shell /usr/sbin/nologin herald
+
+COPY --from=builder /opt/venv /opt/venv
+COPY docker/gunicorn.conf.py docker/healthcheck.py /app/
+WORKDIR /app
+
+# Static files (admin, API docs assets) are collected once, at build time, into
+# $HERALD_DATA_DIR/static and served by WhiteNoise. The SECRET_KEY below is a throwaway value
+# that exists only for this step and is not kept in the image; the DATABASE_URL and REDIS_URL
+# placeholders stop the settings from preparing the embedded SQLite/filesystem-broker defaults
+# under /data. collectstatic connects to neither.
+RUN SECRET_KEY=collectstatic-build-only-not-a-secret \
+    HERALD_ENVIRONMENT=local \
+    DATABASE_URL=postgres://build@build.invalid:5432/build \
+    REDIS_URL=redis://build.invalid:6379/0 \
+    django-admin collectstatic --noinput \
+ && mkdir -p /data/media /data/beat \
+ && chown herald:herald /data /data/media /data/beat
+
+USER herald:herald
+
+EXPOSE 8000
+
+# Liveness only (spec: the container health check never uses the readiness probe, so a
+# database outage cannot cause restart loops). No curl in the image: a stdlib script.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "/app/healthcheck.py", "http://127.0.0.1:8000/api/v1/health"]
+
+# Web process. Workers/threads come from WEB_CONCURRENCY / HERALD_WEB_THREADS (gunicorn.conf.py).
+# The same image runs the other roles with another command:
+#   celery -A config worker      celery -A config beat      django-admin migrate --noinput
+CMD ["gunicorn", "--config", "/app/gunicorn.conf.py", "--bind", "0.0.0.0:8000", "config.wsgi:application"]

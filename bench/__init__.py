@@ -1,0 +1,1 @@
+"""API throughput benchmark (see bench/README.md)."""

@@ -1,0 +1,73 @@
+"""Provider adapters and their registry.
+
+``get_adapter("mastodon")`` returns an adapter configured from Django settings (read with
+``getattr`` and defaults, so nothing here requires a setting to exist):
+
+* ``HERALD_PROVIDER_TIMEOUT_SECONDS`` (default 10): read timeout; connect timeout is
+  ``min(5, that)``.
+* ``HERALD_ALLOW_PRIVATE_PROVIDER_URLS`` (default False): accept http and private/loopback
+  addresses for user-supplied URLs (Mastodon instances, Discord webhooks, Bluesky PDS). Tests.
+* ``HERALD_BLUESKY_SERVICE_URL`` (default https://bsky.social).
+* ``HERALD_TELEGRAM_API_URL`` (default https://api.telegram.org).
+
+The adapter modules themselves never import Django.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from publishing.providers.base import ProviderAdapter
+from publishing.providers.bluesky import DEFAULT_SERVICE_URL, BlueskyAdapter
+from publishing.providers.discord_webhook import DiscordWebhookAdapter
+from publishing.providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
+from publishing.providers.mastodon import MastodonAdapter
+from publishing.providers.telegram import DEFAULT_API_URL, TelegramAdapter
+
+PROVIDERS: tuple[str, ...] = ("mastodon", "bluesky", "discord_webhook", "telegram")
+
+
+@lru_cache(maxsize=32)
+def _build(
+    provider: str, timeout: float, allow_private: bool, bluesky_url: str, telegram_url: str
+) -> ProviderAdapter:
+    http = HttpClient(
+        read_timeout=timeout,
+        connect_timeout=min(DEFAULT_CONNECT_TIMEOUT, timeout),
+        allow_private=allow_private,
+    )
+    if provider == "mastodon":
+        return MastodonAdapter(http=http)
+    if provider == "bluesky":
+        return BlueskyAdapter(http=http, service_url=bluesky_url)
+    if provider == "discord_webhook":
+        return DiscordWebhookAdapter(http=http)
+    if provider == "telegram":
+        return TelegramAdapter(http=http, api_url=telegram_url)
+    raise KeyError(provider)
+
+
+def get_adapter(provider: str) -> ProviderAdapter:
+    """The adapter for ``provider``; ``KeyError`` for an unknown name.
+
+    Adapters are cached per settings combination (they hold per-thread connection pools), so
+    ``override_settings`` in tests yields a fresh adapter.
+    """
+    if provider not in PROVIDERS:
+        raise KeyError(f"unknown provider: {provider}")
+    from django.conf import settings
+
+    return _build(
+        provider,
+        float(getattr(settings, "HERALD_PROVIDER_TIMEOUT_SECONDS", 10) or 10),
+        bool(getattr(settings, "HERALD_ALLOW_PRIVATE_PROVIDER_URLS", False)),
+        str(getattr(settings, "HERALD_BLUESKY_SERVICE_URL", "") or DEFAULT_SERVICE_URL),
+        str(getattr(settings, "HERALD_TELEGRAM_API_URL", "") or DEFAULT_API_URL),
+    )
+
+
+def all_adapters() -> list[ProviderAdapter]:
+    return [get_adapter(name) for name in PROVIDERS]
+
+
+__all__ = ["PROVIDERS", "all_adapters", "get_adapter"]

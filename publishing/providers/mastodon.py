@@ -1,0 +1,563 @@
+"""Mastodon: any instance (federated), OAuth 2 authorization code with PKCE (S256).
+
+Protocol (docs.joinmastodon.org): ``POST /api/v1/apps`` (one app per instance),
+``GET /oauth/authorize``, ``POST /oauth/token``, ``POST /oauth/revoke``,
+``GET /api/v1/accounts/verify_credentials``, ``POST /api/v2/media`` (+ ``GET /api/v1/media/:id``
+while it answers 206), ``POST /api/v1/statuses`` with ``Idempotency-Key``,
+``GET /api/v1/statuses/:id`` (+ ``/source``), ``GET /api/v1/accounts/:id/statuses``,
+``POST /api/v1/statuses/:id/reblog`` / ``unreblog``, ``GET /api/v2/search``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+import time
+import unicodedata
+from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
+
+import grapheme
+import requests
+
+from publishing.providers.base import (
+    AccountContext,
+    AuthorizationStart,
+    Capabilities,
+    ConnectedAccount,
+    ConnectionMode,
+    ErrorKind,
+    MediaItem,
+    MediaRule,
+    Metrics,
+    OptionSpec,
+    OutputProfile,
+    ProviderAdapter,
+    ProviderError,
+    PublishRequest,
+    PublishResult,
+)
+from publishing.providers.http import (
+    ErrorDetail,
+    HttpClient,
+    ProviderHTTPError,
+    check_public_url,
+    default_error_detail,
+    find_urls,
+    language_options,
+    precheck,
+    read_media,
+)
+
+PROVIDER = "mastodon"
+LABEL = "Mastodon"
+SCOPES = ("read", "write")
+VISIBILITIES = ("public", "unlisted", "private", "direct")
+URL_WEIGHT = 23
+# Mastodon keeps an Idempotency-Key's result for 1 hour; keep a margin for clock skew.
+IDEMPOTENCY_WINDOW = timedelta(minutes=55)
+RECONCILE_SLACK = timedelta(minutes=5)
+RECENT_LIMIT = 40
+MAX_SOURCE_LOOKUPS = 10
+
+_MENTION_RE = re.compile(
+    r"(?<![=/\w])@([a-z0-9_]+(?:[a-z0-9_.-]*[a-z0-9_])?)(?:@[\w.-]*\w)?", re.IGNORECASE
+)
+
+
+def mastodon_length(text: str) -> int:
+    """Mastodon's own count: grapheme clusters, after every http(s) URL is replaced by 23
+    characters and every ``@user@domain`` mention by ``@user``."""
+    pieces: list[str] = []
+    last = 0
+    for start, end, _url in find_urls(text):
+        pieces.append(text[last:start])
+        pieces.append("x" * URL_WEIGHT)
+        last = end
+    pieces.append(text[last:])
+    rewritten = _MENTION_RE.sub(lambda m: "@" + m.group(1), "".join(pieces))
+    return int(grapheme.length(rewritten))
+
+
+POST_PROFILE = OutputProfile(
+    key="mastodon.post",
+    text_limit=500,
+    text_counter=mastodon_length,
+    media=MediaRule(
+        max_count=4,
+        mime_types=("image/jpeg", "image/png", "image/gif", "image/webp"),
+        max_bytes=16 * 1024 * 1024,
+    ),
+    options=(
+        OptionSpec("visibility", choices=VISIBILITIES, default="public"),
+        OptionSpec("language", max_length=8),
+    ),
+    counting_rule="graphemes; each URL counts as 23, @user@domain counts as @user",
+)
+
+_VISIBILITY_LABELS: dict[str, tuple[str, str, str, str]] = {
+    "en": ("Public", "Unlisted", "Followers only", "Mentioned people only"),
+    "de": ("Öffentlich", "Nicht gelistet", "Nur Follower", "Nur erwähnte Profile"),
+    "fr": ("Public", "Non listé", "Abonnés uniquement", "Personnes mentionnées uniquement"),
+    "es": ("Público", "No listado", "Solo seguidores", "Solo personas mencionadas"),
+    "it": ("Pubblico", "Non elencato", "Solo follower", "Solo persone menzionate"),
+    "pt": ("Público", "Não listado", "Apenas seguidores", "Apenas pessoas mencionadas"),
+    "nl": ("Openbaar", "Minder openbaar", "Alleen volgers", "Alleen vermelde mensen"),
+    "ja": ("公開", "未収載", "フォロワー限定", "指定された相手のみ"),
+}
+
+
+def _parse_error(response: requests.Response) -> ErrorDetail:
+    detail = default_error_detail(response)
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    error = body.get("error") if isinstance(body, dict) else None
+    if error in ("invalid_grant", "invalid_client", "unauthorized_client", "invalid_token"):
+        return ErrorDetail(message=detail.message, kind=ErrorKind.AUTH, code=str(error))
+    return detail
+
+
+def _b64url(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _normalize_text(text: str) -> str:
+    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n"))
+    return "\n".join(line.rstrip() for line in text.strip().split("\n"))
+
+
+def _created_at(status: dict[str, Any]) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(str(status.get("created_at", "")).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class MastodonAdapter(ProviderAdapter):
+    capabilities = Capabilities(
+        provider=PROVIDER,
+        display_name=LABEL,
+        connection=ConnectionMode.OAUTH2,
+        federated=True,
+        pkce=True,
+        required_scopes=SCOPES,
+        profiles=(POST_PROFILE,),
+        account_kind="user",
+        supports_refresh=True,  # re-validates the grant; Mastodon tokens do not expire
+        supports_revoke=True,
+        supports_metrics=True,
+        supports_repost=True,
+        supports_destination_options=True,
+    )
+    media_poll_interval = 1.0  # seconds between GET /api/v1/media/:id while it answers 206
+    media_poll_attempts = 15
+
+    def __init__(self, *, http: HttpClient | None = None) -> None:
+        self.http = http or HttpClient()
+
+    # --- plumbing ---------------------------------------------------------------------------
+
+    def _instance(self, url: str) -> str:
+        checked = check_public_url(
+            url if "://" in url else f"https://{url}",
+            allow_private=self.http.allow_private,
+            provider=LABEL,
+            what="instance URL",
+        )
+        parts = urlsplit(checked)
+        return f"{parts.scheme}://{parts.netloc}"
+
+    @staticmethod
+    def _token(account: AccountContext) -> str:
+        token = account.credentials.get("access_token", "")
+        if not token:
+            raise ProviderError(ErrorKind.AUTH, f"{LABEL}: no access token; reconnect the account.")
+        return token
+
+    def _call(
+        self,
+        method: str,
+        instance: str,
+        path: str,
+        *,
+        operation: str,
+        write: bool = False,
+        token: str = "",
+        ok: tuple[int, ...] = (200,),
+        headers: dict[str, str] | None = None,
+        extra_secrets: tuple[str, ...] = (),
+        **kwargs: Any,
+    ) -> requests.Response:
+        all_headers = dict(headers or {})
+        if token:
+            all_headers["Authorization"] = f"Bearer {token}"
+        return self.http.request(
+            method,
+            instance + path,
+            provider=LABEL,
+            operation=operation,
+            write=write,
+            user_url=True,
+            ok=ok,
+            headers=all_headers,
+            secrets=(token, *extra_secrets),
+            parse_error=_parse_error,
+            **kwargs,
+        )
+
+    def _json(self, response: requests.Response, operation: str, write: bool = False) -> Any:
+        return self.http.json(response, provider=LABEL, operation=operation, write=write)
+
+    @staticmethod
+    def _result(status: dict[str, Any]) -> PublishResult:
+        return PublishResult(
+            external_id=str(status["id"]),
+            external_url=str(status.get("url") or status.get("uri") or ""),
+        )
+
+    # --- connect ------------------------------------------------------------------------------
+
+    def begin_authorization(
+        self, *, redirect_uri: str, state: str, instance_url: str = "", app: dict[str, str] | None = None
+    ) -> AuthorizationStart:
+        instance = self._instance(instance_url)
+        app = dict(app or {})
+        if not app.get("client_id") or app.get("redirect_uri", redirect_uri) != redirect_uri:
+            # A duplicate registration is harmless, so this POST is retried like a read.
+            response = self._call(
+                "POST",
+                instance,
+                "/api/v1/apps",
+                operation="app registration",
+                data={"client_name": "Herald", "redirect_uris": redirect_uri, "scopes": " ".join(SCOPES)},
+            )
+            registered = self._json(response, "app registration")
+            app = {
+                "client_id": str(registered["client_id"]),
+                "client_secret": str(registered["client_secret"]),
+                "redirect_uri": redirect_uri,
+                "instance_url": instance,
+            }
+        verifier = secrets.token_urlsafe(64)  # 86 characters of [A-Za-z0-9_-]
+        challenge = _b64url(hashlib.sha256(verifier.encode("ascii")).digest())
+        query = urlencode(
+            {
+                "response_type": "code",
+                "client_id": app["client_id"],
+                "redirect_uri": redirect_uri,
+                "scope": " ".join(SCOPES),
+                "state": state,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+            }
+        )
+        return AuthorizationStart(
+            authorization_url=f"{instance}/oauth/authorize?{query}", code_verifier=verifier, app=app
+        )
+
+    def complete_authorization(
+        self,
+        *,
+        code: str,
+        redirect_uri: str,
+        code_verifier: str,
+        instance_url: str = "",
+        app: dict[str, str] | None = None,
+    ) -> ConnectedAccount:
+        instance = self._instance(instance_url)
+        app = app or {}
+        if not app.get("client_id") or not app.get("client_secret"):
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: no app registration for {instance}.")
+        response = self._call(
+            "POST",
+            instance,
+            "/oauth/token",
+            operation="token exchange",
+            data={
+                "grant_type": "authorization_code",
+                "code": code,
+                "client_id": app["client_id"],
+                "client_secret": app["client_secret"],
+                "redirect_uri": redirect_uri,
+                "code_verifier": code_verifier,
+                "scope": " ".join(SCOPES),
+            },
+            extra_secrets=(code, app["client_secret"], code_verifier),
+        )
+        grant = self._json(response, "token exchange")
+        token = str(grant.get("access_token") or "")
+        if not token:
+            raise ProviderError(ErrorKind.AUTH, f"{LABEL}: the instance returned no access token.")
+        scopes = tuple(str(grant.get("scope") or " ".join(SCOPES)).split())
+        return self._verify(instance, token, scopes)
+
+    def _verify(self, instance: str, token: str, scopes: tuple[str, ...]) -> ConnectedAccount:
+        response = self._call(
+            "GET", instance, "/api/v1/accounts/verify_credentials", token=token,
+            operation="account lookup",
+        )
+        me = self._json(response, "account lookup")
+        host = urlsplit(instance).hostname or ""
+        acct = str(me.get("acct") or me.get("username") or "")
+        return ConnectedAccount(
+            external_id=str(me["id"]),
+            username=acct if "@" in acct else f"{acct}@{host}",
+            display_name=str(me.get("display_name") or ""),
+            avatar_url=str(me.get("avatar") or ""),
+            instance_url=instance,
+            account_kind="bot" if me.get("bot") else "user",
+            credentials={"access_token": token},
+            granted_scopes=scopes,
+        )
+
+    def refresh(self, *, account: AccountContext) -> ConnectedAccount:
+        """Mastodon access tokens do not expire: re-validate the grant and the profile."""
+        instance = self._instance(account.instance_url)
+        scopes = tuple(account.credentials.get("scope", " ".join(SCOPES)).split())
+        return self._verify(instance, self._token(account), scopes)
+
+    def revoke(self, *, account: AccountContext) -> None:
+        instance = self._instance(account.instance_url)
+        token = self._token(account)
+        if not account.app.get("client_id"):
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: no app registration to revoke with.")
+        self._call(
+            "POST",
+            instance,
+            "/oauth/revoke",
+            operation="token revocation",
+            data={
+                "client_id": account.app["client_id"],
+                "client_secret": account.app.get("client_secret", ""),
+                "token": token,
+            },
+            extra_secrets=(token, account.app.get("client_secret", "")),
+        )
+
+    # --- publish ------------------------------------------------------------------------------
+
+    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
+        if request.profile != POST_PROFILE.key:
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
+        precheck(POST_PROFILE, request, provider=LABEL)
+        instance = self._instance(account.instance_url)
+        token = self._token(account)
+        media_ids = [self._upload(instance, token, item) for item in request.media]
+        body: dict[str, Any] = {
+            "status": request.text,
+            "visibility": request.options.get("visibility") or "public",
+        }
+        if media_ids:
+            body["media_ids"] = media_ids
+        if request.options.get("language"):
+            body["language"] = request.options["language"]
+        response = self._call(
+            "POST",
+            instance,
+            "/api/v1/statuses",
+            token=token,
+            operation="status post",
+            write=True,
+            headers={"Idempotency-Key": request.idempotency_key},
+            json_body=body,
+        )
+        return self._result(self._json(response, "status post", write=True))
+
+    def _upload(self, instance: str, token: str, item: MediaItem) -> str:
+        payload = read_media(item, provider=LABEL, max_bytes=POST_PROFILE.media.max_bytes)
+        # An orphaned upload is harmless (the instance deletes unattached media), so a timeout
+        # here is retried like a read rather than treated as ambiguous.
+        response = self._call(
+            "POST",
+            instance,
+            "/api/v2/media",
+            token=token,
+            operation="media upload",
+            ok=(200, 202),
+            files={"file": (item.name, payload, item.mime_type)},
+            data={"description": item.alt_text} if item.alt_text else None,
+        )
+        media = self._json(response, "media upload")
+        media_id = str(media["id"])
+        if response.status_code == 200 and media.get("url"):
+            return media_id
+        for _ in range(self.media_poll_attempts):  # bounded, read-only polling
+            time.sleep(self.media_poll_interval)
+            polled = self._call(
+                "GET", instance, f"/api/v1/media/{quote(media_id)}", token=token,
+                operation="media status", ok=(200, 206),
+            )
+            if polled.status_code == 200:
+                return media_id
+        raise ProviderError(ErrorKind.TRANSIENT, f"{LABEL}: media is still being processed.")
+
+    def reconcile(
+        self, *, account: AccountContext, request: PublishRequest, external_id: str = ""
+    ) -> PublishResult | None:
+        """Find the status of an earlier attempt; see docs/providers/mastodon.md.
+
+        1. ``external_id`` known: ``GET /api/v1/statuses/:id`` (404 -> ``None``).
+        2. Scan the account's 40 most recent statuses created since the first attempt (minus
+           5 min) and compare their source text (``GET /api/v1/statuses/:id/source``).
+        3. Not found and the first attempt is younger than 55 min: re-send with the SAME
+           ``Idempotency-Key``; Mastodon returns the original status if one was created.
+        4. Otherwise ``None`` when the scan covered the whole window, else ``AMBIGUOUS``.
+        """
+        instance = self._instance(account.instance_url)
+        token = self._token(account)
+        if external_id:
+            status = self._status(instance, token, external_id)
+            return self._result(status) if status else None
+        since = request.first_attempt_at - RECONCILE_SLACK if request.first_attempt_at else None
+        found, covered = self._scan_recent(instance, token, account, request, since)
+        if found:
+            return found
+        first = request.first_attempt_at
+        if first is not None and datetime.now(UTC) - first < IDEMPOTENCY_WINDOW:
+            return self.publish(account=account, request=request)
+        if covered:  # the scan saw every status since the window start (or the whole history)
+            return None
+        raise ProviderError(
+            ErrorKind.AMBIGUOUS,
+            f"{LABEL}: cannot tell whether the earlier attempt was published; check the account.",
+        )
+
+    def _status(self, instance: str, token: str, status_id: str) -> dict[str, Any] | None:
+        try:
+            response = self._call(
+                "GET", instance, f"/api/v1/statuses/{quote(status_id)}", token=token,
+                operation="status lookup",
+            )
+        except ProviderHTTPError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        status: dict[str, Any] = self._json(response, "status lookup")
+        return status
+
+    def _scan_recent(
+        self,
+        instance: str,
+        token: str,
+        account: AccountContext,
+        request: PublishRequest,
+        since: datetime | None,
+    ) -> tuple[PublishResult | None, bool]:
+        response = self._call(
+            "GET",
+            instance,
+            f"/api/v1/accounts/{quote(account.external_id)}/statuses",
+            token=token,
+            operation="recent statuses",
+            params={"limit": RECENT_LIMIT, "exclude_reblogs": "true"},
+        )
+        statuses = [s for s in self._json(response, "recent statuses") if isinstance(s, dict)]
+        wanted_text = _normalize_text(request.text)
+        visibility = request.options.get("visibility") or "public"
+        lookups = 0
+        oldest: datetime | None = None
+        for status in statuses:
+            created = _created_at(status)
+            if created is not None:
+                oldest = created if oldest is None else min(oldest, created)
+            if since is not None and (created is None or created < since):
+                continue
+            if len(status.get("media_attachments") or []) != len(request.media):
+                continue
+            if status.get("visibility", visibility) != visibility:
+                continue
+            if lookups >= MAX_SOURCE_LOOKUPS:
+                break
+            lookups += 1
+            source = self._json(
+                self._call(
+                    "GET", instance, f"/api/v1/statuses/{quote(str(status['id']))}/source",
+                    token=token, operation="status source",
+                ),
+                "status source",
+            )
+            if _normalize_text(str(source.get("text", ""))) == wanted_text:
+                return self._result(status), True
+        covered = len(statuses) < RECENT_LIMIT or (
+            since is not None and oldest is not None and oldest < since
+        )
+        return None, covered
+
+    # --- reads and reposts -----------------------------------------------------------------
+
+    def destination_options(
+        self, *, account: AccountContext, region_code: str = "US", language: str = "en"
+    ) -> dict[str, list[dict[str, str]]]:
+        base = (language or "en").lower().split("-")[0]
+        labels = _VISIBILITY_LABELS.get(base, _VISIBILITY_LABELS["en"])
+        return {
+            "visibility": [
+                {"label": label, "value": value}
+                for label, value in zip(labels, VISIBILITIES, strict=True)
+            ],
+            "language": language_options(language),
+        }
+
+    def metrics(self, *, account: AccountContext, external_id: str) -> Metrics:
+        instance = self._instance(account.instance_url)
+        status = self._status(instance, self._token(account), external_id)
+        if status is None:
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: the status no longer exists.")
+        return Metrics(
+            likes=int(status.get("favourites_count") or 0),
+            comments=int(status.get("replies_count") or 0),
+            reposts=int(status.get("reblogs_count") or 0),
+        )
+
+    def _resolve(self, instance: str, token: str, source_url: str) -> str:
+        response = self._call(
+            "GET",
+            instance,
+            "/api/v2/search",
+            token=token,
+            operation="status search",
+            params={"q": source_url, "type": "statuses", "resolve": "true", "limit": 1},
+        )
+        statuses = self._json(response, "status search").get("statuses") or []
+        if not statuses:
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: the status to boost was not found.")
+        return str(statuses[0]["id"])
+
+    def repost(self, *, account: AccountContext, external_id: str, source_url: str = "") -> PublishResult:
+        instance = self._instance(account.instance_url)
+        token = self._token(account)
+        status_id = external_id or self._resolve(instance, token, source_url)
+        # Reblogging is idempotent on Mastodon (a second reblog returns the first), so this
+        # write can be retried safely.
+        response = self._call(
+            "POST", instance, f"/api/v1/statuses/{quote(status_id)}/reblog", token=token,
+            operation="boost",
+        )
+        reblog = self._json(response, "boost")
+        original = reblog.get("reblog") or {}
+        return PublishResult(
+            external_id=str(reblog["id"]),
+            external_url=str(original.get("url") or reblog.get("url") or ""),
+        )
+
+    def unrepost(self, *, account: AccountContext, repost_id: str, external_id: str = "") -> None:
+        instance = self._instance(account.instance_url)
+        token = self._token(account)
+        original_id = external_id
+        if not original_id:
+            reblog = self._status(instance, token, repost_id)
+            if reblog is None:
+                return  # already gone
+            original_id = str((reblog.get("reblog") or {}).get("id") or "")
+            if not original_id:
+                raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: {repost_id} is not a boost.")
+        self._call(
+            "POST", instance, f"/api/v1/statuses/{quote(original_id)}/unreblog", token=token,
+            operation="unboost",
+        )

@@ -1,0 +1,256 @@
+"""Schemathesis against the served contract (``/docs/openapi.json``), through the WSGI app.
+
+For every operation of the identity and health API, generated requests (valid ones, ones that
+use the IDs of real resources, and deliberately invalid ones) must never answer 500, and every
+answer must use a declared status code, a declared content type and the declared schema.
+
+The caller is a real bearer token with all permissions, held by a user who owns an organization
+and administers a workspace with a second member and a pending invitation. Session-only
+operations answer such a token 403, which they declare. Each operation gets fresh data
+(``transaction=True``: the WSGI app commits, and the database is emptied after each operation),
+so what the fuzzer creates, renames or removes for one operation cannot leak into the next.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import schemathesis
+from django.conf import settings as django_settings
+from django.core.wsgi import get_wsgi_application
+from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH
+from django.test import Client
+from django.utils import timezone
+from django.utils.crypto import get_random_string
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from config.web import SESSION_AUTHENTICATED_AT
+from workspaces.access import Actor
+
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+# The identity and health API (decisions §4 "Me, Organizations, Workspaces", spec §4 "Health").
+FUZZED_PATHS = (
+    "/api/v1/health",
+    "/api/v1/ready",
+    "/api/v1/me",
+    "/api/v1/organizations",
+    "/api/v1/workspaces",
+    "/api/v1/invitations",
+    "/api/v1/api-tokens",
+)
+EXPECTED_OPERATIONS = {
+    "GET /api/v1/health",
+    "GET /api/v1/ready",
+    "GET /api/v1/me",
+    "GET /api/v1/organizations",
+    "POST /api/v1/organizations",
+    "GET /api/v1/organizations/{organization_id}",
+    "GET /api/v1/workspaces",
+    "POST /api/v1/workspaces",
+    "GET /api/v1/workspaces/{workspace_id}",
+    "PATCH /api/v1/workspaces/{workspace_id}",
+    "DELETE /api/v1/workspaces/{workspace_id}",
+    "GET /api/v1/workspaces/{workspace_id}/usage",
+    "GET /api/v1/workspaces/{workspace_id}/deletion-preview",
+    "GET /api/v1/workspaces/{workspace_id}/access-audit",
+    "GET /api/v1/workspaces/{workspace_id}/members",
+    "PATCH /api/v1/workspaces/{workspace_id}/members/{user_id}",
+    "DELETE /api/v1/workspaces/{workspace_id}/members/{user_id}",
+    "GET /api/v1/workspaces/{workspace_id}/invitations",
+    "POST /api/v1/workspaces/{workspace_id}/invitations",
+    "POST /api/v1/invitations/accept",
+    "POST /api/v1/invitations/{invitation_id}/resend",
+    "DELETE /api/v1/invitations/{invitation_id}",
+    "GET /api/v1/api-tokens",
+    "POST /api/v1/api-tokens",
+    "DELETE /api/v1/api-tokens/{token_id}",
+}
+
+MAX_EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "25"))  # per generation mode and operation
+
+SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
+
+
+def _label(operation: Any) -> str:
+    return f"{operation.method.upper()} {operation.path}"
+
+
+OPERATIONS = sorted(
+    (
+        result.ok()
+        for result in SCHEMA.get_all_operations()
+        if result.ok().path.startswith(FUZZED_PATHS)
+    ),
+    key=_label,
+)
+
+
+@dataclass(frozen=True)
+class World:
+    authorization: str
+    session_cookies: dict[str, str]
+    csrf_token: str
+    ids: dict[str, list[str]]
+
+
+@pytest.fixture
+def world(make_user: Any) -> World:
+    from workspaces.models import WorkspaceMembership
+    from workspaces.services import (
+        api_token_create,
+        invitation_create,
+        organization_create,
+        workspace_create,
+    )
+
+    owner = make_user("fuzz-owner@example.com")
+    actor = Actor(user=owner)
+    organization = organization_create(actor=actor, name="Fuzz Org")
+    workspace = workspace_create(actor=actor, organization_id=organization.pk, name="Fuzz WS")
+    workspace_create(actor=actor, organization_id=organization.pk, name="Second WS")
+    editor = make_user("fuzz-editor@example.com")
+    WorkspaceMembership.objects.create(
+        workspace=workspace, user=editor, role=WorkspaceMembership.Role.EDITOR
+    )
+    invitation, _ = invitation_create(
+        actor=actor,
+        workspace_id=str(workspace.pk),
+        email="invitee@example.com",
+        role=WorkspaceMembership.Role.VIEWER,
+    )
+    token, full = api_token_create(user=owner, name="fuzz", permissions=["api:read", "api:write"])
+    # The owner's browser session, freshly signed in, for the operations that refuse tokens.
+    browser = Client()
+    browser.force_login(owner)
+    session = browser.session
+    session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
+    session.save()
+    csrf_token = get_random_string(CSRF_SECRET_LENGTH, allowed_chars=CSRF_ALLOWED_CHARS)
+    return World(
+        authorization=f"Bearer {full}",
+        session_cookies={
+            django_settings.SESSION_COOKIE_NAME: session.session_key or "",
+            django_settings.CSRF_COOKIE_NAME: csrf_token,
+        },
+        csrf_token=csrf_token,
+        ids={
+            "organization_id": [str(organization.pk)],
+            "workspace_id": [str(workspace.pk)],
+            "user_id": [str(editor.pk), str(owner.pk)],
+            "invitation_id": [str(invitation.pk)],
+            "token_id": [str(token.pk)],
+            "confirm_name": [workspace.name],
+        },
+    )
+
+
+def _strategy(operation: Any, world: World) -> st.SearchStrategy[Any]:
+    from schemathesis import GenerationMode
+
+    strategies = [
+        operation.as_strategy(GenerationMode.POSITIVE),
+        operation.as_strategy(GenerationMode.NEGATIVE),
+    ]
+    names = [p.name for p in operation.path_parameters]
+    if names:
+        # Real IDs: reach past the 404 into validation, permissions and the services.
+        for index in range(max(len(world.ids[name]) for name in names)):
+            fixed = {name: world.ids[name][index % len(world.ids[name])] for name in names}
+            strategies.append(
+                operation.as_strategy(GenerationMode.POSITIVE, path_parameters=fixed)
+            )
+            strategies.append(
+                operation.as_strategy(GenerationMode.NEGATIVE, path_parameters=fixed)
+            )
+    # Real values in bodies: {organization_id} of a new workspace, {workspace_id} of a token,
+    # {confirm_name} of a workspace deletion; with real path IDs when the path has any.
+    fixed_path = {name: world.ids[name][0] for name in names} or None
+    strategies.append(
+        operation.as_strategy(GenerationMode.POSITIVE, path_parameters=fixed_path).map(
+            lambda case: _with_real_body_ids(case, world)
+        )
+    )
+    return st.one_of(strategies)
+
+
+def _with_real_body_ids(case: Any, world: World) -> Any:
+    if isinstance(case.body, dict):
+        real = {
+            name: world.ids[name][0]
+            for name in ("organization_id", "workspace_id", "confirm_name")
+            if isinstance(case.body.get(name), str)
+        }
+        if real:
+            case.body = {**case.body, **real}
+    return case
+
+
+def _session_only(operation: Any) -> bool:
+    security = operation.definition.raw.get("security") or []
+    return bool(security) and all(set(requirement) == {"sessionAuth"} for requirement in security)
+
+
+def test_every_identity_operation_is_fuzzed() -> None:
+    assert {_label(op) for op in OPERATIONS} == EXPECTED_OPERATIONS
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("operation", OPERATIONS, ids=_label)
+def test_operation_honours_its_contract(operation: Any, world: World) -> None:
+    """Session-only operations (they declare only ``sessionAuth``) are fuzzed through the owner's
+    browser session, which reaches their validation and services; the rest with the token."""
+    cookies: dict[str, str] = {}
+    if _session_only(operation):
+        headers = {"X-CSRFToken": world.csrf_token}
+        cookies = world.session_cookies
+    else:
+        headers = {"Authorization": world.authorization}
+
+    @settings(
+        max_examples=MAX_EXAMPLES * 2,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=_strategy(operation, world))
+    def run(case: Any) -> None:
+        response = case.call(headers=headers, cookies=cookies)
+        case.validate_response(response, checks=CHECKS, headers=headers)
+        import os
+        if os.environ.get("FUZZ_STATS"):
+            STATS[(_label(operation), response.status_code)] += 1
+            if response.status_code == 400 and STATS[(_label(operation), 400)] < 3:
+                print("\n400:", case.method, case.formatted_path, repr(case.body)[:200], case.headers, response.text[:300])
+
+    run()
+
+
+import collections  # noqa: E402
+
+STATS: collections.Counter[Any] = collections.Counter()
+
+
+def teardown_module() -> None:
+    import os
+
+    if os.environ.get("FUZZ_STATS"):
+        for key, count in sorted(STATS.items()):
+            print(key, count)
