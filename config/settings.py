@@ -280,7 +280,8 @@ REST_FRAMEWORK = {
         "workspaces.permissions.TokenScopePermission",
     ],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    # DRF's JSON parser, but over-deep nesting and lone surrogates are a 400, not a 500.
+    "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api.problems.problem_exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["config.api.throttling.UserRateThrottle"],

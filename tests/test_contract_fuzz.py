@@ -5,8 +5,9 @@ use the IDs of real resources, and deliberately invalid ones) must never answer 
 answer must use a declared status code, a declared content type and the declared schema.
 
 The caller is a real bearer token with all permissions, held by a user who owns an organization
-and administers a workspace with a second member and a pending invitation. Session-only
-operations answer such a token 403, which they declare. Each operation gets fresh data
+and administers a workspace with a second member and a pending invitation. Operations that
+refuse bearer tokens (they declare only ``sessionAuth``) are fuzzed through the same user's
+signed-in browser session with a CSRF token instead. Each operation gets fresh data
 (``transaction=True``: the WSGI app commits, and the database is emptied after each operation),
 so what the fuzzer creates, renames or removes for one operation cannot leak into the next.
 """
@@ -82,7 +83,8 @@ EXPECTED_OPERATIONS = {
     "DELETE /api/v1/api-tokens/{token_id}",
 }
 
-MAX_EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "25"))  # per generation mode and operation
+# Examples per operation and generation mode; raise it for a deeper local run.
+MAX_EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "25"))
 
 SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
 
@@ -172,12 +174,8 @@ def _strategy(operation: Any, world: World) -> st.SearchStrategy[Any]:
         # Real IDs: reach past the 404 into validation, permissions and the services.
         for index in range(max(len(world.ids[name]) for name in names)):
             fixed = {name: world.ids[name][index % len(world.ids[name])] for name in names}
-            strategies.append(
-                operation.as_strategy(GenerationMode.POSITIVE, path_parameters=fixed)
-            )
-            strategies.append(
-                operation.as_strategy(GenerationMode.NEGATIVE, path_parameters=fixed)
-            )
+            strategies.append(operation.as_strategy(GenerationMode.POSITIVE, path_parameters=fixed))
+            strategies.append(operation.as_strategy(GenerationMode.NEGATIVE, path_parameters=fixed))
     # Real values in bodies: {organization_id} of a new workspace, {workspace_id} of a token,
     # {confirm_name} of a workspace deletion; with real path IDs when the path has any.
     fixed_path = {name: world.ids[name][0] for name in names} or None
@@ -213,8 +211,9 @@ def test_every_identity_operation_is_fuzzed() -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("operation", OPERATIONS, ids=_label)
 def test_operation_honours_its_contract(operation: Any, world: World) -> None:
-    """Session-only operations (they declare only ``sessionAuth``) are fuzzed through the owner's
-    browser session, which reaches their validation and services; the rest with the token."""
+    from django.db import connection
+
+    assert not connection.in_atomic_block  # the app's commits are real; no test transaction
     cookies: dict[str, str] = {}
     if _session_only(operation):
         headers = {"X-CSRFToken": world.csrf_token}
@@ -234,23 +233,53 @@ def test_operation_honours_its_contract(operation: Any, world: World) -> None:
     def run(case: Any) -> None:
         response = case.call(headers=headers, cookies=cookies)
         case.validate_response(response, checks=CHECKS, headers=headers)
-        import os
-        if os.environ.get("FUZZ_STATS"):
-            STATS[(_label(operation), response.status_code)] += 1
-            if response.status_code == 400 and STATS[(_label(operation), 400)] < 3:
-                print("\n400:", case.method, case.formatted_path, repr(case.body)[:200], case.headers, response.text[:300])
 
     run()
 
 
-import collections  # noqa: E402
+# --- Inputs the generator does not produce ---------------------------------------------------
 
-STATS: collections.Counter[Any] = collections.Counter()
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+EDGE_CASES = [
+    # (operation, raw body or None, extra headers, query, expected status)
+    ("POST /api/v1/organizations", DEEP_JSON, {}, {}, 400),
+    ("POST /api/v1/organizations", '{"name": "\\ud800"}', {}, {}, 400),
+    ("POST /api/v1/organizations", '{"name": "\\udfff x \\ud83d"}', {}, {}, 400),
+    ("POST /api/v1/organizations", '{"name": "ok", "\\ud800": 1}', {}, {}, 400),
+    ("POST /api/v1/organizations", '{"name": "\\ud83d\\ude00"}', {}, {}, 201),  # a real pair
+    ("POST /api/v1/organizations", '{"name": "x"}', {"Content-Type": "text/plain"}, {}, 415),
+    ("POST /api/v1/organizations", '{"name": NaN}', {}, {}, 400),
+    ("GET /api/v1/me", None, {"Accept": "text/html"}, {}, 406),
+    ("GET /api/v1/workspaces", None, {}, {"limit": ["1", "2"], "unknown": "1"}, 200),
+    ("GET /api/v1/workspaces", None, {}, {"limit": "99999999999999999999999"}, 422),
+    ("GET /api/v1/workspaces", None, {}, {"cursor": "\x00"}, 422),
+    ("PATCH /api/v1/workspaces/{workspace_id}", '{"timezone": "../../etc/passwd"}', {}, {}, 422),
+]
+"""Deep nesting and lone surrogates used to crash (500); see config/api/parsers.py."""
 
 
-def teardown_module() -> None:
-    import os
-
-    if os.environ.get("FUZZ_STATS"):
-        for key, count in sorted(STATS.items()):
-            print(key, count)
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    ("label", "body", "extra_headers", "query", "status"),
+    EDGE_CASES,
+    ids=[f"{c[0]} {c[4]} {index}" for index, c in enumerate(EDGE_CASES)],
+)
+def test_edge_case_answers_within_the_contract(
+    label: str,
+    body: str | None,
+    extra_headers: dict[str, str],
+    query: dict[str, Any],
+    status: int,
+    world: World,
+) -> None:
+    operation = {_label(op): op for op in OPERATIONS}[label]
+    path_parameters = {p.name: world.ids[p.name][0] for p in operation.path_parameters}
+    case = operation.Case(path_parameters=path_parameters or None, query=query or None)
+    headers = {"Authorization": world.authorization, **extra_headers}
+    kwargs: dict[str, Any] = {}
+    if body is not None:
+        headers.setdefault("Content-Type", "application/json")
+        kwargs["data"] = body.encode("utf-8", "surrogatepass")
+    response = case.call(headers=headers, **kwargs)
+    assert response.status_code == status, response.text[:300]
+    case.validate_response(response, checks=CHECKS, headers=headers)

@@ -190,7 +190,7 @@ def test_both_security_schemes_are_declared(contract: dict[str, Any]) -> None:
 
 
 def _expected_problems(path: str, operation: dict[str, Any]) -> set[str]:
-    expected = {"429", "500"}
+    expected = {"406", "429", "500"}
     if operation.get("security"):
         expected |= {"401", "403"}
     if "{" in path:
@@ -200,7 +200,7 @@ def _expected_problems(path: str, operation: dict[str, Any]) -> set[str]:
     ):
         expected.add("422")
     if "requestBody" in operation:
-        expected.add("400")
+        expected |= {"400", "413", "415"}
     if operation["operationId"] == "health_readiness":
         expected.add("503")
     return expected
@@ -238,7 +238,13 @@ def test_access_audit_parameters_match_the_spec(contract: dict[str, Any]) -> Non
 def test_error_model_schema(contract: dict[str, Any]) -> None:
     error_model = contract["components"]["schemas"]["ErrorModel"]
     assert set(error_model["required"]) == {
-        "$schema", "type", "title", "status", "detail", "instance", "code"
+        "$schema",
+        "type",
+        "title",
+        "status",
+        "detail",
+        "instance",
+        "code",
     }
     assert error_model["properties"]["errors"]["items"] == {
         "$ref": "#/components/schemas/ErrorDetail"
@@ -379,8 +385,10 @@ def test_every_identity_response_validates_against_its_schema(
     def check(
         client: Any, method: str, path: str, template: str, status: int, body: Any = None
     ) -> Any:
-        response = getattr(client, method)(path, body, format="json") if body is not None else (
-            getattr(client, method)(path)
+        response = (
+            getattr(client, method)(path, body, format="json")
+            if body is not None
+            else (getattr(client, method)(path))
         )
         assert response.status_code == status, (path, response.content[:500])
         assert response["Content-Type"] == "application/json"
@@ -458,9 +466,7 @@ def test_every_identity_response_validates_against_its_schema(
         200,
         {"role": "viewer", "status": "inactive"},
     )
-    check(
-        owner, "get", f"{ws}/access-audit", "/api/v1/workspaces/{workspace_id}/access-audit", 200
-    )
+    check(owner, "get", f"{ws}/access-audit", "/api/v1/workspaces/{workspace_id}/access-audit", 200)
 
     check(
         session,
@@ -541,4 +547,3 @@ def test_schema_url_uses_the_public_origin_when_configured(
     settings.HERALD_PUBLIC_URL = "https://herald.example.org"
     response = bearer_client(user).get("/api/v1/me")
     assert response.json()["$schema"] == "https://herald.example.org/api/v1/schemas/Me.json"
-

@@ -89,8 +89,10 @@ _DESCRIPTIONS = {
     403: "Permission, workspace access, role or plan insufficient",
     404: "Unknown path or resource",
     405: "Method not allowed",
+    406: "The Accept header rules out JSON",
     409: "Conflict with the current state (revision, name, lifecycle)",
     413: "Request body too large",
+    415: "The body is not application/json",
     422: "Request does not match the schema",
     429: "Rate limited; see Retry-After",
     500: "Unexpected error",
@@ -139,8 +141,9 @@ def implied_problem_codes(path: str, operation: dict[str, Any]) -> list[int]:
 
     - authenticated operations: 401 (credentials) and 403 (permission, scope, role, plan);
     - a path with an ID: 404 (unknown or malformed IDs are simply unknown);
-    - parsed input (query parameters or a body): 422; a body also 400 (not JSON) and 413;
-    - every operation: 429 and 500.
+    - parsed input (query parameters or a body): 422; a body also 400 (not JSON), 413 (too
+      large) and 415 (another media type);
+    - every operation: 406 (an Accept header that rules out JSON), 429 and 500.
     """
     codes: list[int] = []
     if operation.get("security") not in (None, [], [{}]):
@@ -150,10 +153,10 @@ def implied_problem_codes(path: str, operation: dict[str, Any]) -> list[int]:
     has_query = any(p.get("in") == "query" for p in operation.get("parameters", []))
     has_body = "requestBody" in operation
     if has_body:
-        codes += [400, 413]
+        codes += [400, 413, 415]
     if has_query or has_body:
         codes.append(422)
-    codes += [429, 500]
+    codes += [406, 429, 500]
     return codes
 
 

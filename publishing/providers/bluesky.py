@@ -79,8 +79,17 @@ _MENTION_RE = re.compile(
 _POST_URL_RE = re.compile(r"^/profile/([^/]+)/post/([A-Za-z0-9._:~-]+)/?$")
 
 
-def bluesky_length(text: str) -> int:
+def bluesky_graphemes(text: str) -> int:
     return int(grapheme.length(text))
+
+
+def bluesky_length(text: str) -> int:
+    """Bluesky's two limits in one count: 300 graphemes and 3000 UTF-8 bytes.
+
+    The count is ``max(graphemes, ceil(bytes / 10))``, so it stays within 300 exactly when both
+    limits hold; for ordinary text it is simply the number of graphemes.
+    """
+    return max(bluesky_graphemes(text), -(-len(text.encode("utf-8")) // 10))
 
 
 POST_PROFILE = OutputProfile(
@@ -93,7 +102,7 @@ POST_PROFILE = OutputProfile(
         max_bytes=MAX_IMAGE_BYTES,
     ),
     options=(OptionSpec("language", choices=tuple(LANGUAGES), max_length=8),),
-    counting_rule="graphemes",
+    counting_rule="graphemes (and at most 3000 UTF-8 bytes)",
 )
 
 
@@ -124,7 +133,10 @@ def build_facets(text: str, resolve_handle: Callable[[str], str | None]) -> list
         taken.append((start, end))
         facets.append(
             {
-                "index": {"byteStart": _utf8_offset(text, start), "byteEnd": _utf8_offset(text, end)},
+                "index": {
+                    "byteStart": _utf8_offset(text, start),
+                    "byteEnd": _utf8_offset(text, end),
+                },
                 "features": [{"$type": "app.bsky.richtext.facet#link", "uri": url}],
             }
         )
@@ -141,7 +153,10 @@ def build_facets(text: str, resolve_handle: Callable[[str], str | None]) -> list
             continue
         facets.append(
             {
-                "index": {"byteStart": _utf8_offset(text, start), "byteEnd": _utf8_offset(text, end)},
+                "index": {
+                    "byteStart": _utf8_offset(text, start),
+                    "byteEnd": _utf8_offset(text, end),
+                },
                 "features": [{"$type": "app.bsky.richtext.facet#mention", "did": did}],
             }
         )
@@ -201,7 +216,9 @@ class BlueskyAdapter(ProviderAdapter):
         supports_destination_options=True,
     )
 
-    def __init__(self, *, http: HttpClient | None = None, service_url: str = DEFAULT_SERVICE_URL) -> None:
+    def __init__(
+        self, *, http: HttpClient | None = None, service_url: str = DEFAULT_SERVICE_URL
+    ) -> None:
         self.http = http or HttpClient()
         self.service_url = (service_url or DEFAULT_SERVICE_URL).rstrip("/")
 
@@ -261,16 +278,26 @@ class BlueskyAdapter(ProviderAdapter):
         once and the call repeated (callers that create records pass ``retry_expired=False``)."""
         try:
             return self._request(
-                method, self._pds(account), nsid, operation=operation, write=write,
-                token=account.credentials.get("access_jwt", ""), **kwargs,
+                method,
+                self._pds(account),
+                nsid,
+                operation=operation,
+                write=write,
+                token=account.credentials.get("access_jwt", ""),
+                **kwargs,
             )
         except ProviderHTTPError as exc:
             if exc.code != "ExpiredToken" or not retry_expired:
                 raise
         self._refresh_in_place(account)
         return self._request(
-            method, self._pds(account), nsid, operation=operation, write=write,
-            token=account.credentials.get("access_jwt", ""), **kwargs,
+            method,
+            self._pds(account),
+            nsid,
+            operation=operation,
+            write=write,
+            token=account.credentials.get("access_jwt", ""),
+            **kwargs,
         )
 
     def _json(self, response: requests.Response, operation: str, write: bool = False) -> Any:
@@ -318,18 +345,27 @@ class BlueskyAdapter(ProviderAdapter):
         identifier = (fields.get("handle") or fields.get("identifier") or "").strip().lstrip("@")
         password = (fields.get("app_password") or fields.get("password") or "").strip()
         if not identifier or not password:
-            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: handle and app password are required.")
+            raise ProviderError(
+                ErrorKind.PERMANENT, f"{LABEL}: handle and app password are required."
+            )
         service = self.service_url
         response = self._request(
-            "POST", service, "com.atproto.server.createSession", operation="sign-in",
-            json_body={"identifier": identifier, "password": password}, secrets=(password,),
+            "POST",
+            service,
+            "com.atproto.server.createSession",
+            operation="sign-in",
+            json_body={"identifier": identifier, "password": password},
+            secrets=(password,),
         )
         account = self._session_account(self._json(response, "sign-in"), service)
         try:  # display name and avatar are a nicety: never fail a connect on them
             profile = self._json(
                 self._request(
-                    "GET", account.credentials["pds_url"], "app.bsky.actor.getProfile",
-                    operation="profile", token=account.credentials["access_jwt"],
+                    "GET",
+                    account.credentials["pds_url"],
+                    "app.bsky.actor.getProfile",
+                    operation="profile",
+                    token=account.credentials["access_jwt"],
                     params={"actor": account.external_id},
                 ),
                 "profile",
@@ -343,10 +379,15 @@ class BlueskyAdapter(ProviderAdapter):
     def refresh(self, *, account: AccountContext) -> ConnectedAccount:
         refresh_jwt = account.credentials.get("refresh_jwt", "")
         if not refresh_jwt:
-            raise ProviderError(ErrorKind.AUTH, f"{LABEL}: no refresh token; reconnect the account.")
+            raise ProviderError(
+                ErrorKind.AUTH, f"{LABEL}: no refresh token; reconnect the account."
+            )
         service = self._service(account)
         response = self._request(
-            "POST", service, "com.atproto.server.refreshSession", operation="session refresh",
+            "POST",
+            service,
+            "com.atproto.server.refreshSession",
+            operation="session refresh",
             token=refresh_jwt,
         )
         session = self._json(response, "session refresh")
@@ -361,8 +402,11 @@ class BlueskyAdapter(ProviderAdapter):
         if not refresh_jwt:
             return
         self._request(
-            "POST", self._service(account), "com.atproto.server.deleteSession",
-            operation="sign-out", token=refresh_jwt,
+            "POST",
+            self._service(account),
+            "com.atproto.server.deleteSession",
+            operation="sign-out",
+            token=refresh_jwt,
         )
 
     # --- publish ------------------------------------------------------------------------------
@@ -370,7 +414,10 @@ class BlueskyAdapter(ProviderAdapter):
     def _resolve_handle(self, account: AccountContext, handle: str) -> str | None:
         try:
             response = self._xrpc(
-                account, "GET", "com.atproto.identity.resolveHandle", operation="handle lookup",
+                account,
+                "GET",
+                "com.atproto.identity.resolveHandle",
+                operation="handle lookup",
                 params={"handle": handle},
             )
         except ProviderHTTPError as exc:
@@ -384,8 +431,12 @@ class BlueskyAdapter(ProviderAdapter):
         payload = read_media(item, provider=LABEL, max_bytes=MAX_IMAGE_BYTES)
         # Blobs are content-addressed: uploading twice stores one blob, so retry like a read.
         response = self._xrpc(
-            account, "POST", "com.atproto.repo.uploadBlob", operation="image upload",
-            data=payload, headers={"Content-Type": item.mime_type},
+            account,
+            "POST",
+            "com.atproto.repo.uploadBlob",
+            operation="image upload",
+            data=payload,
+            headers={"Content-Type": item.mime_type},
         )
         blob = self._json(response, "image upload")["blob"]
         image: dict[str, Any] = {"alt": item.alt_text or "", "image": blob}
@@ -402,7 +453,9 @@ class BlueskyAdapter(ProviderAdapter):
         record: dict[str, Any] = {
             "$type": POST,
             "text": request.text,
-            "createdAt": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "createdAt": datetime.now(UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
         }
         facets = build_facets(request.text, lambda handle: self._resolve_handle(account, handle))
         if facets:
@@ -416,7 +469,13 @@ class BlueskyAdapter(ProviderAdapter):
         return PublishResult(external_id=uri, external_url=self._post_url(account, uri))
 
     def _create(
-        self, account: AccountContext, collection: str, rkey: str, record: dict[str, Any], *, write: bool
+        self,
+        account: AccountContext,
+        collection: str,
+        rkey: str,
+        record: dict[str, Any],
+        *,
+        write: bool,
     ) -> str:
         """``createRecord`` with a deterministic key; returns the record's AT URI.
 
@@ -424,13 +483,23 @@ class BlueskyAdapter(ProviderAdapter):
         create of an existing key is an error, HTTP 500 on current PDS versions), the record is
         looked up with ``getRecord`` first.
         """
-        body = {"repo": account.external_id, "collection": collection, "rkey": rkey, "record": record}
+        body = {
+            "repo": account.external_id,
+            "collection": collection,
+            "rkey": rkey,
+            "record": record,
+        }
         refreshed = False
         while True:
             try:
                 response = self._xrpc(
-                    account, "POST", "com.atproto.repo.createRecord", operation="post",
-                    write=write, retry_expired=False, json_body=body,
+                    account,
+                    "POST",
+                    "com.atproto.repo.createRecord",
+                    operation="post",
+                    write=write,
+                    retry_expired=False,
+                    json_body=body,
                 )
             except ProviderHTTPError as exc:
                 if exc.code == "ExpiredToken" and not refreshed:
@@ -439,7 +508,10 @@ class BlueskyAdapter(ProviderAdapter):
                     if found := self._get_record(account, collection, rkey):
                         return found
                     continue
-                if exc.status is not None and exc.kind in (ErrorKind.TRANSIENT, ErrorKind.PERMANENT):
+                if exc.status is not None and exc.kind in (
+                    ErrorKind.TRANSIENT,
+                    ErrorKind.PERMANENT,
+                ):
                     try:
                         found = self._get_record(account, collection, rkey)
                     except ProviderError:
@@ -452,7 +524,10 @@ class BlueskyAdapter(ProviderAdapter):
     def _get_record(self, account: AccountContext, collection: str, rkey: str) -> str | None:
         try:
             response = self._xrpc(
-                account, "GET", "com.atproto.repo.getRecord", operation="record lookup",
+                account,
+                "GET",
+                "com.atproto.repo.getRecord",
+                operation="record lookup",
                 params={"repo": account.external_id, "collection": collection, "rkey": rkey},
             )
         except ProviderHTTPError as exc:
@@ -467,7 +542,11 @@ class BlueskyAdapter(ProviderAdapter):
         """``getRecord`` at the deterministic key (or the key of ``external_id``): certain."""
         rkey = _rkey(external_id) if external_id else record_key_for(request.idempotency_key)
         uri = self._get_record(account, POST, rkey)
-        return PublishResult(external_id=uri, external_url=self._post_url(account, uri)) if uri else None
+        return (
+            PublishResult(external_id=uri, external_url=self._post_url(account, uri))
+            if uri
+            else None
+        )
 
     # --- reads and reposts -----------------------------------------------------------------
 
@@ -478,7 +557,11 @@ class BlueskyAdapter(ProviderAdapter):
 
     def _post_view(self, account: AccountContext, uri: str) -> dict[str, Any]:
         response = self._xrpc(
-            account, "GET", "app.bsky.feed.getPosts", operation="post lookup", params={"uris": [uri]}
+            account,
+            "GET",
+            "app.bsky.feed.getPosts",
+            operation="post lookup",
+            params={"uris": [uri]},
         )
         posts = self._json(response, "post lookup").get("posts") or []
         if not posts:
@@ -505,13 +588,17 @@ class BlueskyAdapter(ProviderAdapter):
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown author of the post.")
         return f"at://{did}/{POST}/{rkey}"
 
-    def repost(self, *, account: AccountContext, external_id: str, source_url: str = "") -> PublishResult:
+    def repost(
+        self, *, account: AccountContext, external_id: str, source_url: str = ""
+    ) -> PublishResult:
         uri = external_id or self._uri_from_url(account, source_url)
         post = self._post_view(account, uri)
         record = {
             "$type": REPOST,
             "subject": {"uri": post["uri"], "cid": post["cid"]},
-            "createdAt": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            "createdAt": datetime.now(UTC)
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
         }
         # A deterministic key per (account, subject): a retry cannot create a second repost,
         # so timeouts are retried like reads.
@@ -526,9 +613,18 @@ class BlueskyAdapter(ProviderAdapter):
     def unrepost(self, *, account: AccountContext, repost_id: str, external_id: str = "") -> None:
         # deleteRecord succeeds whether or not the record still exists: safe to retry.
         self._xrpc(
-            account, "POST", "com.atproto.repo.deleteRecord", operation="repost removal",
+            account,
+            "POST",
+            "com.atproto.repo.deleteRecord",
+            operation="repost removal",
             json_body={"repo": account.external_id, "collection": REPOST, "rkey": _rkey(repost_id)},
         )
 
 
-__all__ = ["BlueskyAdapter", "bluesky_length", "build_facets", "record_key_for"]
+__all__ = [
+    "BlueskyAdapter",
+    "bluesky_graphemes",
+    "bluesky_length",
+    "build_facets",
+    "record_key_for",
+]

@@ -156,7 +156,9 @@ class DiscordWebhookAdapter(ProviderAdapter):
         hook = self._json(self._call("GET", url, operation="webhook lookup"), "webhook lookup")
         hook_id = str(hook.get("id") or "")
         if not hook_id:
-            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: the URL is not an incoming webhook.")
+            raise ProviderError(
+                ErrorKind.PERMANENT, f"{LABEL}: the URL is not an incoming webhook."
+            )
         avatar = hook.get("avatar")
         credentials = {
             "webhook_url": url,
@@ -167,7 +169,9 @@ class DiscordWebhookAdapter(ProviderAdapter):
             external_id=hook_id,
             username=str(hook.get("name") or "webhook"),
             display_name=str(hook.get("name") or ""),
-            avatar_url=f"https://cdn.discordapp.com/avatars/{hook_id}/{avatar}.png" if avatar else "",
+            avatar_url=f"https://cdn.discordapp.com/avatars/{hook_id}/{avatar}.png"
+            if avatar
+            else "",
             account_kind="webhook",
             credentials=credentials,
         )
@@ -236,10 +240,16 @@ class DiscordWebhookAdapter(ProviderAdapter):
                 "check the channel and resolve this destination by hand.",
             )
         url = self._stored_url(account)
-        params = {"thread_id": request.options["thread_id"]} if request.options.get("thread_id") else None
+        params = (
+            {"thread_id": request.options["thread_id"]}
+            if request.options.get("thread_id")
+            else None
+        )
         try:
             response = self._call(
-                "GET", f"{url}/messages/{quote(external_id)}", operation="message lookup",
+                "GET",
+                f"{url}/messages/{quote(external_id)}",
+                operation="message lookup",
                 params=params,
             )
         except ProviderHTTPError as exc:

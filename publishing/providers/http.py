@@ -107,9 +107,7 @@ def sanitize(text: str, secrets: Iterable[str] = (), limit: int = MAX_DETAIL_CHA
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def parse_retry_after(
-    headers: Mapping[str, str], *, now: float | None = None
-) -> float | None:
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
     """Seconds to wait, from ``Retry-After`` (seconds or HTTP date) or a provider reset header.
 
     Understood: ``Retry-After``; Discord ``X-RateLimit-Reset-After`` (seconds);
@@ -220,7 +218,9 @@ def classify(
             | requests.exceptions.MissingSchema
             | requests.exceptions.InvalidSchema,
         ):
-            return ProviderHTTPError(ErrorKind.PERMANENT, f"{provider}: invalid URL for {operation}.")
+            return ProviderHTTPError(
+                ErrorKind.PERMANENT, f"{provider}: invalid URL for {operation}."
+            )
         if _failed_before_sending(exception):
             return ProviderHTTPError(
                 ErrorKind.TRANSIENT, f"{provider}: could not connect to {where} ({operation})."
@@ -327,7 +327,9 @@ def check_public_url(
     answer) must be a public address. With it (tests, private deployments): http or https, any
     host. The socket-level guard of :class:`HttpClient` re-checks the address actually used.
     """
-    bad = ProviderHTTPError(ErrorKind.PERMANENT, f"{provider}: the {what} is not a valid https URL.")
+    bad = ProviderHTTPError(
+        ErrorKind.PERMANENT, f"{provider}: the {what} is not a valid https URL."
+    )
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -338,7 +340,9 @@ def check_public_url(
         raise bad
     if parts.scheme not in (("http", "https") if allow_private else ("https",)):
         raise bad
-    normalized = urlunsplit((parts.scheme, parts.netloc.lower(), parts.path.rstrip("/"), parts.query, ""))
+    normalized = urlunsplit(
+        (parts.scheme, parts.netloc.lower(), parts.path.rstrip("/"), parts.query, "")
+    )
     if allow_private:
         return normalized
     blocked = ProviderHTTPError(
@@ -402,7 +406,7 @@ class _GuardedAdapter(HTTPAdapter):
 
     def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
         super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = {  # type: ignore[assignment]
+        self.poolmanager.pool_classes_by_scheme = {
             "http": _GuardedHTTPPool,
             "https": _GuardedHTTPSPool,
         }
@@ -492,15 +496,24 @@ class HttpClient:
             )
             logger.info(
                 "provider call failed",
-                extra={"provider": provider, "operation": operation, "host": host,
-                       "kind": error.kind.value},
+                extra={
+                    "provider": provider,
+                    "operation": operation,
+                    "host": host,
+                    "kind": error.kind.value,
+                },
             )
             raise error from None
         elapsed_ms = int((time.monotonic() - started) * 1000)
         logger.debug(
             "provider call",
-            extra={"provider": provider, "operation": operation, "host": host,
-                   "status": response.status_code, "elapsed_ms": elapsed_ms},
+            extra={
+                "provider": provider,
+                "operation": operation,
+                "host": host,
+                "status": response.status_code,
+                "elapsed_ms": elapsed_ms,
+            },
         )
         if response.status_code in tuple(ok):
             return response
@@ -516,8 +529,13 @@ class HttpClient:
         )
         logger.info(
             "provider call refused",
-            extra={"provider": provider, "operation": operation, "host": host,
-                   "status": response.status_code, "kind": error.kind.value},
+            extra={
+                "provider": provider,
+                "operation": operation,
+                "host": host,
+                "status": response.status_code,
+                "kind": error.kind.value,
+            },
         )
         raise error
 
@@ -583,7 +601,8 @@ def precheck(profile: OutputProfile, request: PublishRequest, *, provider: str) 
             )
         if item.size > rule.max_bytes:
             raise ProviderError(
-                ErrorKind.PERMANENT, f"{provider}: {item.name} is larger than {rule.max_bytes} bytes."
+                ErrorKind.PERMANENT,
+                f"{provider}: {item.name} is larger than {rule.max_bytes} bytes.",
             )
     if profile.text_required and not request.text.strip():
         raise ProviderError(ErrorKind.PERMANENT, f"{provider}: text is required.")
@@ -600,7 +619,9 @@ def precheck(profile: OutputProfile, request: PublishRequest, *, provider: str) 
         value = request.options.get(spec.name)
         if value in (None, ""):
             if spec.required and spec.default is None:
-                raise ProviderError(ErrorKind.PERMANENT, f"{provider}: option {spec.name} is required.")
+                raise ProviderError(
+                    ErrorKind.PERMANENT, f"{provider}: option {spec.name} is required."
+                )
             continue
         if spec.choices and value not in spec.choices:
             raise ProviderError(
@@ -656,7 +677,11 @@ LANGUAGES: dict[str, tuple[str, str]] = {
 def language_options(language: str = "en") -> list[dict[str, str]]:
     """Language choices. Labels: English names for English (and unknown) requests, otherwise each
     language's own name (readable by its speakers whatever the UI language)."""
-    english = not language or language.lower().split("-")[0] not in LANGUAGES or language.lower().startswith("en")
+    english = (
+        not language
+        or language.lower().split("-")[0] not in LANGUAGES
+        or language.lower().startswith("en")
+    )
     items = [
         {"label": names[0] if english else names[1], "value": code}
         for code, names in LANGUAGES.items()

@@ -224,7 +224,12 @@ class MastodonAdapter(ProviderAdapter):
     # --- connect ------------------------------------------------------------------------------
 
     def begin_authorization(
-        self, *, redirect_uri: str, state: str, instance_url: str = "", app: dict[str, str] | None = None
+        self,
+        *,
+        redirect_uri: str,
+        state: str,
+        instance_url: str = "",
+        app: dict[str, str] | None = None,
     ) -> AuthorizationStart:
         instance = self._instance(instance_url)
         app = dict(app or {})
@@ -235,7 +240,11 @@ class MastodonAdapter(ProviderAdapter):
                 instance,
                 "/api/v1/apps",
                 operation="app registration",
-                data={"client_name": "Herald", "redirect_uris": redirect_uri, "scopes": " ".join(SCOPES)},
+                data={
+                    "client_name": "Herald",
+                    "redirect_uris": redirect_uri,
+                    "scopes": " ".join(SCOPES),
+                },
             )
             registered = self._json(response, "app registration")
             app = {
@@ -273,7 +282,9 @@ class MastodonAdapter(ProviderAdapter):
         instance = self._instance(instance_url)
         app = app or {}
         if not app.get("client_id") or not app.get("client_secret"):
-            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: no app registration for {instance}.")
+            raise ProviderError(
+                ErrorKind.PERMANENT, f"{LABEL}: no app registration for {instance}."
+            )
         response = self._call(
             "POST",
             instance,
@@ -299,7 +310,10 @@ class MastodonAdapter(ProviderAdapter):
 
     def _verify(self, instance: str, token: str, scopes: tuple[str, ...]) -> ConnectedAccount:
         response = self._call(
-            "GET", instance, "/api/v1/accounts/verify_credentials", token=token,
+            "GET",
+            instance,
+            "/api/v1/accounts/verify_credentials",
+            token=token,
             operation="account lookup",
         )
         me = self._json(response, "account lookup")
@@ -326,7 +340,9 @@ class MastodonAdapter(ProviderAdapter):
         instance = self._instance(account.instance_url)
         token = self._token(account)
         if not account.app.get("client_id"):
-            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: no app registration to revoke with.")
+            raise ProviderError(
+                ErrorKind.PERMANENT, f"{LABEL}: no app registration to revoke with."
+            )
         self._call(
             "POST",
             instance,
@@ -390,8 +406,12 @@ class MastodonAdapter(ProviderAdapter):
         for _ in range(self.media_poll_attempts):  # bounded, read-only polling
             time.sleep(self.media_poll_interval)
             polled = self._call(
-                "GET", instance, f"/api/v1/media/{quote(media_id)}", token=token,
-                operation="media status", ok=(200, 206),
+                "GET",
+                instance,
+                f"/api/v1/media/{quote(media_id)}",
+                token=token,
+                operation="media status",
+                ok=(200, 206),
             )
             if polled.status_code == 200:
                 return media_id
@@ -431,7 +451,10 @@ class MastodonAdapter(ProviderAdapter):
     def _status(self, instance: str, token: str, status_id: str) -> dict[str, Any] | None:
         try:
             response = self._call(
-                "GET", instance, f"/api/v1/statuses/{quote(status_id)}", token=token,
+                "GET",
+                instance,
+                f"/api/v1/statuses/{quote(status_id)}",
+                token=token,
                 operation="status lookup",
             )
         except ProviderHTTPError as exc:
@@ -477,8 +500,11 @@ class MastodonAdapter(ProviderAdapter):
             lookups += 1
             source = self._json(
                 self._call(
-                    "GET", instance, f"/api/v1/statuses/{quote(str(status['id']))}/source",
-                    token=token, operation="status source",
+                    "GET",
+                    instance,
+                    f"/api/v1/statuses/{quote(str(status['id']))}/source",
+                    token=token,
+                    operation="status source",
                 ),
                 "status source",
             )
@@ -529,14 +555,19 @@ class MastodonAdapter(ProviderAdapter):
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: the status to boost was not found.")
         return str(statuses[0]["id"])
 
-    def repost(self, *, account: AccountContext, external_id: str, source_url: str = "") -> PublishResult:
+    def repost(
+        self, *, account: AccountContext, external_id: str, source_url: str = ""
+    ) -> PublishResult:
         instance = self._instance(account.instance_url)
         token = self._token(account)
         status_id = external_id or self._resolve(instance, token, source_url)
         # Reblogging is idempotent on Mastodon (a second reblog returns the first), so this
         # write can be retried safely.
         response = self._call(
-            "POST", instance, f"/api/v1/statuses/{quote(status_id)}/reblog", token=token,
+            "POST",
+            instance,
+            f"/api/v1/statuses/{quote(status_id)}/reblog",
+            token=token,
             operation="boost",
         )
         reblog = self._json(response, "boost")
@@ -558,6 +589,9 @@ class MastodonAdapter(ProviderAdapter):
             if not original_id:
                 raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: {repost_id} is not a boost.")
         self._call(
-            "POST", instance, f"/api/v1/statuses/{quote(original_id)}/unreblog", token=token,
+            "POST",
+            instance,
+            f"/api/v1/statuses/{quote(original_id)}/unreblog",
+            token=token,
             operation="unboost",
         )

@@ -156,7 +156,9 @@ class TelegramAdapter(ProviderAdapter):
     def _account(self, token: str, chat_id: str) -> ConnectedAccount:
         bot = self._call(token, "getMe", operation="bot lookup", http_method="GET")
         try:
-            chat = self._call(token, "getChat", operation="chat lookup", json_body={"chat_id": chat_id})
+            chat = self._call(
+                token, "getChat", operation="chat lookup", json_body={"chat_id": chat_id}
+            )
         except ProviderHTTPError as exc:
             if exc.kind == ErrorKind.PERMANENT:
                 raise ProviderError(
@@ -184,7 +186,9 @@ class TelegramAdapter(ProviderAdapter):
         return self._account(token, chat_id)
 
     def refresh(self, *, account: AccountContext) -> ConnectedAccount:
-        return self._account(account.credentials.get("bot_token", ""), account.credentials.get("chat_id", ""))
+        return self._account(
+            account.credentials.get("bot_token", ""), account.credentials.get("chat_id", "")
+        )
 
     @staticmethod
     def _message_url(chat: dict[str, Any], message_id: int) -> str:
@@ -196,7 +200,9 @@ class TelegramAdapter(ProviderAdapter):
         return ""
 
     def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
-        profile = {MESSAGE_PROFILE.key: MESSAGE_PROFILE, PHOTO_PROFILE.key: PHOTO_PROFILE}.get(request.profile)
+        profile = {MESSAGE_PROFILE.key: MESSAGE_PROFILE, PHOTO_PROFILE.key: PHOTO_PROFILE}.get(
+            request.profile
+        )
         if profile is None:
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
         precheck(profile, request, provider=LABEL)
@@ -206,7 +212,10 @@ class TelegramAdapter(ProviderAdapter):
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: no valid chat to post to.")
         if profile is MESSAGE_PROFILE:
             message = self._call(
-                token, "sendMessage", operation="message post", write=True,
+                token,
+                "sendMessage",
+                operation="message post",
+                write=True,
                 json_body={"chat_id": chat_id, "text": request.text},
             )
         else:
@@ -216,8 +225,12 @@ class TelegramAdapter(ProviderAdapter):
             if request.text:
                 data["caption"] = request.text
             message = self._call(
-                token, "sendPhoto", operation="photo post", write=True,
-                data=data, files={"photo": (item.name, payload, item.mime_type)},
+                token,
+                "sendPhoto",
+                operation="photo post",
+                write=True,
+                data=data,
+                files={"photo": (item.name, payload, item.mime_type)},
             )
         chat = message.get("chat") or {"id": chat_id}
         return PublishResult(
@@ -237,21 +250,32 @@ class TelegramAdapter(ProviderAdapter):
         configured = account.credentials.get("chat_id", "")
         if configured:
             try:
-                chat = self._call(token, "getChat", operation="chat lookup", json_body={"chat_id": configured})
+                chat = self._call(
+                    token, "getChat", operation="chat lookup", json_body={"chat_id": configured}
+                )
                 chats[str(chat["id"])] = _chat_label(chat)
             except ProviderHTTPError as exc:
                 if exc.kind != ErrorKind.PERMANENT:
                     raise
                 chats[configured] = configured
         try:
-            updates = self._call(token, "getUpdates", operation="chat discovery", json_body={"timeout": 0})
+            updates = self._call(
+                token, "getUpdates", operation="chat discovery", json_body={"timeout": 0}
+            )
         except ProviderHTTPError as exc:
             if exc.status != 409:  # 409: a webhook is set, so getUpdates is unavailable
                 raise
             updates = []
         for update in updates or []:
-            for key in ("message", "edited_message", "channel_post", "edited_channel_post",
-                        "my_chat_member", "chat_member", "chat_join_request"):
+            for key in (
+                "message",
+                "edited_message",
+                "channel_post",
+                "edited_channel_post",
+                "my_chat_member",
+                "chat_member",
+                "chat_join_request",
+            ):
                 chat = (update.get(key) or {}).get("chat")
                 if isinstance(chat, dict) and "id" in chat:
                     chats.setdefault(str(chat["id"]), _chat_label(chat))

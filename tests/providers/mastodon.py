@@ -46,10 +46,20 @@ class MastodonStandIn(StandIn):
         self.codes: dict[str, dict[str, Any]] = {}
         self.tokens: dict[str, str] = {FIXTURE_TOKEN: "1"}
         self.accounts = {
-            "1": {"id": "1", "username": "herald", "acct": "herald", "display_name": "Herald Test",
-                  "bot": False},
-            "2": {"id": "2", "username": "friend", "acct": "friend", "display_name": "A Friend",
-                  "bot": False},
+            "1": {
+                "id": "1",
+                "username": "herald",
+                "acct": "herald",
+                "display_name": "Herald Test",
+                "bot": False,
+            },
+            "2": {
+                "id": "2",
+                "username": "friend",
+                "acct": "friend",
+                "display_name": "A Friend",
+                "bot": False,
+            },
         }
         self._next_id = 110_000_000_000_000_000
         self.clear_data()
@@ -60,8 +70,12 @@ class MastodonStandIn(StandIn):
         self.media: dict[str, dict[str, Any]] = {}
 
     def fixtures(self) -> dict[str, Any]:
-        return {"access_token": FIXTURE_TOKEN, "account_id": "1", "username": "herald",
-                "instance_url": self.url}
+        return {
+            "access_token": FIXTURE_TOKEN,
+            "account_id": "1",
+            "username": "herald",
+            "instance_url": self.url,
+        }
 
     def build_routes(self) -> list[Route]:
         status = r"/api/v1/statuses/(?P<status_id>\d+)"
@@ -92,8 +106,13 @@ class MastodonStandIn(StandIn):
         return Reply(
             429,
             {"error": "Too many requests"},
-            {"X-RateLimit-Limit": "300", "X-RateLimit-Remaining": "0",
-             "X-RateLimit-Reset": reset.isoformat(timespec="milliseconds").replace("+00:00", "Z")},
+            {
+                "X-RateLimit-Limit": "300",
+                "X-RateLimit-Remaining": "0",
+                "X-RateLimit-Reset": reset.isoformat(timespec="milliseconds").replace(
+                    "+00:00", "Z"
+                ),
+            },
         )
 
     def unauthorized_reply(self) -> Reply:
@@ -130,9 +149,14 @@ class MastodonStandIn(StandIn):
             "url": f"{account['url']}/{status['id']}",
             "account": account,
             "media_attachments": [
-                {"id": m, "type": "image", "url": f"{self.url}/media/{m}.png",
-                 "description": self.media[m]["description"]}
-                for m in status["media_ids"] if m in self.media
+                {
+                    "id": m,
+                    "type": "image",
+                    "url": f"{self.url}/media/{m}.png",
+                    "description": self.media[m]["description"],
+                }
+                for m in status["media_ids"]
+                if m in self.media
             ],
             "favourites_count": status["favourites_count"],
             "replies_count": status["replies_count"],
@@ -145,17 +169,29 @@ class MastodonStandIn(StandIn):
             rendered["content"] = ""
         return rendered
 
-    def set_counts(self, status_id: str, *, favourites: int = 0, replies: int = 0, reblogs: int = 0) -> None:
+    def set_counts(
+        self, status_id: str, *, favourites: int = 0, replies: int = 0, reblogs: int = 0
+    ) -> None:
         with self.lock:
             self.statuses[status_id].update(
                 favourites_count=favourites, replies_count=replies, reblogs_count=reblogs
             )
 
     def _store(self, account_id: str, **values: Any) -> dict[str, Any]:
-        status = {"id": self._new_id(), "account_id": account_id, "created_at": _now(),
-                  "text": "", "visibility": "public", "language": None, "media_ids": [],
-                  "favourites_count": 0, "replies_count": 0, "reblogs_count": 0,
-                  "reblog_of": None, "idempotency_key": None}
+        status: dict[str, Any] = {
+            "id": self._new_id(),
+            "account_id": account_id,
+            "created_at": _now(),
+            "text": "",
+            "visibility": "public",
+            "language": None,
+            "media_ids": [],
+            "favourites_count": 0,
+            "replies_count": 0,
+            "reblogs_count": 0,
+            "reblog_of": None,
+            "idempotency_key": None,
+        }
         status.update(values)
         self.statuses[status["id"]] = status
         return status
@@ -169,15 +205,28 @@ class MastodonStandIn(StandIn):
         if not fields.get("client_name") or not redirects:
             return self.error_reply(422, "Validation failed: Redirect URI can't be blank")
         client_id = secrets.token_urlsafe(24)
-        app = {"client_id": client_id, "client_secret": secrets.token_urlsafe(32),
-               "redirect_uris": redirects, "scopes": str(fields.get("scopes") or "read")}
+        app = {
+            "client_id": client_id,
+            "client_secret": secrets.token_urlsafe(32),
+            "redirect_uris": redirects,
+            "scopes": str(fields.get("scopes") or "read"),
+        }
         with self.lock:
             self.apps[client_id] = app
         self.bump("apps_registered")
-        return Reply(200, {"id": str(len(self.apps)), "name": fields["client_name"], "website": None,
-                           "redirect_uri": "\n".join(redirects), "redirect_uris": redirects,
-                           "client_id": client_id, "client_secret": app["client_secret"],
-                           "vapid_key": "stand-in"})
+        return Reply(
+            200,
+            {
+                "id": str(len(self.apps)),
+                "name": fields["client_name"],
+                "website": None,
+                "redirect_uri": "\n".join(redirects),
+                "redirect_uris": redirects,
+                "client_id": client_id,
+                "client_secret": app["client_secret"],
+                "vapid_key": "stand-in",
+            },
+        )
 
     def authorize(self, request: Request) -> Reply:
         """Auto-approves as the fixture user (account 1) and redirects with a code."""
@@ -189,10 +238,14 @@ class MastodonStandIn(StandIn):
             return Reply(400, {"error": "unsupported_response_type"})
         code = secrets.token_urlsafe(24)
         with self.lock:
-            self.codes[code] = {"client_id": q["client_id"], "redirect_uri": q["redirect_uri"],
-                                "challenge": q.get("code_challenge"),
-                                "method": q.get("code_challenge_method"),
-                                "scope": q.get("scope", "read"), "account_id": "1"}
+            self.codes[code] = {
+                "client_id": q["client_id"],
+                "redirect_uri": q["redirect_uri"],
+                "challenge": q.get("code_challenge"),
+                "method": q.get("code_challenge_method"),
+                "scope": q.get("scope", "read"),
+                "account_id": "1",
+            }
         location = q["redirect_uri"] + "?" + urlencode({"code": code, "state": q.get("state", "")})
         return Reply(302, b"", {"Location": location})
 
@@ -204,22 +257,43 @@ class MastodonStandIn(StandIn):
         if fields.get("grant_type") != "authorization_code":
             return Reply(400, {"error": "unsupported_grant_type"})
         if app is None or app["client_secret"] != fields.get("client_secret"):
-            return Reply(401, {"error": "invalid_client",
-                               "error_description": "Client authentication failed"})
-        if grant is None or grant["client_id"] != app["client_id"] or grant["redirect_uri"] != fields.get("redirect_uri"):
-            return Reply(400, {"error": "invalid_grant",
-                               "error_description": "The provided authorization grant is invalid"})
+            return Reply(
+                401,
+                {"error": "invalid_client", "error_description": "Client authentication failed"},
+            )
+        if (
+            grant is None
+            or grant["client_id"] != app["client_id"]
+            or grant["redirect_uri"] != fields.get("redirect_uri")
+        ):
+            return Reply(
+                400,
+                {
+                    "error": "invalid_grant",
+                    "error_description": "The provided authorization grant is invalid",
+                },
+            )
         if grant["challenge"]:
             verifier = str(fields.get("code_verifier") or "").encode()
-            expected = base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=").decode()
+            expected = (
+                base64.urlsafe_b64encode(hashlib.sha256(verifier).digest()).rstrip(b"=").decode()
+            )
             if grant["method"] != "S256" or expected != grant["challenge"]:
-                return Reply(400, {"error": "invalid_grant",
-                                   "error_description": "PKCE verification failed"})
+                return Reply(
+                    400, {"error": "invalid_grant", "error_description": "PKCE verification failed"}
+                )
         token = secrets.token_urlsafe(32)
         with self.lock:
             self.tokens[token] = grant["account_id"]
-        return Reply(200, {"access_token": token, "token_type": "Bearer", "scope": grant["scope"],
-                           "created_at": int(datetime.now(UTC).timestamp())})
+        return Reply(
+            200,
+            {
+                "access_token": token,
+                "token_type": "Bearer",
+                "scope": grant["scope"],
+                "created_at": int(datetime.now(UTC).timestamp()),
+            },
+        )
 
     def revoke(self, request: Request) -> Reply:
         fields = request.fields()
@@ -246,8 +320,13 @@ class MastodonStandIn(StandIn):
         limit = min(int(fields.get("limit") or 20), 40)
         exclude_reblogs = str(fields.get("exclude_reblogs", "")).lower() == "true"
         with self.lock:
-            mine = [s for s in self.statuses.values() if s["account_id"] == account_id
-                    and s["visibility"] != "direct" and not (exclude_reblogs and s["reblog_of"])]
+            mine = [
+                s
+                for s in self.statuses.values()
+                if s["account_id"] == account_id
+                and s["visibility"] != "direct"
+                and not (exclude_reblogs and s["reblog_of"])
+            ]
             mine.sort(key=lambda s: int(s["id"]), reverse=True)
             return Reply(200, [self.render(s) for s in mine[:limit]])
 
@@ -259,17 +338,29 @@ class MastodonStandIn(StandIn):
             return self.error_reply(422, "Validation failed: File can't be blank")
         upload = files[0]
         if upload.content_type not in ("image/jpeg", "image/png", "image/gif", "image/webp"):
-            return self.error_reply(422, "Validation failed: File has contents that are not what they are reported to be")
+            return self.error_reply(
+                422,
+                "Validation failed: File has contents that are not what they are reported to be",
+            )
         if len(upload.data) > 16 * 1024 * 1024:
-            return self.error_reply(422, "Validation failed: File file size must be less than 16 MB")
+            return self.error_reply(
+                422, "Validation failed: File file size must be less than 16 MB"
+            )
         media_id = self._new_id()
         with self.lock:
-            self.media[media_id] = {"polls": 0, "size": len(upload.data),
-                                    "description": request.fields().get("description")}
+            self.media[media_id] = {
+                "polls": 0,
+                "size": len(upload.data),
+                "description": request.fields().get("description"),
+            }
         self.bump("media_uploads")
         ready = self.media_polls <= 0
-        body = {"id": media_id, "type": "image", "url": f"{self.url}/media/{media_id}.png" if ready else None,
-                "preview_url": f"{self.url}/media/{media_id}-small.png"}
+        body = {
+            "id": media_id,
+            "type": "image",
+            "url": f"{self.url}/media/{media_id}.png" if ready else None,
+            "preview_url": f"{self.url}/media/{media_id}-small.png",
+        }
         return Reply(200 if ready else 202, body)
 
     def media_status(self, request: Request, media_id: str) -> Reply:
@@ -279,8 +370,14 @@ class MastodonStandIn(StandIn):
                 return Reply(404, {"error": "Record not found"})
             media["polls"] += 1
             ready = media["polls"] >= self.media_polls
-        return Reply(200 if ready else 206, {"id": media_id, "type": "image",
-                                             "url": f"{self.url}/media/{media_id}.png" if ready else None})
+        return Reply(
+            200 if ready else 206,
+            {
+                "id": media_id,
+                "type": "image",
+                "url": f"{self.url}/media/{media_id}.png" if ready else None,
+            },
+        )
 
     def create_status(self, request: Request) -> Reply:
         account_id = self._account_id(request)
@@ -297,29 +394,52 @@ class MastodonStandIn(StandIn):
                 return fault
             text = str(fields.get("status") or "")
             media_ids = fields.get("media_ids") or []
-            media_ids = [str(m) for m in (media_ids if isinstance(media_ids, list) else [media_ids])]
+            media_ids = [
+                str(m) for m in (media_ids if isinstance(media_ids, list) else [media_ids])
+            ]
             visibility = str(fields.get("visibility") or "public")
             if not text.strip() and not media_ids:
                 return self.error_reply(422, "Validation failed: Text can't be blank")
             if _length(text) > 500:
-                return self.error_reply(422, "Validation failed: Text character limit of 500 exceeded")
+                return self.error_reply(
+                    422, "Validation failed: Text character limit of 500 exceeded"
+                )
             if len(media_ids) > 4:
-                return self.error_reply(422, "Validation failed: Media attachments can't be more than 4")
+                return self.error_reply(
+                    422, "Validation failed: Media attachments can't be more than 4"
+                )
             if visibility not in VISIBILITIES:
-                return self.error_reply(422, "Validation failed: Visibility is not included in the list")
+                return self.error_reply(
+                    422, "Validation failed: Visibility is not included in the list"
+                )
             for media_id in media_ids:
                 media = self.media.get(media_id)
                 if media is None:
                     return self.error_reply(422, "Validation failed: Media attachments are invalid")
                 if media["polls"] < self.media_polls:
-                    return self.error_reply(422, "Cannot attach files that have not finished processing. Try again in a moment!")
-            status = self._store(account_id, text=text, visibility=visibility,
-                                 language=fields.get("language"), media_ids=media_ids,
-                                 idempotency_key=key)
+                    return self.error_reply(
+                        422,
+                        "Cannot attach files that have not finished processing. Try again in a moment!",
+                    )
+            status = self._store(
+                account_id,
+                text=text,
+                visibility=visibility,
+                language=fields.get("language"),
+                media_ids=media_ids,
+                idempotency_key=key,
+            )
             if key:
                 self.idempotency[(account_id, key)] = status["id"]
-            self.accept_post({"id": status["id"], "text": text, "idempotency_key": key,
-                              "media": len(media_ids), "visibility": visibility})
+            self.accept_post(
+                {
+                    "id": status["id"],
+                    "text": text,
+                    "idempotency_key": key,
+                    "media": len(media_ids),
+                    "visibility": visibility,
+                }
+            )
             rendered = self.render(status)
         self.stall_if_asked()
         return Reply(200, rendered)
@@ -379,8 +499,11 @@ class MastodonStandIn(StandIn):
             return Reply(401, {"error": "The access token is invalid"})
         q = str(request.fields().get("q") or "")
         with self.lock:
-            found = [self.render(s) for s in self.statuses.values()
-                     if q in (self.render(s)["url"], self.render(s)["uri"])]
+            found = [
+                self.render(s)
+                for s in self.statuses.values()
+                if q in (self.render(s)["url"], self.render(s)["uri"])
+            ]
         return Reply(200, {"accounts": [], "statuses": found[:1], "hashtags": []})
 
 

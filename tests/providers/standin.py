@@ -185,7 +185,11 @@ class Faults:
     def clear(self) -> None:
         self.rate_limit = {"count": 0, "retry_after": 1, "standard_header": True}
         self.server_error = {"count": 0, "status": 503}
-        self.permanent: dict[str, Any] = {"count": 0, "status": None, "message": "Rejected by stand-in fault"}
+        self.permanent: dict[str, Any] = {
+            "count": 0,
+            "status": None,
+            "message": "Rejected by stand-in fault",
+        }
         self.accept_then_timeout = {"count": 0, "seconds": 2.0}
         self.delay_ms = 0
         self.reject_tokens = False
@@ -245,7 +249,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
     def _read_body(self) -> bytes:
@@ -334,7 +338,9 @@ class StandIn:
         self._server = server
         self._stopping.clear()
         self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True,
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            daemon=True,
             name=f"standin-{self.provider}",
         )
         self._thread.start()
@@ -407,7 +413,9 @@ class StandIn:
             retry_after = float(plan["retry_after"])
             reply = self.rate_limited_reply(retry_after)
             if plan.get("standard_header", True):
-                reply.headers["Retry-After"] = str(int(retry_after) if retry_after == int(retry_after) else retry_after)
+                reply.headers["Retry-After"] = str(
+                    int(retry_after) if retry_after == int(retry_after) else retry_after
+                )
             else:
                 reply.headers.pop("Retry-After", None)
             return reply
@@ -511,8 +519,12 @@ def serve_main(factory: Callable[[str, int], StandIn], argv: list[str] | None = 
     signal.signal(signal.SIGINT, stop)
     print(
         json.dumps(
-            {"provider": server.provider, "url": server.url, "port": server.port,
-             "fixtures": server.fixtures()}
+            {
+                "provider": server.provider,
+                "url": server.url,
+                "port": server.port,
+                "fixtures": server.fixtures(),
+            }
         ),
         flush=True,
     )

@@ -1,0 +1,49 @@
+"""Stand-in providers: real HTTP servers on 127.0.0.1 that speak just enough of each provider's
+public protocol for Herald's adapters, count every post they accept and inject faults on demand.
+
+See ``tests/providers/standin.py`` for the shared control API. One module per provider:
+``mastodon``, ``bluesky``, ``discord_webhook``, ``telegram`` (each runnable with
+``python -m tests.providers.<name> --port N``).
+
+Also small helpers for adapter tests (media items, secret checks).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable
+
+from publishing.providers.base import MediaItem, ProviderError
+
+
+def tiny_png(width: int = 3, height: int = 2, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (width, height), color).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def media_item(
+    payload: bytes | None = None,
+    *,
+    name: str = "pixel.png",
+    mime_type: str = "image/png",
+    alt_text: str = "",
+) -> MediaItem:
+    data = tiny_png() if payload is None else payload
+    return MediaItem(
+        name=name,
+        mime_type=mime_type,
+        size=len(data),
+        open=lambda: io.BytesIO(data),
+        alt_text=alt_text,
+    )
+
+
+def assert_no_secret(error: ProviderError, secrets: Iterable[str]) -> None:
+    """No secret may appear in anything a ProviderError exposes."""
+    exposed = " ".join([str(error), error.message, repr(error.args)])
+    for secret in secrets:
+        assert secret, "empty secret in the check"
+        assert secret not in exposed, "a secret leaked into a ProviderError"
