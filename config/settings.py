@@ -183,7 +183,9 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
 # --- Storage -------------------------------------------------------------------------------
 MEDIA_ROOT = DATA_DIR / "media"
 MEDIA_URL = "/media/"
-STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT = Path(env_str("HERALD_STATIC_ROOT") or DATA_DIR / "static")
+if IS_LOCAL:  # collectstatic output; WhiteNoise warns when the folder is missing
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 STATIC_URL = "/static/"
 HERALD_S3_BUCKET = env_str("HERALD_S3_BUCKET")
 HERALD_S3_ENDPOINT_URL = env_str("HERALD_S3_ENDPOINT_URL")

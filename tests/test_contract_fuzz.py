@@ -95,9 +95,9 @@ def _label(operation: Any) -> str:
 
 OPERATIONS = sorted(
     (
-        result.ok()
-        for result in SCHEMA.get_all_operations()
-        if result.ok().path.startswith(FUZZED_PATHS)
+        operation
+        for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
+        if operation.path.startswith(FUZZED_PATHS)
     ),
     key=_label,
 )

@@ -281,7 +281,11 @@ def test_docs_render_from_local_static_assets() -> None:
     for url in collector.urls:
         asset = client.get(url)
         assert asset.status_code == 200, url
-        body = b"".join(asset.streaming_content) if asset.streaming else asset.content
+        body = (
+            b"".join(asset.streaming_content)  # type: ignore[attr-defined]
+            if asset.streaming
+            else asset.content
+        )
         assert body, url
 
 

@@ -36,7 +36,7 @@ def _fresh(server: BlueskyStandIn) -> None:
 @pytest.fixture
 def adapter(settings, server) -> BlueskyAdapter:
     settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = True
-    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 0.5
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
     settings.HERALD_BLUESKY_SERVICE_URL = server.url
     adapter = get_adapter("bluesky")
     assert isinstance(adapter, BlueskyAdapter)
@@ -188,7 +188,7 @@ def test_server_error_is_transient(adapter, server, account) -> None:
 
 
 def test_accept_then_timeout_is_ambiguous_and_reconciled(adapter, server, account) -> None:
-    server.set_faults(accept_then_timeout={"count": 1, "seconds": 1.5})
+    server.set_faults(accept_then_timeout={"count": 1, "seconds": 2.5})
     request = post(key="slow")
     with pytest.raises(ProviderError) as caught:
         adapter.publish(account=account, request=request)

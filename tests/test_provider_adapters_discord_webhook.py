@@ -8,7 +8,13 @@ from collections.abc import Iterator
 import pytest
 
 from publishing.providers import get_adapter
-from publishing.providers.base import AccountContext, ErrorKind, ProviderError, PublishRequest
+from publishing.providers.base import (
+    AccountContext,
+    ErrorKind,
+    NotSupported,
+    ProviderError,
+    PublishRequest,
+)
 from publishing.providers.discord_webhook import DiscordWebhookAdapter
 from tests.providers import assert_no_secret, media_item
 from tests.providers.discord_webhook import (
@@ -34,7 +40,7 @@ def _fresh(server: DiscordWebhookStandIn) -> None:
 @pytest.fixture
 def adapter(settings) -> DiscordWebhookAdapter:
     settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = True
-    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 0.5
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
     adapter = get_adapter("discord_webhook")
     assert isinstance(adapter, DiscordWebhookAdapter)
     return adapter
@@ -147,7 +153,7 @@ def test_server_error_is_transient(adapter, server, account) -> None:
 
 
 def test_accept_then_timeout_stays_ambiguous(adapter, server, account) -> None:
-    server.set_faults(accept_then_timeout={"count": 1, "seconds": 1.5})
+    server.set_faults(accept_then_timeout={"count": 1, "seconds": 2.5})
     request = message(key="slow")
     with pytest.raises(ProviderError) as caught:
         adapter.publish(account=account, request=request)
@@ -157,6 +163,7 @@ def test_accept_then_timeout_stays_ambiguous(adapter, server, account) -> None:
     with pytest.raises(ProviderError) as reconciled:
         adapter.reconcile(account=account, request=request)
     assert reconciled.value.kind == ErrorKind.AMBIGUOUS
+    assert isinstance(reconciled.value, NotSupported)  # delivery hands it to a person
     assert_no_secret(reconciled.value, [WEBHOOK_TOKEN])
 
 

@@ -10,7 +10,13 @@ import pytest
 import requests
 
 from publishing.providers import PROVIDERS, all_adapters, get_adapter
-from publishing.providers.base import AccountContext, ErrorKind, ProviderError, PublishRequest
+from publishing.providers.base import (
+    AccountContext,
+    ErrorKind,
+    NotSupported,
+    ProviderError,
+    PublishRequest,
+)
 from publishing.providers.mastodon import MastodonAdapter, mastodon_length
 from tests.providers import assert_no_secret, media_item
 from tests.providers.mastodon import FIXTURE_TOKEN, MastodonStandIn
@@ -33,7 +39,7 @@ def _fresh(server: MastodonStandIn) -> None:
 @pytest.fixture
 def adapter(settings, monkeypatch) -> MastodonAdapter:
     settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = True
-    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 0.5
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
     adapter = get_adapter("mastodon")
     assert isinstance(adapter, MastodonAdapter)
     monkeypatch.setattr(adapter, "media_poll_interval", 0.01)
@@ -204,7 +210,7 @@ def test_server_errors(adapter, server, account, status, kind) -> None:
 
 
 def test_accept_then_timeout_is_ambiguous_and_reconciled(adapter, server, account) -> None:
-    server.set_faults(accept_then_timeout={"count": 1, "seconds": 1.5})
+    server.set_faults(accept_then_timeout={"count": 1, "seconds": 2.5})
     request = post(key="slow-1", first_attempt_at=datetime.now(UTC))
     with pytest.raises(ProviderError) as caught:
         adapter.publish(account=account, request=request)
@@ -240,6 +246,17 @@ def test_reconcile_reports_absence_only_when_the_window_was_covered(
 ) -> None:
     old = post(key="never-sent", first_attempt_at=datetime.now(UTC) - timedelta(hours=2))
     assert adapter.reconcile(account=account, request=old) is None
+    assert server.posts_accepted == 0
+
+
+def test_reconcile_without_a_covered_window_says_it_cannot_tell(adapter, server, account) -> None:
+    with server.lock:
+        for n in range(40):
+            server._store("1", text=f"busy account {n}")
+    request = post(key="unknown-age")  # no first_attempt_at, 40+ statuses: no certainty
+    with pytest.raises(NotSupported) as caught:
+        adapter.reconcile(account=account, request=request)
+    assert caught.value.kind == ErrorKind.AMBIGUOUS
     assert server.posts_accepted == 0
 
 

@@ -35,7 +35,7 @@ def _fresh(server: TelegramStandIn) -> None:
 
 @pytest.fixture
 def adapter(settings, server) -> TelegramAdapter:
-    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 0.5
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
     settings.HERALD_TELEGRAM_API_URL = server.url
     adapter = get_adapter("telegram")
     assert isinstance(adapter, TelegramAdapter)
@@ -139,7 +139,7 @@ def test_server_error_is_transient(adapter, server, account) -> None:
 def test_accept_then_timeout_is_ambiguous_and_cannot_be_reconciled(
     adapter, server, account
 ) -> None:
-    server.set_faults(accept_then_timeout={"count": 1, "seconds": 1.5})
+    server.set_faults(accept_then_timeout={"count": 1, "seconds": 2.5})
     with pytest.raises(ProviderError) as caught:
         adapter.publish(account=account, request=text())
     assert caught.value.kind == ErrorKind.AMBIGUOUS
@@ -172,7 +172,7 @@ def test_unreachable_api_hides_the_token(settings, account) -> None:
     probe.bind(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
-    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 0.5
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
     settings.HERALD_TELEGRAM_API_URL = f"http://127.0.0.1:{port}"
     with pytest.raises(ProviderError) as caught:
         get_adapter("telegram").publish(account=account, request=text())

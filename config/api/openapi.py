@@ -44,7 +44,7 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
             "description": "API token created in the developer settings (shown once).",
         }
 
-    def get_security_requirement(self, auto_schema: Any) -> dict[str, list[Any]] | None:
+    def get_security_requirement(self, auto_schema: Any) -> Any:
         if is_session_only(auto_schema.view):
             return None  # bearer tokens are answered 403 here: not a way in
         return {self.name: []}

@@ -6,8 +6,9 @@ Protocol (discord.com/developers/docs/resources/webhook): ``GET <webhook>`` (web
 
 Discord webhooks have no idempotency key and no message search: a post whose outcome is unknown
 cannot be found again without its message id. Reconcile therefore only answers when the message
-id is known; otherwise it raises ``AMBIGUOUS`` and the destination stays ``ambiguous`` for a
-person to check the channel. It never claims the message is absent.
+id is known; otherwise it raises ``CannotReconcile`` (a ``NotSupported`` of kind ``AMBIGUOUS``)
+and the destination stays ``ambiguous`` for a person to check the channel. It never claims the
+message is absent.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from publishing.providers.base import (
     PublishResult,
 )
 from publishing.providers.http import (
+    CannotReconcile,
     ErrorDetail,
     HttpClient,
     ProviderHTTPError,
@@ -234,10 +236,9 @@ class DiscordWebhookAdapter(ProviderAdapter):
         self, *, account: AccountContext, request: PublishRequest, external_id: str = ""
     ) -> PublishResult | None:
         if not external_id:
-            raise ProviderError(
-                ErrorKind.AMBIGUOUS,
+            raise CannotReconcile(
                 f"{LABEL}: webhooks have no idempotency key or message search; "
-                "check the channel and resolve this destination by hand.",
+                "check the channel and resolve this destination by hand."
             )
         url = self._stored_url(account)
         params = (

@@ -34,10 +34,12 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.exceptions import ConnectTimeoutError, NewConnectionError
+from urllib3.exceptions import HTTPError as Urllib3Error
 
 from publishing.providers.base import (
     ErrorKind,
     MediaItem,
+    NotSupported,
     OutputProfile,
     ProviderError,
     PublishRequest,
@@ -69,6 +71,18 @@ class ProviderHTTPError(ProviderError):
     ) -> None:
         super().__init__(kind, message, retry_after=retry_after, status=status)
         self.code = code
+
+
+class CannotReconcile(NotSupported):
+    """Reconcile asked, but the provider cannot say whether the post exists, and asking again
+    will not change that (no idempotency key, no search, window not covered).
+
+    A :class:`NotSupported` (so callers that hand ``NotSupported`` to a person do the right
+    thing) of kind ``AMBIGUOUS``: the destination stays ``ambiguous``; nothing is re-sent.
+    """
+
+    def __init__(self, message: str) -> None:
+        ProviderError.__init__(self, ErrorKind.AMBIGUOUS, message)
 
 
 class BlockedAddressError(Exception):
@@ -485,7 +499,7 @@ class HttpClient:
                 timeout=(self.connect_timeout, self.read_timeout),
                 allow_redirects=False,
             )
-        except (requests.RequestException, BlockedAddressError) as exc:
+        except (requests.RequestException, BlockedAddressError, Urllib3Error, OSError) as exc:
             error = classify(
                 provider=provider,
                 operation=operation,

@@ -41,6 +41,7 @@ from publishing.providers.base import (
     PublishResult,
 )
 from publishing.providers.http import (
+    CannotReconcile,
     ErrorDetail,
     HttpClient,
     ProviderHTTPError,
@@ -163,12 +164,15 @@ class MastodonAdapter(ProviderAdapter):
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _instance(self, url: str) -> str:
+    def _instance(self, url: str, *, resolve: bool = False) -> str:
+        """The instance origin. DNS is checked at connect time (``resolve``); afterwards the
+        socket-level guard of the HTTP client checks every address actually connected to."""
         checked = check_public_url(
             url if "://" in url else f"https://{url}",
             allow_private=self.http.allow_private,
             provider=LABEL,
             what="instance URL",
+            resolve=resolve,
         )
         parts = urlsplit(checked)
         return f"{parts.scheme}://{parts.netloc}"
@@ -231,9 +235,13 @@ class MastodonAdapter(ProviderAdapter):
         instance_url: str = "",
         app: dict[str, str] | None = None,
     ) -> AuthorizationStart:
-        instance = self._instance(instance_url)
+        instance = self._instance(instance_url, resolve=True)
         app = dict(app or {})
-        if not app.get("client_id") or app.get("redirect_uri", redirect_uri) != redirect_uri:
+        if (
+            not app.get("client_id")
+            or app.get("redirect_uri", redirect_uri) != redirect_uri
+            or app.get("instance_url", instance) != instance
+        ):
             # A duplicate registration is harmless, so this POST is retried like a read.
             response = self._call(
                 "POST",
@@ -427,7 +435,8 @@ class MastodonAdapter(ProviderAdapter):
            5 min) and compare their source text (``GET /api/v1/statuses/:id/source``).
         3. Not found and the first attempt is younger than 55 min: re-send with the SAME
            ``Idempotency-Key``; Mastodon returns the original status if one was created.
-        4. Otherwise ``None`` when the scan covered the whole window, else ``AMBIGUOUS``.
+        4. Otherwise ``None`` when the scan covered the whole window, else
+           :class:`CannotReconcile` (a ``NotSupported`` of kind ``AMBIGUOUS``).
         """
         instance = self._instance(account.instance_url)
         token = self._token(account)
@@ -443,9 +452,8 @@ class MastodonAdapter(ProviderAdapter):
             return self.publish(account=account, request=request)
         if covered:  # the scan saw every status since the window start (or the whole history)
             return None
-        raise ProviderError(
-            ErrorKind.AMBIGUOUS,
-            f"{LABEL}: cannot tell whether the earlier attempt was published; check the account.",
+        raise CannotReconcile(
+            f"{LABEL}: cannot tell whether the earlier attempt was published; check the account."
         )
 
     def _status(self, instance: str, token: str, status_id: str) -> dict[str, Any] | None:
@@ -472,6 +480,8 @@ class MastodonAdapter(ProviderAdapter):
         request: PublishRequest,
         since: datetime | None,
     ) -> tuple[PublishResult | None, bool]:
+        if not account.external_id:
+            return None, False
         response = self._call(
             "GET",
             instance,

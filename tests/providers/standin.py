@@ -46,6 +46,7 @@ import email.message
 import json
 import re
 import signal
+import socket
 import threading
 import time
 import traceback
@@ -249,6 +250,11 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
+    def setup(self) -> None:
+        super().setup()
+        # Small keep-alive responses must not wait for delayed ACKs (Nagle).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:
         return
 
@@ -301,9 +307,12 @@ class _Handler(BaseHTTPRequestHandler):
             for key, value in reply.headers.items():
                 self.send_header(key, value)
             self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            if data and self.command != "HEAD":
-                self.wfile.write(data)
+            # One write for status line, headers and body (BaseHTTPRequestHandler buffers the
+            # headers in ``_headers_buffer`` until ``end_headers``).
+            buffered: list[bytes] = getattr(self, "_headers_buffer", [])
+            head = b"".join(buffered) + b"\r\n"
+            self._headers_buffer: list[bytes] = []
+            self.wfile.write(head + (data if self.command != "HEAD" else b""))
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError):
             self.close_connection = True  # the client gave up (e.g. accept-then-timeout)
 
