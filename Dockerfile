@@ -44,6 +44,7 @@ ENV PATH=/opt/venv/bin:$PATH \
     HERALD_ENVIRONMENT=production \
     HERALD_DEPLOYMENT=self_hosted \
     HERALD_DATA_DIR=/data \
+    HERALD_STATIC_ROOT=/app/static \
     WEB_CONCURRENCY=2 \
     HERALD_WEB_THREADS=4 \
     HERALD_WEB_TIMEOUT=30
@@ -57,10 +58,11 @@ COPY docker/gunicorn.conf.py docker/healthcheck.py /app/
 WORKDIR /app
 
 # Static files (admin, API docs assets) are collected once, at build time, into
-# $HERALD_DATA_DIR/static and served by WhiteNoise. The SECRET_KEY below is a throwaway value
-# that exists only for this step and is not kept in the image; the DATABASE_URL and REDIS_URL
-# placeholders stop the settings from preparing the embedded SQLite/filesystem-broker defaults
-# under /data. collectstatic connects to neither.
+# $HERALD_STATIC_ROOT (/app/static, read-only for the app user) and served by WhiteNoise.
+# The SECRET_KEY below is a throwaway value that exists only for this step and is not kept in
+# the image. The DATABASE_URL and REDIS_URL placeholders stop the settings from preparing the
+# embedded SQLite/filesystem-broker defaults; collectstatic connects to neither.
+# /data (HERALD_DATA_DIR) belongs to the app user; media and the beat schedule live below it.
 RUN SECRET_KEY=collectstatic-build-only-not-a-secret \
     HERALD_ENVIRONMENT=local \
     DATABASE_URL=postgres://build@build.invalid:5432/build \

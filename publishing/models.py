@@ -179,7 +179,7 @@ class Destination(models.Model):
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     publication = models.ForeignKey(Publication, on_delete=models.CASCADE, related_name="destinations")
-    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="destinations")
+    account = models.ForeignKey(Account, on_delete=models.RESTRICT, related_name="destinations")
     position = models.PositiveSmallIntegerField(default=0)
     profile = models.CharField(max_length=80)  # output profile, e.g. "mastodon.post"
     text = models.TextField(null=True, blank=True)  # per-destination override of the text  # noqa: DJ001
