@@ -194,6 +194,7 @@ class Destination(models.Model):
     claim_expires_at = models.DateTimeField(null=True, blank=True)
     deadline_at = models.DateTimeField(null=True, blank=True)
     write_started_at = models.DateTimeField(null=True, blank=True)  # recorded before the call
+    first_attempt_at = models.DateTimeField(null=True, blank=True)  # first write with this key
     external_id = models.CharField(max_length=200, blank=True, default="")
     external_url = models.CharField(max_length=500, blank=True, default="")
     error_kind = models.CharField(max_length=24, blank=True, default="")

@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import secrets
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -44,7 +45,23 @@ def account_context(account: Account) -> AccountContext:
         instance_url=account.instance_url,
         app=app,
         username=account.username,
+        on_credentials_changed=partial(account_credentials_store, account_id=account.pk),
     )
+
+
+def account_credentials_store(new_credentials: dict[str, str], *, account_id: Any) -> None:
+    """Persist rotated credentials (e.g. a Bluesky session refreshed mid-call). A refresh token
+    is never replaced by an empty one (field lesson 6)."""
+    with transaction.atomic():
+        account = Account.objects.select_for_update().filter(pk=account_id).first()
+        if account is None or account.status == Account.Status.DISCONNECTED:
+            return
+        merged = credentials.decrypt(account.credentials_encrypted)
+        for key, value in new_credentials.items():
+            if value or not key.startswith("refresh"):
+                merged[key] = value
+        account.credentials_encrypted = credentials.encrypt(merged)
+        account.save(update_fields=["credentials_encrypted", "updated_at"])
 
 
 def _require_provider(provider: str) -> None:

@@ -78,7 +78,8 @@ def _request_for(destination: Destination) -> PublishRequest:
     ]
     return PublishRequest(profile=destination.profile, text=text or "", media=items,
                           options=dict(destination.options or {}),
-                          idempotency_key=destination.idempotency_key)
+                          idempotency_key=destination.idempotency_key,
+                          first_attempt_at=destination.first_attempt_at)
 
 
 def delivery_send(*, destination_id: Any) -> None:
@@ -95,7 +96,11 @@ def delivery_send(*, destination_id: Any) -> None:
         return
     # The write is recorded before the call: if this worker dies from here on, the outcome is
     # unknown and the destination is reconciled, never re-sent blindly.
-    Destination.objects.filter(pk=destination.pk).update(write_started_at=timezone.now())
+    started = timezone.now()
+    Destination.objects.filter(pk=destination.pk).update(write_started_at=started)
+    Destination.objects.filter(pk=destination.pk, first_attempt_at__isnull=True).update(first_attempt_at=started)
+    if destination.first_attempt_at is None:
+        destination.first_attempt_at = started
     adapter = get_adapter(destination.account.provider)
     try:
         result = adapter.publish(account=account_context(destination.account), request=_request_for(destination))
