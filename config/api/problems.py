@@ -196,7 +196,12 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
             headers["Retry-After"] = str(exc.retry_after)
         response = Response(status=exc.status, headers=headers)
         errors = exc.errors if isinstance(exc, FieldValidationError) else None
-        return _finish(response, request, exc.code, exc.detail, errors)
+        response = _finish(response, request, exc.code, exc.detail, errors)
+        # Extension members (RFC 9457 §3.2), e.g. the readiness decision that blocked a queue
+        # action; they never replace the standard members.
+        for name, value in getattr(exc, "extra", {}).items():
+            response.data.setdefault(name, value)
+        return response
 
     api_exc = _as_api_exception(exc)
     if api_exc is None:
