@@ -164,3 +164,77 @@ def csrf_headers() -> Callable[[Any], dict[str, str]]:
         return {"HTTP_X_CSRFTOKEN": secret}
 
     return make
+
+
+# --- Publishing: providers on 127.0.0.1, media in a temporary folder, delivery without a broker
+
+
+@pytest.fixture
+def provider_settings(settings: Any) -> Any:
+    """Adapters may talk to the stand-in providers on 127.0.0.1, with short timeouts."""
+    settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = True
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 2.0
+    settings.HERALD_DISABLED_PROVIDERS = []
+    return settings
+
+
+@pytest.fixture
+def media_storage(settings: Any, tmp_path: Any) -> Any:
+    """Uploaded media go to a temporary folder (through the configured storage backend)."""
+    root = tmp_path / "media"
+    root.mkdir()
+    storages = {name: dict(config) for name, config in settings.STORAGES.items()}
+    storages["default"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(root), "base_url": "/media/"},
+    }
+    settings.STORAGES = storages
+    settings.MEDIA_ROOT = str(root)
+    return root
+
+
+class DeliveryQueue:
+    """Stands in for the broker: records what the services enqueue; ``run()`` delivers it by
+    calling the delivery services directly, in this process (no Celery worker)."""
+
+    def __init__(self) -> None:
+        self.sends: list[str] = []
+        self.reconciles: list[str] = []
+        self.countdowns: dict[str, float] = {}
+
+    def clear(self) -> None:
+        self.sends.clear()
+        self.reconciles.clear()
+
+    def run(self, *, rounds: int = 5) -> None:
+        from publishing.services import delivery
+
+        for _ in range(rounds):
+            if not self.sends and not self.reconciles:
+                return
+            sends, reconciles = list(self.sends), list(self.reconciles)
+            self.clear()
+            for destination_id in sends:
+                delivery.delivery_send(destination_id=destination_id)
+            for destination_id in reconciles:
+                delivery.delivery_reconcile(destination_id=destination_id)
+
+
+@pytest.fixture
+def delivery_queue(monkeypatch: Any) -> DeliveryQueue:
+    from publishing import tasks
+
+    queue = DeliveryQueue()
+
+    def send_apply_async(args: Any = (), kwargs: Any = None, countdown: float | None = None, **_: Any) -> None:
+        destination_id = str((args or [None])[0] or (kwargs or {}).get("destination_id"))
+        queue.sends.append(destination_id)
+        if countdown is not None:
+            queue.countdowns[destination_id] = countdown
+
+    monkeypatch.setattr(tasks.delivery_send, "delay", lambda destination_id: queue.sends.append(str(destination_id)))
+    monkeypatch.setattr(tasks.delivery_send, "apply_async", send_apply_async)
+    monkeypatch.setattr(
+        tasks.delivery_reconcile, "delay", lambda destination_id: queue.reconciles.append(str(destination_id))
+    )
+    return queue

@@ -11,7 +11,14 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
-from publishing.models import Account, Destination, Media, Publication, PublicationEvent, SchedulerHeartbeat
+from publishing.models import (
+    Account,
+    Destination,
+    Media,
+    Publication,
+    PublicationEvent,
+    SchedulerHeartbeat,
+)
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
