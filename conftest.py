@@ -24,6 +24,48 @@ def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
             item.add_marker(skip)
 
 
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(
+    django_db_modify_db_settings_parallel_suffix: None,
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """Processes started by tests (real Celery workers) must open the same test database, so a
+    SQLite run then uses a database FILE instead of the in-memory default: the file named by
+    ``HERALD_SQLITE_TEST_NAME`` when set, else a temporary one, chosen only when a collected test
+    uses ``worker_database_url`` (the rest of the suite keeps the faster in-memory database)."""
+    from django.conf import settings
+
+    default = settings.DATABASES["default"]
+    if default["ENGINE"] != "django.db.backends.sqlite3" or default.get("TEST", {}).get("NAME"):
+        return
+    if any(
+        "worker_database_url" in getattr(item, "fixturenames", ()) for item in request.session.items
+    ):
+        folder = tmp_path_factory.mktemp("sqlite")
+        default.setdefault("TEST", {})["NAME"] = str(folder / "test_herald.sqlite3")
+
+
+@pytest.fixture(scope="session")
+def worker_database_url(django_db_setup: None) -> str:
+    """``DATABASE_URL`` of the test database pytest-django created, for worker processes."""
+    from urllib.parse import quote
+
+    from django.db import connections
+
+    db = connections["default"].settings_dict
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        name = str(db["NAME"])
+        assert "memory" not in name, f"worker tests need a file database, not {name}"
+        return f"sqlite:///{name}"
+    credentials = quote(str(db.get("USER") or ""), safe="")
+    if db.get("PASSWORD"):
+        credentials += ":" + quote(str(db["PASSWORD"]), safe="")
+    host = str(db.get("HOST") or "127.0.0.1")
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{credentials}@{host}{port}/{quote(str(db['NAME']), safe='')}"
+
+
 @pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
     """Rate-limit counters and probe results must not leak between tests."""

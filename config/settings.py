@@ -154,13 +154,16 @@ else:
 BROKER_DIR = DATA_DIR / "broker"
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
 if not REDIS_URL:
-    for _sub in ("out", "processed"):
+    for _sub in ("out", "processed", "control"):
         (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
         "data_folder_in": str(BROKER_DIR / "out"),
         "data_folder_out": str(BROKER_DIR / "out"),
-        "data_folder_processed": str(BROKER_DIR / "processed"),
+        "processed_folder": str(BROKER_DIR / "processed"),
         "store_processed": False,
+        # Exchange tables (remote control, broadcasts): kombu's default is ./control in the
+        # working directory, i.e. the checkout.
+        "control_folder": str(BROKER_DIR / "control"),
     }
 else:
     # Longer than any countdown and task runtime, so Redis never redelivers live work.
@@ -378,8 +381,9 @@ HERALD_DELIVERY_MAX_ATTEMPTS = env_int("HERALD_DELIVERY_MAX_ATTEMPTS", 3)
 HERALD_RETRY_BASE_SECONDS = env_float("HERALD_RETRY_BASE_SECONDS", 30.0)
 HERALD_RETRY_MAX_SECONDS = env_float("HERALD_RETRY_MAX_SECONDS", 900.0)
 HERALD_RETRY_AFTER_CAP_SECONDS = env_float("HERALD_RETRY_AFTER_CAP_SECONDS", 1800.0)
-# A claim outlives the longest provider call; an expired claim means the worker died.
-HERALD_DELIVERY_LEASE_SECONDS = env_int("HERALD_DELIVERY_LEASE_SECONDS", 120)
+# A claim outlives the longest provider call; an expired claim means the worker died. So it
+# must outlast the task's hard time limit: a live (slow) send is never mistaken for a dead one.
+HERALD_DELIVERY_LEASE_SECONDS = env_int("HERALD_DELIVERY_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
 HERALD_DELIVERY_DEADLINE_SECONDS = env_int("HERALD_DELIVERY_DEADLINE_SECONDS", 6 * 3600)
 HERALD_DISPATCH_INTERVAL_SECONDS = env_float("HERALD_DISPATCH_INTERVAL_SECONDS", 5.0)
 HERALD_DISPATCH_STALE_SECONDS = env_int("HERALD_DISPATCH_STALE_SECONDS", 30)

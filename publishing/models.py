@@ -18,17 +18,23 @@ from workspaces.models import Workspace
 
 
 class ProviderApp(models.Model):
-    """A provider app registration, e.g. one Mastodon app per instance (client id/secret)."""
+    """A provider app registration, e.g. one Mastodon app per instance (client id/secret).
+
+    A registration is bound to its OAuth callback URL, so it is kept per instance and callback
+    (one per instance for a deployment with one public origin)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     provider = models.CharField(max_length=40)
     instance_url = models.CharField(max_length=300, blank=True, default="")
+    redirect_uri = models.CharField(max_length=500, blank=True, default="")
     credentials_encrypted = models.TextField()
     created_at = models.DateTimeField(default=now)
 
     class Meta:
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["provider", "instance_url"], name="one_app_per_instance"),
+            models.UniqueConstraint(
+                fields=["provider", "instance_url", "redirect_uri"], name="one_app_per_instance"
+            ),
         ]
 
     def __str__(self) -> str:

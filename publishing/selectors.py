@@ -8,6 +8,7 @@ from typing import Any
 from django.db.models import Prefetch, QuerySet
 
 from config.api.pagination import Page, keyset_page
+from config.api.problems import RequestValidationError
 from config.errors import NotFoundError
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
 from workspaces.access import Actor, parse_id, require_workspace
@@ -42,7 +43,11 @@ def publication_page(
     if status:
         queryset = queryset.filter(status=status)
     if account_id:
-        queryset = queryset.filter(destinations__account_id=parse_id(account_id, what="account")).distinct()
+        try:
+            account_pk = parse_id(account_id, what="account")
+        except NotFoundError:
+            raise RequestValidationError({"account_id": ["Not a valid account ID."]}, location="query") from None
+        queryset = queryset.filter(destinations__account_id=account_pk).distinct()
     if created_after:
         queryset = queryset.filter(created_at__gte=created_after)
     if created_before:

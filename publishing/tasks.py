@@ -2,7 +2,32 @@
 
 from __future__ import annotations
 
-from celery import shared_task
+import logging
+from typing import Any
+
+from celery import Task, shared_task
+from kombu.exceptions import KombuError
+
+logger = logging.getLogger(__name__)
+
+
+def nudge(task: Task[Any, Any], destination_id: str, countdown: float | None = None) -> None:
+    """Send one task message; called after commit (``transaction.on_commit(partial(nudge, ...))``).
+
+    The message is only a nudge: when the broker is down the failure is logged, not raised (the
+    transaction has committed and the caller must not see an error), and the dispatcher
+    re-enqueues the work from the database once it is stale.
+    """
+    try:
+        if countdown is None:
+            task.delay(destination_id)
+        else:
+            task.apply_async((destination_id,), countdown=countdown)
+    except (KombuError, OSError) as exc:
+        logger.warning(
+            "Could not enqueue %s for %s (%s); the dispatcher will re-enqueue it.",
+            task.name, destination_id, type(exc).__name__,
+        )  # fmt: skip
 
 
 @shared_task(name="publishing.delivery_send", acks_late=True, reject_on_worker_lost=True, ignore_result=True)

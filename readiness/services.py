@@ -72,6 +72,10 @@ def decide_account(*, account: Any, operation: str, profile: str = "") -> Decisi
             found.append(
                 ("needs_configuration", Blocker("app_missing", "The provider app is not configured."))
             )
+        if account.status == "active":
+            credentials_blocker = _credentials_blocker(account)
+            if credentials_blocker is not None:
+                found.append(("needs_configuration", credentials_blocker))
     if account.status != "active":
         found.append(
             (
@@ -80,6 +84,23 @@ def decide_account(*, account: Any, operation: str, profile: str = "") -> Decisi
             )
         )
     return _decision(found)
+
+
+def _credentials_blocker(account: Any) -> Blocker | None:
+    """Stored credentials that are missing, or that the configured keys cannot decrypt (e.g.
+    ``HERALD_CREDENTIALS_KEY`` rotated without ``rotate_credentials``): nothing can be sent."""
+    from publishing import credentials
+
+    if not account.credentials_encrypted:
+        return Blocker("credentials_missing", "The account has no stored credentials; reconnect it.")
+    try:
+        credentials.decrypt(account.credentials_encrypted)
+    except credentials.CredentialsKeyError:
+        return Blocker(
+            "credentials_unreadable",
+            "The stored credentials cannot be decrypted with HERALD_CREDENTIALS_KEY.",
+        )
+    return None
 
 
 _PRECEDENCE = (

@@ -11,6 +11,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from config.api.throttling import cache_get_int
 from workspaces.models import ApiToken, User
 from workspaces.tokens import parse_token, secret_matches
 
@@ -29,7 +30,7 @@ def _failure_key(ip: str) -> str:
 
 def failure_budget_exhausted(request: Any) -> bool:
     """True once one IP has failed authentication more than the limit within a minute."""
-    failures = cache.get(_failure_key(client_ip(request)), 0)
+    failures = cache_get_int(_failure_key(client_ip(request)))
     return bool(failures >= settings.HERALD_AUTH_FAILURES_PER_MINUTE)
 
 
@@ -66,7 +67,8 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             record_failure(request)
             raise exceptions.AuthenticationFailed("Malformed API token.")
         token_id, secret = parsed
-        token = ApiToken.objects.select_related("user").filter(pk=token_id).first()
+        found = list(ApiToken.objects.select_related("user").filter(pk=token_id)[:1])
+        token = found[0] if found else None
         if token is None or not secret_matches(secret, token.secret_hash):
             record_failure(request)
             raise exceptions.AuthenticationFailed("Unknown API token.")

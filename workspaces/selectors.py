@@ -7,7 +7,7 @@ from typing import Any
 from django.db.models import Count, Q, QuerySet
 
 from config.api.pagination import Page, keyset_page
-from workspaces.access import Actor, require_workspace
+from workspaces.access import Actor, require_workspace, require_workspace_role
 from workspaces.models import (
     AccessAuditEvent,
     ApiToken,
@@ -66,13 +66,15 @@ def invitation_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str 
     return keyset_page(queryset, list_key=f"invitations:{access.workspace.pk}", limit=limit, cursor=cursor)
 
 
+def access_audit_queryset(*, actor: Actor, workspace_id: Any, limit: int) -> QuerySet[AccessAuditEvent]:
+    """The newest ``limit`` events of a workspace; active workspace admins only."""
+    pk = require_workspace_role(actor, workspace_id, role="admin")
+    return AccessAuditEvent.objects.filter(workspace_id=pk).order_by("-created_at", "-id")[:limit]
+
+
 def access_audit_list(*, actor: Actor, workspace_id: Any, limit: int) -> list[AccessAuditEvent]:
-    access = require_workspace(actor, workspace_id, role="admin")
-    return list(
-        AccessAuditEvent.objects.filter(workspace_id=access.workspace.pk).order_by(
-            "-created_at", "-id"
-        )[:limit]
-    )
+    return list(access_audit_queryset(actor=actor, workspace_id=workspace_id, limit=limit))
+
 
 
 def api_token_list(*, user: Any) -> QuerySet[ApiToken]:

@@ -26,9 +26,19 @@ class AccountConnectInputSerializer(StrictSerializer):
     provider = serializers.CharField(max_length=40)
     instance_url = serializers.URLField(max_length=300, required=False, default="")
     fields = serializers.DictField(
-        child=serializers.CharField(max_length=2000, trim_whitespace=True), required=False, default=dict,
+        child=serializers.CharField(trim_whitespace=True), required=False, default=dict,
         help_text="Credential fields of a credentials or webhook provider (see the catalogue).",
     )
+
+    def validate_fields(self, value: dict[str, str]) -> dict[str, str]:
+        # Reported at ``body.fields`` (not ``body.fields.<name>``) so that the problem body never
+        # echoes a value: these are secrets (tokens, app passwords, webhook URLs).
+        too_long = sorted(name for name, text in value.items() if len(text) > 2000)
+        if too_long or len(value) > 20:
+            raise serializers.ValidationError(
+                f"At most 20 fields of at most 2000 characters ({', '.join(too_long)[:200]})."
+            )
+        return value
 
 
 class OAuthCallbackQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]

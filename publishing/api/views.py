@@ -140,8 +140,15 @@ class CapabilitiesView(APIView):
         access = require_workspace(actor_from_request(request), query["workspace_id"])
         live = Account.objects.filter(workspace=access.workspace).exclude(status=Account.Status.DISCONNECTED)
         if query.get("account_ids"):
-            ids = [part.strip() for part in query["account_ids"].split(",") if part.strip()]
-            live = live.filter(pk__in=[_uuid_or_404(i) for i in ids])
+            ids = {_uuid_or_404(part.strip()) for part in query["account_ids"].split(",") if part.strip()}
+            live = live.filter(pk__in=ids)
+            found = {str(pk) for pk in live.values_list("pk", flat=True)}
+            if missing := sorted(ids - found):
+                if Account.objects.filter(pk__in=missing).exclude(status=Account.Status.DISCONNECTED).exists():
+                    raise PermissionDeniedError(
+                        "An account belongs to another workspace.", code="account_not_in_workspace"
+                    )
+                raise NotFoundError(f"No connected account with ID {missing[0]}.")
         items = []
         for account in live.order_by("created_at"):
             caps = get_adapter(account.provider).capabilities

@@ -11,11 +11,12 @@ import secrets
 from datetime import timedelta
 from functools import partial
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.errors import FieldValidationError, NotFoundError
+from config.errors import FieldValidationError, NotFoundError, PlanLimitError
 from publishing import credentials
 from publishing.errors import ProviderConnectError, ReadinessBlockedError
 from publishing.models import Account, OAuthState, ProviderApp
@@ -64,12 +65,33 @@ def account_credentials_store(new_credentials: dict[str, str], *, account_id: An
         account.save(update_fields=["credentials_encrypted", "updated_at"])
 
 
+def _merge_credentials(old: dict[str, str], new: dict[str, str]) -> dict[str, str]:
+    """A stored refresh token is never overwritten with an empty one (field lesson 6)."""
+    merged = dict(new)
+    for key, value in old.items():
+        if key.startswith("refresh") and not merged.get(key):
+            merged[key] = value
+    return merged
+
+
+def normalize_instance_url(url: str) -> str:
+    """``https://Mastodon.Social/`` and ``https://mastodon.social`` are one instance."""
+    parts = urlsplit(url.strip())
+    if parts.scheme and parts.netloc:
+        return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
+    return url.strip().rstrip("/")
+
+
 def _require_provider(provider: str) -> None:
     if provider not in PROVIDERS:
         raise FieldValidationError(
             [{"location": "body.provider", "message": f"Unknown provider; one of {', '.join(PROVIDERS)}.",
               "value": provider}]
         )
+    _require_connectable(provider)
+
+
+def _require_connectable(provider: str) -> None:
     decision = readiness.decide_provider(provider=provider, operation="connect")
     if not decision.executable:
         raise ReadinessBlockedError(
@@ -123,15 +145,18 @@ def _oauth_begin(
         raise FieldValidationError(
             [{"location": "body.instance_url", "message": "The account's server URL is required."}]
         )
-    instance_url = instance_url.rstrip("/")
-    app = ProviderApp.objects.filter(provider=provider, instance_url=instance_url).first()
+    instance_url = normalize_instance_url(instance_url)
+    # One app registration per instance and callback URL: a registration is bound to its
+    # redirect URI, so a second public origin needs (and gets) its own.
+    app = ProviderApp.objects.filter(provider=provider, instance_url=instance_url, redirect_uri=redirect_uri).first()
+    stored_app = credentials.decrypt(app.credentials_encrypted) if app else None
     state = secrets.token_urlsafe(32)
     try:
         start = adapter.begin_authorization(
             redirect_uri=redirect_uri,
             state=state,
             instance_url=instance_url,
-            app=credentials.decrypt(app.credentials_encrypted) if app else None,
+            app=stored_app,
         )
     except ProviderError as exc:
         raise _provider_failure(exc) from None
@@ -140,8 +165,14 @@ def _oauth_begin(
             app, _ = ProviderApp.objects.get_or_create(
                 provider=provider,
                 instance_url=instance_url,
+                redirect_uri=redirect_uri,
                 defaults={"credentials_encrypted": credentials.encrypt(start.app)},
             )
+        elif app is not None and start.app and start.app != stored_app:
+            # The adapter had to register again (the stored registration was unusable): the
+            # authorization URL names the new client, so the callback must use it too.
+            app.credentials_encrypted = credentials.encrypt(start.app)
+            app.save(update_fields=["credentials_encrypted"])
         OAuthState.objects.create(
             state_hash=_hash(state),
             workspace=workspace,
@@ -160,7 +191,7 @@ def account_oauth_complete(*, state: str, code: str) -> Account:
     """The OAuth callback: single-use state, PKCE verifier, token exchange, store the account."""
     with transaction.atomic():
         pending = (
-            OAuthState.objects.select_for_update()
+            OAuthState.objects.select_for_update(of=("self",))  # app is a nullable join
             .select_related("app", "user")
             .filter(state_hash=_hash(state))
             .first()
@@ -169,6 +200,11 @@ def account_oauth_complete(*, state: str, code: str) -> Account:
             raise NotFoundError("This authorization request is unknown or has expired; connect again.")
         pending_copy = pending
         pending.delete()  # single use, even if the exchange fails
+    # The world may have changed since the connect started: the user's role, the provider's
+    # readiness, the plan.
+    actor = Actor(user=pending_copy.user)
+    access = require_workspace(actor, pending_copy.workspace_id, role="editor")
+    _require_connectable(pending_copy.provider)
     adapter = get_adapter(pending_copy.provider)
     verifier = credentials.decrypt(pending_copy.code_verifier_encrypted).get("v", "")
     app = pending_copy.app
@@ -182,13 +218,20 @@ def account_oauth_complete(*, state: str, code: str) -> Account:
         )
     except ProviderError as exc:
         raise _provider_failure(exc) from None
-    return _store_account(
-        actor=Actor(user=pending_copy.user),
-        workspace=pending_copy.workspace,
-        provider=pending_copy.provider,
-        connected=connected,
-        app=app,
-    )
+    try:
+        return _store_account(
+            actor=actor, workspace=access.workspace, provider=pending_copy.provider, connected=connected, app=app,
+        )
+    except PlanLimitError:
+        # The grant exists at the provider but will not be kept: give it back (best effort).
+        if adapter.capabilities.supports_revoke:
+            with contextlib.suppress(ProviderError):
+                adapter.revoke(account=AccountContext(
+                    external_id=connected.external_id, credentials=dict(connected.credentials),
+                    instance_url=connected.instance_url,
+                    app=credentials.decrypt(app.credentials_encrypted) if app else {},
+                ))
+        raise
 
 
 @transaction.atomic
@@ -206,11 +249,12 @@ def _store_account(
     )
     new_credentials = dict(connected.credentials)
     if account is not None:
-        old = credentials.decrypt(account.credentials_encrypted)
-        for key, value in old.items():
-            if key.startswith("refresh") and not new_credentials.get(key):
-                new_credentials[key] = value
+        new_credentials = _merge_credentials(credentials.decrypt(account.credentials_encrypted), new_credentials)
     else:
+        # Checked again here: an OAuth connect was checked when it started, and other connects
+        # may have filled the plan since.
+        live = Account.objects.filter(workspace=workspace).exclude(status=Account.Status.DISCONNECTED)
+        plan_check_current(workspace=workspace, metric="connected_accounts", current=live.count())
         account = Account(workspace=workspace, provider=provider, instance_url=instance_url,
                           external_id=connected.external_id, connected_by=actor.user)
     account.username = connected.username

@@ -94,16 +94,26 @@ def delivery_send(*, destination_id: Any) -> None:
                 action="reconnect" if decision.state == "reconnect_required" else "contact_support",
                 readiness_decision=decision.as_dict())
         return
-    # The write is recorded before the call: if this worker dies from here on, the outcome is
-    # unknown and the destination is reconciled, never re-sent blindly.
-    started = timezone.now()
-    Destination.objects.filter(pk=destination.pk).update(write_started_at=started)
-    Destination.objects.filter(pk=destination.pk, first_attempt_at__isnull=True).update(first_attempt_at=started)
-    if destination.first_attempt_at is None:
-        destination.first_attempt_at = started
+    # Everything that can fail without the provider is prepared first: such a failure is not an
+    # ambiguous write (nothing was sent).
     adapter = get_adapter(destination.account.provider)
     try:
-        result = adapter.publish(account=account_context(destination.account), request=_request_for(destination))
+        context = account_context(destination.account)
+    except Exception as exc:
+        logger.exception("Cannot prepare destination %s", destination.pk)
+        _settle(destination, S.FAILED, kind="internal", action="contact_support",
+                message=f"The stored credentials cannot be read ({type(exc).__name__}); reconnect the account.")
+        return
+    started = timezone.now()
+    if destination.first_attempt_at is None:
+        destination.first_attempt_at = started
+    request = _request_for(destination)
+    # The write is recorded before the call: if this worker dies from here on, the outcome is
+    # unknown and the destination is reconciled, never re-sent blindly.
+    Destination.objects.filter(pk=destination.pk).update(write_started_at=started)
+    Destination.objects.filter(pk=destination.pk, first_attempt_at__isnull=True).update(first_attempt_at=started)
+    try:
+        result = adapter.publish(account=context, request=request)
     except ProviderError as exc:
         _handle_failure(destination, exc)
         return
@@ -124,6 +134,7 @@ def _publish_succeeded(destination: Destination, result: PublishResult) -> None:
         locked.external_url = result.external_url
         locked.published_at = timezone.now()
         locked.error_kind = locked.error_message = locked.action = ""
+        locked.readiness = None
         locked.claim_expires_at = None
         locked.next_attempt_at = None
         locked.save()
@@ -136,11 +147,11 @@ def _handle_failure(destination: Destination, exc: ProviderError) -> None:
     if exc.kind == ErrorKind.AMBIGUOUS:
         with transaction.atomic():
             Destination.objects.filter(pk=destination.pk, status=S.SENDING).update(
-                status=S.AMBIGUOUS, error_kind=exc.kind.value, error_message=exc.message[:500],
+                status=S.AMBIGUOUS, error_kind=exc.kind.value, error_message=exc.message[:500], action="",
                 claim_expires_at=None, next_attempt_at=timezone.now(), updated_at=timezone.now())
             event_record(publication_id=destination.publication_id, destination=destination,
                          kind="destination.ambiguous", status=S.AMBIGUOUS, detail=exc.message)
-            transaction.on_commit(partial(tasks.delivery_reconcile.delay, str(destination.pk)))
+            transaction.on_commit(partial(tasks.nudge, tasks.delivery_reconcile, str(destination.pk)))
         return
     if exc.kind == ErrorKind.AUTH:
         account_mark_reconnect_required(account_id=destination.account_id, reason=exc.message)
@@ -160,7 +171,7 @@ def _handle_failure(destination: Destination, exc: ProviderError) -> None:
                 event_record(publication_id=destination.publication_id, destination=destination,
                              kind="destination.retry_scheduled", status=S.RETRY_WAIT, detail=exc.message,
                              data={"next_attempt_at": next_at.isoformat(), "retry_after": exc.retry_after})
-                transaction.on_commit(partial(tasks.delivery_send.apply_async, (str(destination.pk),), countdown=delay))
+                transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination.pk), countdown=delay))
             return
     _settle(destination, S.FAILED, kind=exc.kind.value, message=exc.message, action=exc.action)
 
@@ -212,6 +223,15 @@ def delivery_reconcile(*, destination_id: Any) -> None:
     if not claimed:
         return
     destination = Destination.objects.select_related("publication", "account", "account__app").get(pk=destination_id)
+    # Readiness is asked before every provider call, reconciliation included (it may re-send
+    # within the provider's idempotency window). While blocked, the outcome stays unknown and
+    # is asked again later, with no provider call in between.
+    operation = "publish_scheduled" if destination.publication.scheduled_at else "publish_immediate"
+    decision = readiness.decide_account(account=destination.account, operation=operation, profile=destination.profile)
+    if not decision.executable:
+        _reconcile_later(destination, retry_after=settings.HERALD_RETRY_MAX_SECONDS, readiness_decision=decision.as_dict(),
+                         action="reconnect" if decision.state == "reconnect_required" else "")
+        return
     adapter = get_adapter(destination.account.provider)
     try:
         found = adapter.reconcile(account=account_context(destination.account), request=_request_for(destination),
@@ -226,12 +246,20 @@ def delivery_reconcile(*, destination_id: Any) -> None:
             _aggregate(destination.publication_id)
         return
     except ProviderError as exc:
-        retry_at = timezone.now() + timedelta(seconds=backoff_seconds(1, exc.retry_after))
-        Destination.objects.filter(pk=destination.pk).update(next_attempt_at=retry_at)
+        if exc.kind == ErrorKind.AUTH:
+            account_mark_reconnect_required(account_id=destination.account_id, reason=exc.message)
+            _reconcile_later(destination, retry_after=settings.HERALD_RETRY_MAX_SECONDS, action="reconnect")
+            return
+        _reconcile_later(destination, retry_after=backoff_seconds(1, exc.retry_after))
+        return
+    except Exception:
+        logger.exception("Unexpected failure reconciling destination %s", destination.pk)
+        _reconcile_later(destination, retry_after=backoff_seconds(1))
         return
     if found is not None:
         with transaction.atomic():
-            Destination.objects.filter(pk=destination.pk).update(status=S.SENDING)
+            if not Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(status=S.SENDING):
+                return  # settled meanwhile (e.g. the original send finished after all)
             event_record(publication_id=destination.publication_id, destination=destination,
                          kind="destination.reconciled", status=S.PUBLISHED)
         _publish_succeeded(destination, found)
@@ -241,7 +269,14 @@ def delivery_reconcile(*, destination_id: Any) -> None:
             status=S.QUEUED, next_attempt_at=timezone.now(), write_started_at=None)
         event_record(publication_id=destination.publication_id, destination=destination,
                      kind="destination.reconciled_absent", status=S.QUEUED)
-        transaction.on_commit(partial(tasks.delivery_send.delay, str(destination.pk)))
+        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination.pk)))
+
+
+def _reconcile_later(destination: Destination, *, retry_after: float, action: str = "",
+                     readiness_decision: dict[str, Any] | None = None) -> None:
+    Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
+        next_attempt_at=timezone.now() + timedelta(seconds=retry_after), action=action,
+        readiness=readiness_decision, updated_at=timezone.now())
 
 
 # --- Dispatcher -----------------------------------------------------------------------------
@@ -265,14 +300,21 @@ def delivery_dispatch(*, batch: int = 500) -> dict[str, int]:
         counts["due"] = len(due)
     # Dead workers: a claim that expired. If the write may have started, reconcile.
     expired = list(Destination.objects.filter(status=S.SENDING, claim_expires_at__lt=now)
-                   .values_list("pk", "write_started_at")[:batch])
-    for destination_id, write_started_at in expired:
+                   .values_list("pk", "write_started_at", "publication_id")[:batch])
+    for destination_id, write_started_at, publication_id in expired:
         if write_started_at is not None:
-            Destination.objects.filter(pk=destination_id, status=S.SENDING, claim_expires_at__lt=now).update(
-                status=S.AMBIGUOUS, error_kind="ambiguous", claim_expires_at=None, next_attempt_at=now,
-                error_message="The worker stopped while sending; checking with the provider.")
+            message = "The worker stopped while sending; checking with the provider."
+            with transaction.atomic():
+                if Destination.objects.filter(pk=destination_id, status=S.SENDING, claim_expires_at__lt=now).update(
+                        status=S.AMBIGUOUS, error_kind="ambiguous", claim_expires_at=None, next_attempt_at=now,
+                        error_message=message, updated_at=now):
+                    event_record(publication_id=publication_id, destination=Destination(pk=destination_id),
+                                 kind="destination.ambiguous", status=S.AMBIGUOUS, detail=message)
         elif Destination.objects.filter(pk=destination_id, status=S.SENDING, claim_expires_at__lt=now).update(
-                status=S.QUEUED, claim_expires_at=None, next_attempt_at=now):
+                status=S.QUEUED, claim_expires_at=None, next_attempt_at=now, updated_at=now):
+            event_record(publication_id=publication_id, destination=Destination(pk=destination_id),
+                         kind="destination.requeued", status=S.QUEUED,
+                         detail="The worker stopped before sending; queued again.")
             tasks.delivery_send.delay(str(destination_id))
     counts["expired_claims"] = len(expired)
     # Deadlines: queued work that never got through (field lesson 2: never "queued forever").

@@ -224,7 +224,9 @@ def publication_replace(
     publication.destinations.all().delete()
     _write_destinations(publication, accounts, destinations)
     if publication.status == P.SCHEDULED:  # keep the schedule; new rows wait like the old ones
-        publication.destinations.update(status=S.SCHEDULED, due_at=publication.scheduled_at)
+        due = publication.scheduled_at
+        publication.destinations.update(status=S.SCHEDULED, due_at=due, next_attempt_at=due,
+                                        deadline_at=_deadline(due) if due else None)
     event_record(publication_id=publication.pk, kind="publication.replaced", status=publication.status,
                  data={"revision": publication.revision})
     return publication
@@ -241,9 +243,9 @@ def publication_delete(*, actor: Actor, publication_id: Any) -> None:
 # --- Queue actions --------------------------------------------------------------------------
 
 
-def _require_ready(publication: Publication, operation: str) -> None:
+def _require_ready(publication: Publication, operation: str, destinations: Any = None) -> None:
     blocked = []
-    for destination in publication.destinations.select_related("account"):
+    for destination in (destinations if destinations is not None else publication.destinations).select_related("account"):
         decision = readiness.decide_account(account=destination.account, operation=operation, profile=destination.profile)
         if not decision.executable:
             blocked.append({"destination_id": str(destination.pk), "account_id": str(destination.account_id),
@@ -292,11 +294,12 @@ def publication_publish_now(*, actor: Actor, publication_id: Any, expected_revis
     now = timezone.now()
     publication.status = P.PUBLISHING
     publication.execution_intent = intent
-    publication.save(update_fields=["status", "execution_intent", "updated_at"])
+    publication.scheduled_at = None  # published now: an earlier schedule no longer applies
+    publication.save(update_fields=["status", "execution_intent", "scheduled_at", "updated_at"])
     publication.destinations.update(status=S.QUEUED, due_at=now, next_attempt_at=now, deadline_at=_deadline(now))
     event_record(publication_id=publication.pk, kind="publication.queued", status=P.PUBLISHING)
     for destination_id in publication.destinations.values_list("pk", flat=True):
-        transaction.on_commit(partial(tasks.delivery_send.delay, str(destination_id)))
+        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination_id)))
     return publication
 
 
@@ -316,9 +319,12 @@ def publication_cancel(*, actor: Actor, publication_id: Any) -> Publication:
 def publication_retry_failed(*, actor: Actor, publication_id: Any) -> Publication:
     """Requeue only the failed or blocked destinations: never the published ones."""
     publication = _lock(actor, publication_id)
-    retryable = list(publication.destinations.filter(status__in=[S.FAILED, S.BLOCKED]))
+    retryable_rows = publication.destinations.filter(status__in=[S.FAILED, S.BLOCKED])
+    retryable = list(retryable_rows)
     if publication.status not in (P.FAILED, P.PARTIALLY_PUBLISHED, P.PUBLISHING) or not retryable:
         raise PublicationStateError("Nothing to retry: no failed or blocked destination.")
+    operation = "publish_scheduled" if publication.scheduled_at else "publish_immediate"
+    _require_ready(publication, operation, retryable_rows)
     now = timezone.now()
     ids = [d.pk for d in retryable]
     Destination.objects.filter(pk__in=ids).update(
@@ -330,5 +336,5 @@ def publication_retry_failed(*, actor: Actor, publication_id: Any) -> Publicatio
     event_record(publication_id=publication.pk, kind="publication.retry", status=P.PUBLISHING,
                  data={"destinations": [str(i) for i in ids]})
     for destination_id in ids:
-        transaction.on_commit(partial(tasks.delivery_send.delay, str(destination_id)))
+        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination_id)))
     return publication

@@ -15,6 +15,8 @@ Control API over HTTP (same port, no authentication; bound to 127.0.0.1):
 
 * ``GET /__control/stats`` -> ``{"provider", "posts_accepted", "requests", "counters", "faults"}``
 * ``GET /__control/posts`` -> ``{"posts": [...]}`` (every accepted post, oldest first)
+* ``GET /__control/requests`` -> ``{"requests": [{"method", "path", "at"}, ...]}`` (arrival
+  time of every provider request, ``time.time()`` seconds, oldest first)
 * ``POST /__control/faults`` with a fault spec -> ``{"faults": {...}}`` (keys given replace the
   current setting; others stay). ``DELETE /__control/faults`` clears all faults.
 * ``POST /__control/reset`` -> clears faults, counters and stored posts (credentials stay valid).
@@ -50,7 +52,7 @@ import socket
 import threading
 import time
 import traceback
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -334,6 +336,9 @@ class StandIn:
         self.counters: Counter[str] = Counter()
         self.posts: list[dict[str, Any]] = []
         self.requests = 0
+        # Arrival time of every provider request (``time.time()``), for timing assertions such
+        # as "retried no earlier than Retry-After". Bounded; cleared on reset.
+        self.request_log: deque[dict[str, Any]] = deque(maxlen=20_000)
         self._stopping = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -468,6 +473,7 @@ class StandIn:
             self.counters.clear()
             self.posts.clear()
             self.requests = 0
+            self.request_log.clear()
             self.clear_data()
 
     # --- dispatch -----------------------------------------------------------------------------
@@ -477,6 +483,9 @@ class StandIn:
             return self._control(request)
         with self.lock:
             self.requests += 1
+            self.request_log.append(
+                {"method": request.method, "path": request.path, "at": time.time()}
+            )
         delay = self.faults.delay_ms
         if delay:
             time.sleep(delay / 1000)
@@ -496,6 +505,9 @@ class StandIn:
         path = request.path.rstrip("/")
         if path == "/__control/stats" and request.method == "GET":
             return Reply(200, self.stats())
+        if path == "/__control/requests" and request.method == "GET":
+            with self.lock:
+                return Reply(200, {"requests": list(self.request_log)})
         if path == "/__control/posts" and request.method == "GET":
             with self.lock:
                 return Reply(200, {"posts": list(self.posts)})

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.request import StrictSerializer
-from config.api.schema import ResponseSerializer
+from config.api.schema import FlatRows, ResponseSerializer
 from workspaces.models import (
     AccessAuditEvent,
     ApiToken,
@@ -196,6 +196,10 @@ class AccessAuditEventSerializer(ResponseSerializer):
     status = serializers.CharField()
     subject_email = serializers.CharField()
     subject_user_id = serializers.CharField()
+
+
+# The access audit lists up to 200 events per response: built from value rows (same JSON).
+ACCESS_AUDIT_ROWS = FlatRows(AccessAuditEventSerializer, AccessAuditEvent)
 
 
 class ApiTokenSerializer(ResponseSerializer):

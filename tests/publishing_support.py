@@ -1,0 +1,131 @@
+"""Helpers shared by the publishing tests: connect accounts to stand-ins, upload media, create
+publications through the API."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import requests
+from rest_framework.test import APIClient
+
+from tests.providers import tiny_png
+from tests.providers.bluesky import BlueskyStandIn
+from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.providers.mastodon import MastodonStandIn
+from tests.providers.telegram import TelegramStandIn
+
+API = "/api/v1"
+
+
+def ok(response: Any, status: int = 200) -> Any:
+    assert response.status_code == status, (response.status_code, response.content[:800])
+    return response.json() if response.content else None
+
+
+def follow_authorization(authorization_url: str) -> dict[str, str]:
+    """Play the user's browser at the provider: the stand-in auto-approves and redirects back
+    with ``code`` and ``state``."""
+    response = requests.get(authorization_url, allow_redirects=False, timeout=5)
+    assert response.status_code == 302, response.text
+    query = parse_qs(urlsplit(response.headers["Location"]).query)
+    return {"code": query["code"][0], "state": query["state"][0]}
+
+
+def connect_mastodon(client: APIClient, workspace: Any, server: MastodonStandIn) -> dict[str, Any]:
+    started = ok(client.post(f"{API}/accounts/connect", {
+        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": server.url,
+    }, format="json"))
+    assert started["account"] is None
+    grant = follow_authorization(started["authorization_url"])
+    account: dict[str, Any] = ok(APIClient().get(f"{API}/accounts/oauth/callback", grant))
+    return account
+
+
+def connect_fields(provider: str, server: Any) -> dict[str, str]:
+    fixtures = server.fixtures()
+    if provider == "bluesky":
+        return {"handle": "herald.test", "app_password": fixtures["accounts"]["herald.test"]["app_password"]}
+    if provider == "discord_webhook":
+        return {"webhook_url": fixtures["webhook_url"]}
+    if provider == "telegram":
+        return {"bot_token": fixtures["bot_token"], "chat_id": fixtures["chat_id"]}
+    raise AssertionError(provider)
+
+
+def connect(client: APIClient, workspace: Any, provider: str, server: Any) -> dict[str, Any]:
+    """Connect ``provider`` against its stand-in; returns the account JSON."""
+    if provider == "mastodon":
+        return connect_mastodon(client, workspace, server)
+    body = ok(client.post(f"{API}/accounts/connect", {
+        "workspace_id": str(workspace.pk), "provider": provider, "fields": connect_fields(provider, server),
+    }, format="json"), 201)
+    account: dict[str, Any] = body["account"]
+    return account
+
+
+STANDINS = {
+    "mastodon": MastodonStandIn,
+    "bluesky": BlueskyStandIn,
+    "discord_webhook": DiscordWebhookStandIn,
+    "telegram": TelegramStandIn,
+}
+
+
+def point_settings_at(settings: Any, provider: str, server: Any) -> None:
+    if provider == "bluesky":
+        settings.HERALD_BLUESKY_SERVICE_URL = server.url
+    if provider == "telegram":
+        settings.HERALD_TELEGRAM_API_URL = server.url
+
+
+def upload(client: APIClient, workspace: Any, payload: bytes | None = None, name: str = "pixel.png",
+           status: int = 201, **extra: Any) -> Any:
+    data = tiny_png() if payload is None else payload
+    handle = io.BytesIO(data)
+    handle.name = name
+    response = client.post(f"{API}/media", {"workspace_id": str(workspace.pk), "file": handle, **extra},
+                           format="multipart")
+    if status == 201:
+        return ok(response, 201)
+    return response
+
+
+def gif_bytes() -> bytes:
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (2, 2), (0, 0, 255)).save(buffer, format="GIF")
+    return buffer.getvalue()
+
+
+def create_publication(client: APIClient, workspace: Any, account_ids: list[str], text: str = "Hello from Herald",
+                       status: int = 201, headers: dict[str, str] | None = None, **extra: Any) -> Any:
+    body = {"workspace_id": str(workspace.pk), "text": text,
+            "destinations": [{"account_id": a} for a in account_ids], **extra}
+    response = client.post(f"{API}/publications", body, format="json", **(headers or {}))
+    if status == 201:
+        return ok(response, 201)
+    return response
+
+
+def make_account(workspace: Any, provider: str, external_id: str = "1", **extra: Any) -> Any:
+    """An account row without a provider round trip (validation and listing tests)."""
+    from publishing import credentials
+    from publishing.models import Account, ProviderApp
+
+    app = None
+    if provider == "mastodon":
+        app, _ = ProviderApp.objects.get_or_create(
+            provider="mastodon", instance_url="https://mastodon.example", redirect_uri="",
+            defaults={"credentials_encrypted": credentials.encrypt({"client_id": "c", "client_secret": "s"})},
+        )
+    values: dict[str, Any] = {
+        "workspace": workspace, "provider": provider, "external_id": external_id,
+        "username": f"{provider}-{external_id}", "app": app,
+        "instance_url": "https://mastodon.example" if provider == "mastodon" else "",
+        "credentials_encrypted": credentials.encrypt({"access_token": "t"}),
+    }
+    values.update(extra)
+    return Account.objects.create(**values)
