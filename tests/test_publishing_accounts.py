@@ -602,3 +602,12 @@ def test_key_rotation(owner_client: APIClient, workspace: Any, settings: Any, te
     settings.HERALD_CREDENTIALS_KEY = old
     with pytest.raises(credentials.CredentialsKeyError):
         credentials.decrypt(Account.objects.get(provider="telegram").credentials_encrypted)
+
+
+def test_oauth_callback_rechecks_readiness(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn,
+                                           provider_settings: Any) -> None:
+    started = start_mastodon(owner_client, workspace, mastodon)
+    provider_settings.HERALD_DISABLED_PROVIDERS = ["mastodon"]
+    grant = follow_authorization(started["authorization_url"])
+    assert_problem(APIClient().get(f"{API}/accounts/oauth/callback", grant), 409, "readiness_blocked")
+    assert not Account.objects.exists()

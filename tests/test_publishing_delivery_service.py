@@ -600,3 +600,33 @@ def test_partial_results_and_retry_of_the_failed_destination_only(
     assert published_after.external_id == published_before.external_id
     assert published_after.attempts == 1
     assert (discord.posts_accepted, mastodon.posts_accepted) == (1, 1)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_duplicate_sends_post_once(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
+                                              publish: Callable[..., Publication]) -> None:
+    import threading
+
+    from django.db import connection
+
+    account = connect(owner_client, workspace, "discord_webhook", discord)
+    destination = only_destination(publish(account["id"]))
+    barrier = threading.Barrier(4)
+
+    def worker() -> None:
+        try:
+            barrier.wait(timeout=5)
+            delivery.delivery_send(destination_id=destination.pk)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=20)
+    destination.refresh_from_db()
+    assert destination.status == "published"
+    assert destination.attempts == 1
+    assert discord.posts_accepted == 1

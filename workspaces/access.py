@@ -93,11 +93,10 @@ def require_workspace(actor: Actor, workspace_id: Any, *, role: str = "viewer") 
         WorkspaceMembership.objects.select_related("workspace__organization", "workspace__plan")
         .filter(workspace_id=pk, user_id=actor.user.pk)[:1]
     )
-    membership = found[0] if found else None
-    _check_membership(
-        actor, pk, None if membership is None else (membership.role, membership.status), role
-    )
-    assert membership is not None
+    if not found:
+        _check_membership(actor, pk, None, role)  # raises: 404 or 403
+    membership = found[0]
+    _check_membership(actor, pk, (membership.role, membership.status), role)
     return WorkspaceAccess(workspace=membership.workspace, membership=membership)
 
 

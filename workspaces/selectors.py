@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
 
 from config.api.pagination import Page, keyset_page
 from workspaces.access import Actor, require_workspace, require_workspace_role
@@ -19,6 +20,8 @@ from workspaces.models import (
 )
 from workspaces.services import PLAN_METRICS, plan_limit, usage_period
 
+T = TypeVar("T")
+
 
 def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
     # A subquery, not a join: filtering on the same join as the Count below would restrict the
@@ -29,10 +32,12 @@ def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
     queryset = Workspace.objects.filter(pk__in=accessible)
     if actor.token is not None and actor.token.workspace_id is not None:
         queryset = queryset.filter(pk=actor.token.workspace_id)
-    return queryset.select_related("organization", "plan").annotate(
+    caller_role = WorkspaceMembership.objects.filter(workspace=OuterRef("pk"), user=actor.user)
+    return queryset.select_related("plan").annotate(
         member_count=Count(
             "memberships", filter=Q(memberships__status=WorkspaceMembership.Status.ACTIVE), distinct=True
-        )
+        ),
+        caller_role=Subquery(caller_role.values("role")[:1]),
     )
 
 
@@ -40,13 +45,6 @@ def workspace_page_for_actor(*, actor: Actor, limit: int, cursor: str | None) ->
     return keyset_page(
         workspace_list_for_actor(actor=actor), list_key="workspaces", limit=limit, cursor=cursor
     )
-
-
-def workspace_role_map(*, actor: Actor, workspace_ids: list[Any]) -> dict[str, str]:
-    rows = WorkspaceMembership.objects.filter(
-        user=actor.user, workspace_id__in=workspace_ids
-    ).values_list("workspace_id", "role")
-    return {str(ws): role for ws, role in rows}
 
 
 def organization_list_for_actor(*, actor: Actor) -> QuerySet[Organization]:
@@ -66,15 +64,20 @@ def invitation_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str 
     return keyset_page(queryset, list_key=f"invitations:{access.workspace.pk}", limit=limit, cursor=cursor)
 
 
-def access_audit_queryset(*, actor: Actor, workspace_id: Any, limit: int) -> QuerySet[AccessAuditEvent]:
-    """The newest ``limit`` events of a workspace; active workspace admins only."""
+def access_audit_list(
+    *,
+    actor: Actor,
+    workspace_id: Any,
+    limit: int,
+    read: Callable[[QuerySet[AccessAuditEvent]], list[T]] = list,  # type: ignore[assignment]
+) -> list[T]:
+    """The newest ``limit`` events of a workspace; active workspace admins only.
+
+    ``read`` evaluates the query: a list of model instances by default, value rows for the API
+    (``FlatRows.values``). The access check needs the membership only, not the workspace.
+    """
     pk = require_workspace_role(actor, workspace_id, role="admin")
-    return AccessAuditEvent.objects.filter(workspace_id=pk).order_by("-created_at", "-id")[:limit]
-
-
-def access_audit_list(*, actor: Actor, workspace_id: Any, limit: int) -> list[AccessAuditEvent]:
-    return list(access_audit_queryset(actor=actor, workspace_id=workspace_id, limit=limit))
-
+    return read(AccessAuditEvent.objects.filter(workspace_id=pk).order_by("-created_at", "-id")[:limit])
 
 
 def api_token_list(*, user: Any) -> QuerySet[ApiToken]:

@@ -6,7 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.request import StrictSerializer
-from config.api.schema import FlatRows, ResponseSerializer
+from config.api.schema import FlatRows, ResponseSerializer, datetime_representation
 from workspaces.models import (
     AccessAuditEvent,
     ApiToken,
@@ -132,6 +132,28 @@ class WorkspaceSerializer(ResponseSerializer):
 
     def get_member_count(self, instance: Any) -> int:
         return int(getattr(instance, "member_count", 0))
+
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        # Built directly (lists of workspaces are hot): the same JSON as the fields declared above
+        # (which remain the schema); tests/test_api_representations.py compares the two.
+        fields = self.fields
+        iso = self.__dict__.get("_iso")  # one per response (a list reuses this instance)
+        if iso is None:
+            iso = self.__dict__["_iso"] = datetime_representation(fields["created_at"])
+        plan = instance.plan
+        created_at, updated_at = instance.created_at, instance.updated_at
+        return {
+            "$schema": fields["$schema"].to_representation(instance),
+            "id": str(instance.pk),
+            "organization_id": str(instance.organization_id),
+            "name": str(instance.name),
+            "timezone": str(instance.timezone),
+            "role": self.get_role(instance),
+            "member_count": self.get_member_count(instance),
+            "plan": None if plan is None else {"code": str(plan.code), "name": str(plan.name)},
+            "created_at": None if created_at is None else iso(created_at),
+            "updated_at": None if updated_at is None else iso(updated_at),
+        }
 
 
 class WorkspacePageSerializer(ResponseSerializer):

@@ -35,7 +35,8 @@ PAGE_PARAMS = [
 
 
 def _roles(actor: Any, workspaces: list[Any]) -> dict[str, str]:
-    return selectors.workspace_role_map(actor=actor, workspace_ids=[w.pk for w in workspaces])
+    # ``workspace_list_for_actor`` annotates the caller's role: no query here.
+    return {str(w.pk): w.caller_role or "" for w in workspaces}
 
 
 def _org_payload(org: Any, role: str) -> dict[str, Any]:
@@ -391,12 +392,15 @@ class AccessAuditView(APIView):
     )
     def get(self, request: Request, workspace_id: str) -> Response:
         query = parse_query(s.AuditQuerySerializer, request)
-        events = selectors.access_audit_queryset(
-            actor=actor_from_request(request), workspace_id=workspace_id, limit=query["limit"]
-        )
         # Up to 200 rows: read as values and built as plain objects (the serializer's JSON).
         flat = s.ACCESS_AUDIT_ROWS
-        return Response(flat.represent(flat.values(events), request))
+        rows = selectors.access_audit_list(
+            actor=actor_from_request(request),
+            workspace_id=workspace_id,
+            limit=query["limit"],
+            read=flat.values,
+        )
+        return Response(flat.represent(rows, request))
 
 
 class ApiTokenListView(APIView):
