@@ -97,7 +97,7 @@ OPERATIONS = sorted(
     (
         operation
         for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
-        if operation.path.startswith(FUZZED_PATHS)
+        if any(operation.path == root or operation.path.startswith(f"{root}/") for root in FUZZED_PATHS)
     ),
     key=_label,
 )
