@@ -75,6 +75,21 @@ def test_access_audit_endpoint_answers_the_serializers_json(
     assert response.content == as_json(expected)
 
 
+@pytest.mark.postgres
+def test_flat_rows_load_dates_and_uuids_as_text_on_postgresql_for_that_query_only(
+    workspace: Any,
+) -> None:
+    events = AccessAuditEvent.objects.filter(workspace_id=workspace.pk)
+    row = s.ACCESS_AUDIT_ROWS.values(events)[0]
+    names = s.ACCESS_AUDIT_ROWS.names
+    assert isinstance(row[names.index("created_at")], str)
+    assert row[names.index("id")] == str(events.get().pk)
+    # The connection itself still loads typed values.
+    created_at, event_id = events.values_list("created_at", "id").get()
+    assert isinstance(created_at, datetime)
+    assert str(event_id) == row[names.index("id")]
+
+
 def test_flat_rows_refuse_nested_sources() -> None:
     with pytest.raises(TypeError, match="not a flat field"):
         FlatRows(s.MemberSerializer, AccessAuditEvent)

@@ -137,7 +137,9 @@ class Broker:
 @contextlib.contextmanager
 def use_broker(broker: Broker) -> Iterator[None]:
     """Point this process's Celery app (used by ``tasks.*.delay`` on commit) at ``broker``."""
-    from config.celery import app
+    from config.celery import app as celery_app
+
+    app: Any = celery_app  # private pool attributes are not in the type stubs
 
     def reset_pools() -> None:
         if app._pool is not None:
@@ -158,7 +160,7 @@ def use_broker(broker: Broker) -> Iterator[None]:
 
 
 def wait_until(
-    predicate: Callable[[], T],
+    predicate: Callable[[], T | None],
     *,
     timeout: float,
     what: str,
@@ -263,7 +265,7 @@ class DeliveryStack:
             chunks.append(f"----- {process.name} ({process.log_path}) -----\n" + "\n".join(lines))
         return "\n".join(chunks)
 
-    def wait_until(self, predicate: Callable[[], T], *, timeout: float = 60, what: str) -> T:
+    def wait_until(self, predicate: Callable[[], T | None], *, timeout: float = 60, what: str) -> T:
         return wait_until(predicate, timeout=timeout, what=what, logs=self.logs)
 
 

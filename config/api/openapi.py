@@ -5,7 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiAuthenticationExtension, OpenApiSerializerExtension
+from drf_spectacular.extensions import (
+    OpenApiAuthenticationExtension,
+    OpenApiSerializerExtension,
+    OpenApiSerializerFieldExtension,
+)
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.plumbing import get_doc
 from drf_spectacular.renderers import OpenApiJsonRenderer, OpenApiJsonRenderer2
@@ -78,6 +82,28 @@ class StrictSerializerScheme(OpenApiSerializerExtension):
 
         if schema.get("description") == get_doc(StrictSerializer):
             del schema["description"]  # inherited docstring of the base class, not of this body
+        return schema
+
+
+class BoundedListSerializerScheme(OpenApiSerializerFieldExtension):
+    """A nested ``many=True`` serializer keeps its bounds in the contract: drf-spectacular drops
+    ``allow_empty=False``, ``min_length`` and ``max_length`` of a ``ListSerializer`` (e.g. the
+    1 to 50 destinations of a publication), so a client would send an empty list in vain."""
+
+    target_class = "rest_framework.serializers.ListSerializer"
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        schema = auto_schema._unwrap_list_serializer(self.target, direction)
+        if not schema:
+            return None
+        minimum = self.target.min_length or 0
+        if not self.target.allow_empty:
+            minimum = max(minimum, 1)
+        if minimum:
+            schema["minItems"] = minimum
+        if self.target.max_length is not None:
+            schema["maxItems"] = self.target.max_length
         return schema
 
 

@@ -98,7 +98,9 @@ class OAuthCallbackView(APIView):
 
     @extend_schema(operation_id="accounts_oauth_callback", auth=[],
                    parameters=[s.OAuthCallbackQuerySerializer],
-                   responses={200: s.AccountSerializer, **problems(400, 404, 422, 502)})
+                   # Unauthenticated, so 403 is not implied: a denied grant, a role or plan that
+                   # changed since the connect started; 409: readiness blocks the provider now.
+                   responses={200: s.AccountSerializer, **problems(400, 403, 404, 409, 422, 502)})
     def get(self, request: Request) -> Response:
         query = parse_query(s.OAuthCallbackQuerySerializer, request)
         if query.get("error") or not query.get("code"):

@@ -21,7 +21,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from publishing import tasks
-from publishing.models import Destination, Media, Publication, SchedulerHeartbeat
+from publishing.models import Destination, Media, Publication, PublicationEvent, SchedulerHeartbeat
 from publishing.providers import get_adapter
 from publishing.providers.base import (
     ErrorKind,
@@ -282,12 +282,16 @@ def _reconcile_later(destination: Destination, *, retry_after: float, action: st
 # --- Dispatcher -----------------------------------------------------------------------------
 
 
-def delivery_dispatch(*, batch: int = 500) -> dict[str, int]:
-    """One beat tick: due scheduled work, lost messages, dead workers, deadlines."""
+def _dispatch_due(*, batch: int) -> list[Any]:
+    """Move up to ``batch`` due scheduled destinations, earliest first, to ``queued``; their ids.
+
+    Rows that an overlapping tick holds are skipped (PostgreSQL ``SKIP LOCKED``), so two ticks
+    never dispatch the same destination.
+    """
     now = timezone.now()
-    counts: dict[str, int] = {}
     with transaction.atomic():
-        due = list(Destination.objects.filter(status=S.SCHEDULED, due_at__lte=now)
+        due = list(Destination.objects.select_for_update(skip_locked=True)
+                   .filter(status=S.SCHEDULED, due_at__lte=now).order_by("due_at")
                    .values_list("pk", "publication_id")[:batch])
         if due:
             Destination.objects.filter(pk__in=[d for d, _ in due], status=S.SCHEDULED).update(
@@ -295,9 +299,30 @@ def delivery_dispatch(*, batch: int = 500) -> dict[str, int]:
             publication_ids = {p for _, p in due}
             Publication.objects.filter(pk__in=publication_ids, status=P.SCHEDULED).update(
                 status=P.PUBLISHING, updated_at=now)
-            for publication_id in publication_ids:
-                event_record(publication_id=publication_id, kind="publication.due", status=P.PUBLISHING)
-        counts["due"] = len(due)
+            # One INSERT for the batch (event_record would be one per publication).
+            PublicationEvent.objects.bulk_create(
+                PublicationEvent(publication_id=publication_id, kind="publication.due", status=P.PUBLISHING)
+                for publication_id in publication_ids
+            )
+    return [destination_id for destination_id, _ in due]
+
+
+def delivery_dispatch(*, batch: int = 1000, max_batches: int = 10) -> dict[str, int]:
+    """One beat tick: due scheduled work, lost messages, dead workers, deadlines.
+
+    Due work goes out first, batch after batch (each committed, then enqueued), until none is
+    left or ``max_batches`` were taken: a burst of publications due in the same second leaves
+    in one tick instead of ``batch`` per tick.
+    """
+    now = timezone.now()
+    counts: dict[str, int] = {"due": 0}
+    for _ in range(max_batches):
+        due = _dispatch_due(batch=batch)
+        for destination_id in due:
+            tasks.delivery_send.delay(str(destination_id))
+        counts["due"] += len(due)
+        if len(due) < batch:
+            break
     # Dead workers: a claim that expired. If the write may have started, reconcile.
     expired = list(Destination.objects.filter(status=S.SENDING, claim_expires_at__lt=now)
                    .values_list("pk", "write_started_at", "publication_id")[:batch])
@@ -325,10 +350,8 @@ def delivery_dispatch(*, batch: int = 500) -> dict[str, int]:
         _settle(destination, S.FAILED, kind="deadline", message="Delivery did not complete before its deadline.",
                 action="retry")
     counts["overdue"] = len(overdue)
-    # Newly due work goes out now; queued work whose message may be lost (broker restart,
-    # dropped nudge) is nudged again once it is stale. A duplicate finds nothing to claim.
-    for destination_id, _ in due:
-        tasks.delivery_send.delay(str(destination_id))
+    # Queued work whose message may be lost (broker restart, dropped nudge) is nudged again once
+    # it is stale. A duplicate finds nothing to claim.
     stale_before = now - timedelta(seconds=settings.HERALD_DISPATCH_STALE_SECONDS)
     stale = list(Destination.objects.filter(status__in=[S.QUEUED, S.RETRY_WAIT], next_attempt_at__lte=stale_before)
                  .order_by("next_attempt_at").values_list("pk", flat=True)[:batch])
@@ -336,7 +359,7 @@ def delivery_dispatch(*, batch: int = 500) -> dict[str, int]:
         Destination.objects.filter(pk__in=stale, status__in=[S.QUEUED, S.RETRY_WAIT]).update(next_attempt_at=now)
     for destination_id in stale:
         tasks.delivery_send.delay(str(destination_id))
-    counts["enqueued"] = len(due) + len(stale)
+    counts["enqueued"] = counts["due"] + len(stale)
     ambiguous = list(Destination.objects.filter(status=S.AMBIGUOUS, next_attempt_at__lte=now)
                      .exclude(action="contact_support").values_list("pk", flat=True)[:batch])
     for destination_id in ambiguous:
