@@ -43,6 +43,7 @@ import math
 import os
 import platform
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -726,6 +727,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--redis-url", default=os.environ.get("HERALD_BENCH_DELIVERY_REDIS_URL", DEFAULT_REDIS_URL),
                         help="broker and cache; this Redis database is flushed at the start")
     parser.add_argument("--keep-db", action="store_true", help="keep herald_bench_delivery afterwards")
+    parser.add_argument("--keep-logs", type=Path, metavar="DIR",
+                        help="copy the process logs and the publish probe's log to DIR")
     parser.add_argument("--min-ratio", type=float, default=0.5)
     parser.add_argument("--max-lag-p99", type=float, default=2.0, help="seconds")
     parser.add_argument("--output", type=Path, default=RESULTS)
@@ -753,6 +756,9 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         finally:
             processes.stop()
+            if args.keep_logs:
+                shutil.copytree(scratch_dir, args.keep_logs, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("data"))  # fmt: skip
             with contextlib.suppress(Exception):
                 from django.db import connections
 

@@ -2,22 +2,26 @@
 "Media", "Publications"), through the WSGI app.
 
 For every publishing operation, generated requests (valid ones, ones that use the IDs of real
-resources, and deliberately invalid ones) must never answer 500, and every answer must use a
-declared status code, a declared content type and the declared schema.
+resources, and deliberately invalid ones) must never answer 500 (a 502 where the operation
+declares it is a provider failing, not a crash), and every answer must use a declared status
+code, a declared content type and the declared schema.
 
 The world, made afresh for each operation (``transaction=True``: the WSGI app commits, and the
 database is emptied after each operation): a workspace administered by the bearer token's user;
 one connected account per provider, each pointing at a stand-in provider on 127.0.0.1 (Mastodon
-with its app registration, Bluesky, Discord webhook, Telegram), so provider calls succeed or fail
-the way real ones do without leaving the machine; a pending Mastodon OAuth grant (a real ``state``
-and ``code`` for the callback); two PNGs uploaded through the media service into a temporary folder;
-a draft publication to all four accounts (the Mastodon one with the PNG) and a failed one (for
-retry). Real IDs are substituted into path parameters, query parameters (``workspace_id``,
+with its app registration, Bluesky, Discord webhook, Telegram), so provider calls succeed or
+fail the way real ones do; a pending Mastodon OAuth grant (a real ``state`` and ``code`` for the
+callback); two PNGs uploaded through the media service into a temporary folder; a draft
+publication to all four accounts (the Mastodon one with a PNG) and a failed one (for retry).
+
+Real values are substituted into path parameters, query parameters (``workspace_id``,
 ``account_id``, ``account_ids``, ``state``/``code``) and body fields (``workspace_id``,
 destinations' ``account_id``, ``media_ids``, the connect ``provider``/``fields``, the upload's
-``file``). Delivery is only recorded (``delivery_queue``): nothing is sent to a broker. Every
-name resolution other than the loopback interface fails, so a generated URL never leaves the
-machine either: the provider call fails fast and the API answers 502.
+``file``); some of those cases are also tidied (known options only, a short text, a future
+``scheduled_at``, the current revision) so that every operation reaches its success path.
+Delivery is only recorded (``delivery_queue``): nothing is sent to a broker. Names other than
+the loopback interface do not resolve, so a generated instance or webhook URL never leaves the
+machine: the provider call fails at once and the API answers its declared 502.
 
 ``HERALD_FUZZ_EXAMPLES`` (default 15) sets the examples per operation and generation mode.
 """

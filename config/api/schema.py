@@ -196,8 +196,14 @@ def _iso_datetime(zone: Any, fallback: Any) -> Any:
     utc = zone is datetime.UTC or getattr(zone, "key", None) == "UTC"
 
     def iso(value: Any) -> Any:
-        if type(value) is str:
-            value = datetime.datetime.fromisoformat(value)  # PostgreSQL text, with its offset
+        if type(value) is str:  # PostgreSQL's text, e.g. "2026-03-01 12:00:00.12+00"
+            if utc and value[-3:] == "+00" and value[10:11] == " " and value[4:5] == "-":
+                # Already UTC: only the notation differs (six fraction digits, "T", "Z").
+                seconds, dot, fraction = value[11:-3].partition(".")
+                if not dot:
+                    return f"{value[:10]}T{seconds}Z"
+                return f"{value[:10]}T{seconds}.{fraction:0<6}Z"
+            value = datetime.datetime.fromisoformat(value)
         if not isinstance(value, datetime.datetime) or value.tzinfo is None:
             return fallback(value)  # naive or not a date-time: DRF decides
         if not (utc and value.tzinfo is datetime.UTC):  # else: already in the zone
