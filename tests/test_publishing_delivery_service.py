@@ -630,3 +630,31 @@ def test_concurrent_duplicate_sends_post_once(owner_client: APIClient, workspace
     assert destination.status == "published"
     assert destination.attempts == 1
     assert discord.posts_accepted == 1
+
+
+def test_ambiguous_past_its_deadline_goes_to_a_person(workspace, user):
+    """An outcome nobody could confirm before the deadline is handed over, never re-sent."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from publishing.models import Destination, Publication
+    from publishing.services import delivery
+    from tests.publishing_support import make_account
+
+    account = make_account(workspace, "telegram")
+    publication = Publication.objects.create(workspace=workspace, created_by=user, text="hi",
+                                             status=Publication.Status.PUBLISHING)
+    past = timezone.now() - timedelta(minutes=1)
+    destination = Destination.objects.create(
+        publication=publication, account=account, profile="telegram.message", idempotency_key="k-deadline",
+        status=Destination.Status.AMBIGUOUS, next_attempt_at=timezone.now() + timedelta(hours=1),
+        deadline_at=past,
+    )
+    delivery.delivery_dispatch()
+    destination.refresh_from_db()
+    publication.refresh_from_db()
+    assert destination.status == Destination.Status.AMBIGUOUS
+    assert destination.action == "contact_support"
+    assert publication.status == Publication.Status.FAILED
+    assert publication.events.filter(kind="destination.unconfirmable", destination=destination).exists()

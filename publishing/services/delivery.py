@@ -349,7 +349,18 @@ def delivery_dispatch(*, batch: int = 1000, max_batches: int = 10) -> dict[str, 
         destination = Destination.objects.get(pk=destination_id)
         _settle(destination, S.FAILED, kind="deadline", message="Delivery did not complete before its deadline.",
                 action="retry")
-    counts["overdue"] = len(overdue)
+    # An outcome that stays unknown past the deadline goes to a person: never re-sent blindly.
+    unconfirmed = list(Destination.objects.filter(status=S.AMBIGUOUS, deadline_at__lt=now)
+                       .exclude(action="contact_support").values_list("pk", "publication_id")[:batch])
+    for destination_id, publication_id in unconfirmed:
+        with transaction.atomic():
+            if Destination.objects.filter(pk=destination_id, status=S.AMBIGUOUS).exclude(
+                    action="contact_support").update(action="contact_support", next_attempt_at=None, updated_at=now):
+                event_record(publication_id=publication_id, destination_id=destination_id,
+                             kind="destination.unconfirmable", status=S.AMBIGUOUS,
+                             detail="The provider could not confirm the post before the deadline; check the account.")
+                _aggregate(publication_id)
+    counts["overdue"] = len(overdue) + len(unconfirmed)
     # Queued work whose message may be lost (broker restart, dropped nudge) is nudged again once
     # it is stale. A duplicate finds nothing to claim.
     stale_before = now - timedelta(seconds=settings.HERALD_DISPATCH_STALE_SECONDS)

@@ -32,11 +32,11 @@ MAX_DESTINATIONS = 50
 
 def event_record(
     *, publication_id: Any, kind: str, destination: Destination | None = None, status: str = "",
-    detail: str = "", data: dict[str, Any] | None = None,
+    detail: str = "", data: dict[str, Any] | None = None, destination_id: Any = None,
 ) -> None:
     PublicationEvent.objects.create(
         publication_id=publication_id,
-        destination=destination,
+        destination_id=destination.pk if destination is not None else destination_id,
         kind=kind,
         status=status,
         detail=detail[:500],
