@@ -392,3 +392,8 @@ CELERY_BEAT_SCHEDULE["publishing.delivery_dispatch"] = {
     "schedule": HERALD_DISPATCH_INTERVAL_SECONDS,
     "options": {"expires": HERALD_DISPATCH_INTERVAL_SECONDS * 2},
 }
+CELERY_BEAT_SCHEDULE["publishing.housekeeping"] = {
+    "task": "publishing.housekeeping",
+    "schedule": 3600.0,
+    "options": {"expires": 1800},
+}

@@ -7,6 +7,7 @@ says where it stands, and broker messages are only nudges.
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
 from typing import ClassVar
 
 from django.conf import settings
@@ -247,6 +248,8 @@ class PublicationEvent(models.Model):
 
 class IdempotencyRecord(models.Model):
     """``Idempotency-Key`` of API mutations: same key + same body → the same response (24 h)."""
+
+    TTL = timedelta(hours=24)
 
     id = models.BigAutoField(primary_key=True)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")

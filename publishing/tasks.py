@@ -49,3 +49,10 @@ def delivery_dispatch() -> dict[str, int]:
     from publishing.services import delivery
 
     return delivery.delivery_dispatch()
+
+
+@shared_task(name="publishing.housekeeping", ignore_result=True)
+def housekeeping() -> dict[str, int]:
+    from publishing.services import housekeeping as service
+
+    return service.housekeeping()

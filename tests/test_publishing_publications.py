@@ -617,3 +617,20 @@ def test_write_access(owner_client: APIClient, workspace: Any, make_user: Callab
     assert_problem(stranger.get(pub_url(body)), 403, "no_workspace_access")
     assert_problem(stranger.get(f"{API}/publications", {"workspace_id": str(workspace.pk)}), 403, "no_workspace_access")
     assert Publication.objects.get(pk=body["id"]).status == "draft"
+
+
+def test_housekeeping_drops_expired_idempotency_records_and_oauth_states(user, workspace):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from publishing.models import IdempotencyRecord, OAuthState
+    from publishing.services.housekeeping import housekeeping
+
+    old = timezone.now() - timedelta(hours=25)
+    IdempotencyRecord.objects.create(user=user, key="old", method="POST", path="/x", request_hash="h", created_at=old)
+    IdempotencyRecord.objects.create(user=user, key="fresh", method="POST", path="/x", request_hash="h")
+    OAuthState.objects.create(state_hash="a" * 64, workspace=workspace, user=user, provider="mastodon",
+                              redirect_uri="https://x/cb", expires_at=timezone.now() - timedelta(minutes=1))
+    assert housekeeping() == {"idempotency_records": 1, "oauth_states": 1}
+    assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["fresh"]

@@ -7,7 +7,6 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -22,7 +21,7 @@ from publishing.models import IdempotencyRecord
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 MAX_KEY_LENGTH = 200
-TTL = timedelta(hours=24)
+TTL = IdempotencyRecord.TTL
 
 
 def _fingerprint(request: Request) -> str:
