@@ -71,8 +71,8 @@ def bench_environment(args: argparse.Namespace, data_dir: str) -> dict[str, str]
         # Throttling stays on (it is part of every API request) but must never answer 429.
         HERALD_API_RATE="1000000/min",
         SECRET_KEY="bench-only-" + secrets.token_urlsafe(32),
-        # Set in every deployment (docker-compose.yml); without it each response row's $schema
-        # URL is derived from the request's Host header, row by row.
+        # Set in every deployment (docker-compose.yml); without it the $schema URLs are derived
+        # from the request's Host header (once per response).
         HERALD_PUBLIC_URL="http://127.0.0.1",
         DATABASE_URL=args.database_url,
         WEB_CONCURRENCY=str(args.workers),

@@ -8,6 +8,7 @@ from urllib.parse import urlsplit
 
 import dj_database_url
 import django_stubs_ext
+from kombu import Queue
 
 from config.env import (
     ImproperlyConfiguredEnv,
@@ -392,6 +393,15 @@ CELERY_BEAT_SCHEDULE["publishing.delivery_dispatch"] = {
     "schedule": HERALD_DISPATCH_INTERVAL_SECONDS,
     "options": {"expires": HERALD_DISPATCH_INTERVAL_SECONDS * 2},
 }
+# The dispatcher's ticks have a queue of their own, so that a backlog of sends in the default
+# queue never holds up the next tick (and with it newly due work). A worker started without
+# -Q consumes every queue listed here; one started with -Q must name both.
+CELERY_TASK_DEFAULT_QUEUE = "celery"
+CELERY_TASK_QUEUES = (
+    Queue("celery", routing_key="celery"),
+    Queue("herald.dispatch", routing_key="herald.dispatch"),
+)
+CELERY_TASK_ROUTES = {"publishing.delivery_dispatch": {"queue": "herald.dispatch"}}
 CELERY_BEAT_SCHEDULE["publishing.housekeeping"] = {
     "task": "publishing.housekeeping",
     "schedule": 3600.0,

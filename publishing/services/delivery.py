@@ -307,21 +307,22 @@ def _dispatch_due(*, batch: int) -> list[Any]:
     return [destination_id for destination_id, _ in due]
 
 
-def delivery_dispatch(*, batch: int = 1000, max_batches: int = 10) -> dict[str, int]:
+def delivery_dispatch(*, batch: int = 500, due_batch: int = 200, max_due_batches: int = 50) -> dict[str, int]:
     """One beat tick: due scheduled work, lost messages, dead workers, deadlines.
 
-    Due work goes out first, batch after batch (each committed, then enqueued), until none is
-    left or ``max_batches`` were taken: a burst of publications due in the same second leaves
-    in one tick instead of ``batch`` per tick.
+    Due work goes out first, in small batches (each committed, then enqueued) until none is
+    left or ``max_due_batches`` were taken: a burst of publications due in the same second
+    leaves in this tick, not ``batch`` per tick, and the ticks that overlap a long one share the
+    burst (each batch skips the rows another tick holds), so enqueueing it runs in parallel.
     """
     now = timezone.now()
     counts: dict[str, int] = {"due": 0}
-    for _ in range(max_batches):
-        due = _dispatch_due(batch=batch)
+    for _ in range(max_due_batches):
+        due = _dispatch_due(batch=due_batch)
         for destination_id in due:
             tasks.delivery_send.delay(str(destination_id))
         counts["due"] += len(due)
-        if len(due) < batch:
+        if len(due) < due_batch:
             break
     # Dead workers: a claim that expired. If the write may have started, reconcile.
     expired = list(Destination.objects.filter(status=S.SENDING, claim_expires_at__lt=now)
