@@ -307,6 +307,23 @@ def _dispatch_due(*, batch: int) -> list[Any]:
     return [destination_id for destination_id, _ in due]
 
 
+def _send_queue_depth() -> int | None:
+    """Messages waiting in the queue of delivery_send, or None when the broker cannot say."""
+    from kombu.exceptions import ChannelError
+
+    app = tasks.delivery_send.app
+    queue = app.conf.task_default_queue
+    try:
+        with app.connection_for_write() as connection:  # its own connection: no shared pool state
+            try:
+                return int(connection.default_channel.queue_declare(queue=queue, passive=True).message_count)
+            except ChannelError:  # no such queue (Redis drops an empty list): nothing waits
+                return 0
+    except Exception:  # an unreachable broker must not stop the tick: nudge as if nothing waits
+        logger.info("Cannot read the depth of queue %s; stale work is nudged regardless.", queue)
+        return None
+
+
 def delivery_dispatch(*, batch: int = 500, due_batch: int = 200, max_due_batches: int = 50) -> dict[str, int]:
     """One beat tick: due scheduled work, lost messages, dead workers, deadlines.
 
@@ -363,10 +380,16 @@ def delivery_dispatch(*, batch: int = 500, due_batch: int = 200, max_due_batches
                 _aggregate(publication_id)
     counts["overdue"] = len(overdue) + len(unconfirmed)
     # Queued work whose message may be lost (broker restart, dropped nudge) is nudged again once
-    # it is stale. A duplicate finds nothing to claim.
+    # it is stale. A duplicate finds nothing to claim. Work that is merely waiting in a backlog
+    # is not lost: at most as many stale rows as the queue holds messages can still have one, so
+    # only the oldest beyond that number go again (every stale row when the queue is empty or the
+    # broker cannot say). Otherwise a backlog older than the stale age is nudged again every
+    # tick, and the duplicates slow the workers down further.
     stale_before = now - timedelta(seconds=settings.HERALD_DISPATCH_STALE_SECONDS)
-    stale = list(Destination.objects.filter(status__in=[S.QUEUED, S.RETRY_WAIT], next_attempt_at__lte=stale_before)
-                 .order_by("next_attempt_at").values_list("pk", flat=True)[:batch])
+    stale_rows = Destination.objects.filter(status__in=[S.QUEUED, S.RETRY_WAIT], next_attempt_at__lte=stale_before)
+    stale = list(stale_rows.order_by("next_attempt_at").values_list("pk", flat=True)[:batch])
+    if stale and (waiting := _send_queue_depth()):
+        stale = stale[:max(0, stale_rows.count() - waiting)]
     if stale:
         Destination.objects.filter(pk__in=stale, status__in=[S.QUEUED, S.RETRY_WAIT]).update(next_attempt_at=now)
     for destination_id in stale:
