@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint migrate bench clean
+.PHONY: run test install lint migrate bench bench-delivery clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "Python 3.11 is required"; exit 1; }
@@ -33,6 +33,9 @@ lint: install
 
 bench: install
 	$(BIN)/python bench/api.py
+
+bench-delivery: install
+	$(BIN)/python bench/delivery.py
 
 clean:
 	rm -rf $(VENV) .data

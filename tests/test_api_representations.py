@@ -19,7 +19,7 @@ from config.api.schema import FlatRows
 from workspaces import selectors
 from workspaces.access import Actor
 from workspaces.api import serializers as s
-from workspaces.models import AccessAuditEvent, User
+from workspaces.models import AccessAuditEvent, User, Workspace
 
 pytestmark = pytest.mark.django_db
 
@@ -95,9 +95,16 @@ def test_flat_rows_refuse_nested_sources() -> None:
         FlatRows(s.MemberSerializer, AccessAuditEvent)
 
 
+@pytest.mark.parametrize("annotated", [True, False])
 @pytest.mark.parametrize("zone", ["UTC", "America/New_York"])
-def test_workspace_representation_is_drfs(workspace: Any, user: User, zone: str) -> None:
-    workspace_row = selectors.workspace_list_for_actor(actor=Actor(user=user)).get(pk=workspace.pk)
+def test_workspace_representation_is_drfs(
+    workspace: Any, user: User, zone: str, annotated: bool
+) -> None:
+    if annotated:  # as the API reads workspaces
+        workspace_row = selectors.workspace_list_for_actor(actor=Actor(user=user)).get(pk=workspace.pk)
+    else:  # a plain instance: the plan is read through the relation
+        workspace_row = Workspace.objects.get(pk=workspace.pk)
+        workspace_row.member_count = 1
     request = APIRequestFactory().get("/api/v1/workspaces")
     context = {"request": request, "roles": {str(workspace.pk): "admin"}}
     with timezone.override(zone):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
 
 from config.api.pagination import Page, keyset_page
 from workspaces.access import Actor, require_workspace, require_workspace_role
@@ -32,12 +32,15 @@ def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
     queryset = Workspace.objects.filter(pk__in=accessible)
     if actor.token is not None and actor.token.workspace_id is not None:
         queryset = queryset.filter(pk=actor.token.workspace_id)
+    # The caller's role and the plan's name are annotations: no second query for the roles,
+    # and no Plan instance per row (the plan's code is ``plan_id``).
     caller_role = WorkspaceMembership.objects.filter(workspace=OuterRef("pk"), user=actor.user)
-    return queryset.select_related("plan").annotate(
+    return queryset.annotate(
         member_count=Count(
             "memberships", filter=Q(memberships__status=WorkspaceMembership.Status.ACTIVE), distinct=True
         ),
         caller_role=Subquery(caller_role.values("role")[:1]),
+        plan_name=F("plan__name"),
     )
 
 

@@ -140,7 +140,10 @@ class WorkspaceSerializer(ResponseSerializer):
         iso = self.__dict__.get("_iso")  # one per response (a list reuses this instance)
         if iso is None:
             iso = self.__dict__["_iso"] = datetime_representation(fields["created_at"])
-        plan = instance.plan
+        if hasattr(instance, "plan_name"):  # annotated by selectors.workspace_list_for_actor
+            plan_code, plan_name = instance.plan_id, instance.plan_name
+        else:  # the plan is a required foreign key
+            plan_code, plan_name = instance.plan.code, instance.plan.name
         created_at, updated_at = instance.created_at, instance.updated_at
         return {
             "$schema": fields["$schema"].to_representation(instance),
@@ -150,7 +153,7 @@ class WorkspaceSerializer(ResponseSerializer):
             "timezone": str(instance.timezone),
             "role": self.get_role(instance),
             "member_count": self.get_member_count(instance),
-            "plan": None if plan is None else {"code": str(plan.code), "name": str(plan.name)},
+            "plan": {"code": str(plan_code), "name": str(plan_name)},
             "created_at": None if created_at is None else iso(created_at),
             "updated_at": None if updated_at is None else iso(updated_at),
         }
