@@ -1,9 +1,21 @@
 import os
 
 from celery import Celery
+from celery.signals import task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("herald")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@task_prerun.connect
+@task_postrun.connect
+def check_database_connections(**_: object) -> None:
+    """Around every task, as Django does around every request: close the connections that are
+    broken or older than CONN_MAX_AGE; the next query reconnects (after a health check, with
+    CONN_HEALTH_CHECKS). Celery itself then keeps them open (CELERY_DB_REUSE_MAX in settings)."""
+    from django.db import close_old_connections
+
+    close_old_connections()

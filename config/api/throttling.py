@@ -2,9 +2,10 @@
 
 DRF's ``SimpleRateThrottle`` keeps a list of request times per client: a ``GET`` and a ``SET``
 of a growing pickled list on every request. Here each client has a counter that lives for one
-rate period from its first request (a window anchored at the first request, so a burst right
-after a clock boundary cannot double the rate). On Redis that is one pipelined round trip per
-request (``SET NX EX`` + ``INCR`` + ``TTL``); a 429 carries the seconds until the window ends.
+rate period from its first request. On Redis that is one pipelined round trip per request
+(``SET NX EX`` + ``INCR`` + ``TTL``); a 429 carries the seconds until the window ends. Like any
+fixed window (unlike DRF's sliding log), it admits up to twice the rate across the end of one
+window and the start of the next.
 """
 
 from __future__ import annotations

@@ -315,8 +315,10 @@ def _send_queue_depth() -> int | None:
     queue = app.conf.task_default_queue
     try:
         with app.connection_for_write() as connection:  # its own connection: no shared pool state
+            connection.ensure_connection(max_retries=1)  # fail fast: never hang the tick
             try:
-                return int(connection.default_channel.queue_declare(queue=queue, passive=True).message_count)
+                channel: Any = connection.default_channel  # kombu's stubs omit queue_declare
+                return int(channel.queue_declare(queue=queue, passive=True).message_count)
             except ChannelError:  # no such queue (Redis drops an empty list): nothing waits
                 return 0
     except Exception:  # an unreachable broker must not stop the tick: nudge as if nothing waits
