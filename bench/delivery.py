@@ -2,7 +2,7 @@
 """Delivery benchmark: Celery workers delivering to a stand-in Mastodon, next to a plain thread pool.
 
     .venv/bin/python bench/delivery.py               # or: make bench-delivery
-    .venv/bin/python bench/delivery.py --workers 2 --concurrency 4 --pool threads
+    .venv/bin/python bench/delivery.py --concurrency 4 --lag-publications 0
 
 What it does (details in bench/README.md), on the production path (PostgreSQL, Redis broker):
 
@@ -17,9 +17,9 @@ What it does (details in bench/README.md), on the production path (PostgreSQL, R
    ``--destinations`` status posts straight to the stand-in (same body and headers as the
    adapter, one ``requests.Session`` per thread); then ``publication_publish_now`` for every
    throughput publication (``--destinations`` destinations in all) while the workers do not
-   consume, and the workers deliver them once they resume; then the thread pool again.
-   Deliveries/s run from the moment the workers resume to the last ``published_at``; the ratio
-   divides it by the faster of the two thread-pool runs;
+   consume, and the workers deliver them once they resume (with ``--baseline-runs 2`` the
+   thread pool runs again afterwards). Deliveries/s run from the moment the workers resume to
+   the last ``published_at``; the ratio divides it by the (faster) thread-pool rate;
 4. dispatch lag: ``--lag-publications`` publications (one destination each) scheduled with
    ``publication_schedule`` for instants spread over one second a few seconds ahead. Beat's
    dispatcher moves them to the queue; the lag of a destination is the moment its message
@@ -741,7 +741,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--destinations", type=int, default=5000, help="throughput destinations")
     parser.add_argument("--accounts", type=int, default=5, help="connected accounts = destinations per publication")
     parser.add_argument("--workers", type=int, default=1, help="Celery worker processes (celery worker commands)")
-    parser.add_argument("--concurrency", type=int, default=4, help="--concurrency of each worker")
+    parser.add_argument("--concurrency", type=int, default=2,
+                        help="--concurrency of each worker (2: HERALD_WORKER_CONCURRENCY of docker-compose.yml)")
     parser.add_argument("--pool", choices=("prefork", "threads", "solo"), default="prefork",
                         help="prefork as deployed (the only pool that enforces the task time limits)")
     parser.add_argument("--delay-ms", type=int, default=20, help="stand-in response delay")
@@ -758,6 +759,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep-db", action="store_true", help="keep herald_bench_delivery afterwards")
     parser.add_argument("--keep-logs", type=Path, metavar="DIR",
                         help="copy the process logs and the publish probe's log to DIR")
+    parser.add_argument("--baseline-runs", type=int, choices=(1, 2), default=1,
+                        help="thread-pool runs: 1 before the workers, 2 also after (the faster counts)")
     parser.add_argument("--min-ratio", type=float, default=0.5)
     parser.add_argument("--max-lag-p99", type=float, default=2.0, help="seconds")
     parser.add_argument("--output", type=Path, default=RESULTS)
@@ -873,11 +876,13 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
     throughput = throughput_phase(args, seeded, processes, worker_pids)
     lap("throughput")
     print(f"  {throughput['deliveries_per_second']} deliveries/s", flush=True)
-    print(f"thread pool x {concurrency}: {args.destinations} requests ...", flush=True)
-    baseline_after = thread_pool_baseline(standin["url"], seeded.access_token, **baseline_args)
-    lap("thread_pool_after")
-    print(f"  {baseline_after['rps']} requests/s", flush=True)
-    baseline_rps = max(baseline_before["rps"], baseline_after["rps"])
+    baseline_after = None
+    if args.baseline_runs > 1:  # brackets the workers, against drift in the machine's load
+        print(f"thread pool x {concurrency}: {args.destinations} requests ...", flush=True)
+        baseline_after = thread_pool_baseline(standin["url"], seeded.access_token, **baseline_args)
+        lap("thread_pool_after")
+        print(f"  {baseline_after['rps']} requests/s", flush=True)
+    baseline_rps = max(run["rps"] for run in (baseline_before, baseline_after) if run)
     ratio = throughput["deliveries_per_second"] / baseline_rps if baseline_rps else 0.0
 
     lag = lag_phase(args, seeded, processes, probe_log) if args.lag_publications else None
@@ -932,8 +937,9 @@ def print_report(report: dict[str, Any]) -> None:
     print(f"{'thread pool (before)':<34} {pool['before']['rps']:>9.1f} {pool['before']['seconds']:>8.1f} "
           f"{pool['before']['latency_ms']['p50']:>7} {pool['before']['latency_ms']['p99']:>7}")
     print(f"{'workers: deliveries':<34} {t['deliveries_per_second']:>9.1f} {t['seconds']:>8.1f}")
-    print(f"{'thread pool (after)':<34} {pool['after']['rps']:>9.1f} {pool['after']['seconds']:>8.1f} "
-          f"{pool['after']['latency_ms']['p50']:>7} {pool['after']['latency_ms']['p99']:>7}")
+    if pool["after"]:
+        print(f"{'thread pool (after)':<34} {pool['after']['rps']:>9.1f} {pool['after']['seconds']:>8.1f} "
+              f"{pool['after']['latency_ms']['p50']:>7} {pool['after']['latency_ms']['p99']:>7}")
     print(f"CPU per delivery: worker {t['worker_cpu_ms_per_delivery']} ms, PostgreSQL "
           f"{t['postgres_cpu_ms_per_delivery']} ms; stand-in CPU per request "
           f"{report['standin_cpu_ms_per_request']} ms; publish-now of {t['publications']} publications (before the "
