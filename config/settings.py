@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "themes",
     "voice",
     "discovery",
+    "reposts",
 ]
 
 MIDDLEWARE = [
@@ -290,7 +291,8 @@ REST_FRAMEWORK = {
         "rest_framework.permissions.IsAuthenticated",
         "workspaces.permissions.TokenScopePermission",
     ],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    # DRF's JSONRenderer output, encoded by orjson (config/api/renderers.py).
+    "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.FastJSONRenderer"],
     # DRF's JSON parser, but over-deep nesting and lone surrogates are a 400, not a 500.
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -332,6 +334,7 @@ SPECTACULAR_SETTINGS = {
         "ApiTokenStatusEnum": "workspaces.models.ApiToken.Status",
         "ApiTokenPermissionEnum": "workspaces.models.ApiToken.PERMISSIONS",
         "AccessAuditActionEnum": "workspaces.models.AccessAuditEvent.Action",
+        "ReadinessOperationEnum": "readiness.models.OPERATION_CHOICES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
@@ -391,7 +394,10 @@ HERALD_RETRY_AFTER_CAP_SECONDS = env_float("HERALD_RETRY_AFTER_CAP_SECONDS", 180
 # must outlast the task's hard time limit: a live (slow) send is never mistaken for a dead one.
 HERALD_DELIVERY_LEASE_SECONDS = env_int("HERALD_DELIVERY_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
 HERALD_DELIVERY_DEADLINE_SECONDS = env_int("HERALD_DELIVERY_DEADLINE_SECONDS", 6 * 3600)
-HERALD_DISPATCH_INTERVAL_SECONDS = env_float("HERALD_DISPATCH_INTERVAL_SECONDS", 5.0)
+# Due work reaches the queue within about one interval (issue 3: dispatch lag p99 <= 2 s for
+# 2,000 publications due in the same second; bench/delivery.py). An idle tick is a handful of
+# indexed queries.
+HERALD_DISPATCH_INTERVAL_SECONDS = env_float("HERALD_DISPATCH_INTERVAL_SECONDS", 1.0)
 HERALD_DISPATCH_STALE_SECONDS = env_int("HERALD_DISPATCH_STALE_SECONDS", 30)
 CELERY_BEAT_SCHEDULE["publishing.delivery_dispatch"] = {
     "task": "publishing.delivery_dispatch",
@@ -412,3 +418,67 @@ CELERY_BEAT_SCHEDULE["publishing.housekeeping"] = {
     "schedule": 3600.0,
     "options": {"expires": 1800},
 }
+
+# --- Voice profiles and discovery (voice/, discovery/; decisions §4) -------------------------
+# Discovery engine: "builtin" (deterministic, no network; the default) or "llm" (an
+# OpenAI-compatible chat-completions endpoint with JSON-schema-constrained output).
+HERALD_DISCOVERY_ENGINE = env_choice("HERALD_DISCOVERY_ENGINE", ("builtin", "llm"), "builtin")
+HERALD_DISCOVERY_LLM_URL = (env_str("HERALD_DISCOVERY_LLM_URL") or "").rstrip("/")
+HERALD_DISCOVERY_LLM_MODEL = env_str("HERALD_DISCOVERY_LLM_MODEL") or ""
+HERALD_DISCOVERY_LLM_API_KEY = env_str("HERALD_DISCOVERY_LLM_API_KEY") or ""
+HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS = env_float("HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS", 30.0)
+
+# --- Provider readiness (readiness/; spec §1, decisions §6) ----------------------------------
+# SERVICE_PROVIDER_CERTIFICATION_ENFORCED and HERALD_DISABLED_PROVIDERS are read above.
+# The provider environment of the configured provider apps (a subject key; on a cloud
+# production deployment anything but "production" is a policy restriction).
+HERALD_PROVIDER_ENVIRONMENT = env_choice(
+    "HERALD_PROVIDER_ENVIRONMENT", ("development", "sandbox", "production"), "production"
+)
+HERALD_PROVIDER_POLICY_MODE = env_choice("HERALD_PROVIDER_POLICY_MODE", ("standard", "strict"), "standard")
+# Server policy restrictions: "provider", "provider.format" or "provider:account_kind" entries.
+HERALD_PROVIDER_POLICY_RESTRICTIONS = env_list("HERALD_PROVIDER_POLICY_RESTRICTIONS", default=[])
+# Source revision recorded with certification runs (the image sets it; else read from .git).
+HERALD_SOURCE_REVISION = env_str("HERALD_SOURCE_REVISION") or ""
+HERALD_CERTIFICATION_RETEST_DAYS = env_int("HERALD_CERTIFICATION_RETEST_DAYS", 30)
+
+# --- Repost automation (reposts) --------------------------------------------------------------
+# One engine tick: new executions for freshly published destinations, then every due execution
+# is advanced by a worker. Metrics of one post are read at most once per interval (bounded
+# cadence); a worker's claim on an execution lasts the lease (an expired claim: it died).
+HERALD_REPOST_TICK_SECONDS = env_float("HERALD_REPOST_TICK_SECONDS", 30.0)
+HERALD_REPOST_METRICS_INTERVAL_SECONDS = env_int("HERALD_REPOST_METRICS_INTERVAL_SECONDS", 900)
+HERALD_REPOST_LEASE_SECONDS = env_int("HERALD_REPOST_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
+HERALD_REPOST_MAX_FAILURES = env_int("HERALD_REPOST_MAX_FAILURES", 5)
+CELERY_BEAT_SCHEDULE["reposts.engine_tick"] = {
+    "task": "reposts.engine_tick",
+    "schedule": HERALD_REPOST_TICK_SECONDS,
+    "options": {"expires": HERALD_REPOST_TICK_SECONDS * 2},
+}
+CELERY_TASK_ROUTES["reposts.engine_tick"] = {"queue": "herald.dispatch"}  # never behind a backlog
+
+# --- Themes (themes/, docs/themes.md) -------------------------------------------------------
+HERALD_THEME_FONT_MAX_BYTES = env_int("HERALD_THEME_FONT_MAX_BYTES", 2 * 1024 * 1024)
+HERALD_THEME_FONT_MAX_DECODED_BYTES = env_int("HERALD_THEME_FONT_MAX_DECODED_BYTES", 16 * 1024 * 1024)
+HERALD_THEME_IMAGE_MAX_BYTES = env_int("HERALD_THEME_IMAGE_MAX_BYTES", 5 * 1024 * 1024)
+HERALD_THEME_IMAGE_MAX_SIDE = env_int("HERALD_THEME_IMAGE_MAX_SIDE", 8192)
+HERALD_THEME_IMAGE_MAX_PIXELS = env_int("HERALD_THEME_IMAGE_MAX_PIXELS", 32_000_000)
+# One component name per manifest choice set that several fields share (import paths: the
+# settings never import app code).
+SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"].update(
+    {
+        "ThemeSchemeEnum": "themes.manifest.vocabulary.SCHEMES",
+        "ThemeEmphasisEnum": "themes.manifest.vocabulary.EMPHASIS",
+        "ThemeFieldStyleEnum": "themes.manifest.vocabulary.FIELD_STYLES",
+        "ThemeLayerEnum": "themes.manifest.vocabulary.LAYERS",
+        "ThemeFontStyleEnum": "themes.manifest.vocabulary.FONT_STYLES",
+        "ThemeFontFormatEnum": "themes.manifest.vocabulary.FONT_FORMATS",
+        "ThemeFontDisplayEnum": "themes.manifest.vocabulary.FONT_DISPLAYS",
+        "ThemeReferenceKindEnum": "themes.manifest.vocabulary.REFERENCE_KINDS",
+        "ThemeAssetKindEnum": "themes.manifest.vocabulary.ASSET_KINDS",
+        "ThemeSafeFamilyEnum": "themes.manifest.vocabulary.SAFE_FAMILIES",
+        "ThemeIconPackEnum": "themes.manifest.vocabulary.ICON_PACKS",
+        "ThemeAssetSlotEnum": "themes.manifest.vocabulary.ASSET_SLOTS",
+        "ThemeAssetMimeTypeEnum": "themes.manifest.vocabulary.ASSET_MIME_TYPES",
+    }
+)

@@ -23,6 +23,7 @@ api_v1 = [
     path("", include("themes.api.urls")),
     path("", include("voice.api.urls")),
     path("", include("discovery.api.urls")),
+    path("", include("reposts.api.urls")),
 ]
 
 urlpatterns = [

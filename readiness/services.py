@@ -1,124 +1,172 @@
-"""The readiness service: may this exact operation run now?
+"""The readiness service: may this exact operation run now? (spec §1, decisions §6)
 
-Delivery, connect and the catalogue ask here before every provider call; adapters never decide.
-This module applies the rules that always block, whatever the enforcement flag says (spec §1):
-an explicit provider disable, missing configuration, a revoked or invalid grant, and a format
-the adapter does not implement. The evidence facts (local test, live certification, approval,
-runtime control, policy) join the same decision in the readiness subsystem.
+Every caller asks here — connect, queue actions, the delivery worker before each provider call,
+the catalogue, capability resolution and ``GET /provider-readiness`` — and all of them go
+through ``decide_many``: build the exact subject of each request, read the current ledger facts
+for all subjects at once (three indexed queries, no cache), evaluate the seven facts.
+
+The ledger appends (approval reviews, certification runs with their checks, runtime controls)
+live in ``readiness.ledgers``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.utils import timezone
 
-OPERATIONS = ("connect", "publish_immediate", "publish_scheduled", "refresh", "revoke")
+from config.errors import FieldValidationError, PermissionDeniedError
+from readiness.claims import advertised_claims
+from readiness.decisions import (
+    CERTIFICATION_TEST,
+    INTENTS,
+    NORMAL,
+    AccountFacts,
+    Blocker,
+    Decision,
+    Policy,
+    evaluate,
+)
+from readiness.evidence import load_evidence
+from readiness.models import OPERATIONS
+from readiness.subjects import AppIdentity, Subject, app_identity, contract_digest, make_subject
+
+__all__ = [
+    "CERTIFICATION_TEST",
+    "INTENTS",
+    "NORMAL",
+    "OPERATIONS",
+    "Blocker",
+    "Decision",
+    "DecisionRequest",
+    "decide_account",
+    "decide_many",
+    "decide_provider",
+    "enforcement_applies",
+    "require_intent_allowed",
+]
+
+
+def enforcement_applies() -> bool:
+    """Evidence, approval, runtime-control and scope gaps block only on a cloud deployment with
+    ``SERVICE_PROVIDER_CERTIFICATION_ENFORCED`` true (spec §1 "Enforcement flag")."""
+    return settings.HERALD_DEPLOYMENT == "cloud" and bool(settings.SERVICE_PROVIDER_CERTIFICATION_ENFORCED)
+
+
+def require_intent_allowed(*, user: Any, intent: str) -> None:
+    """Only an instance administrator (superuser) may select ``certification_test`` when
+    scheduling or publishing now; it bypasses only prior local and live evidence."""
+    if intent not in INTENTS:
+        raise FieldValidationError([{"location": "body.execution_intent", "message": f"One of {', '.join(INTENTS)}.",
+                                     "value": intent}])
+    if intent == CERTIFICATION_TEST and not (user is not None and user.is_superuser):
+        raise PermissionDeniedError("Only an instance administrator may run a certification test.",
+                                    code="certification_test_forbidden")
+
+
+def current_policy() -> Policy:
+    return Policy(
+        enforced=enforcement_applies(),
+        deployment=settings.HERALD_DEPLOYMENT,
+        disabled_providers=frozenset(settings.HERALD_DISABLED_PROVIDERS),
+        restrictions=frozenset(settings.HERALD_PROVIDER_POLICY_RESTRICTIONS),
+        claims=advertised_claims(),
+    )
 
 
 @dataclass(frozen=True)
-class Blocker:
-    code: str
-    detail: str
+class DecisionRequest:
+    """One question: ``operation`` on ``provider`` (and ``output_profile``), for one connected
+    account or for the provider as a whole (``account=None``, e.g. a connect)."""
+
+    provider: str
+    operation: str
+    output_profile: str = ""
+    account: Any = None  # a publishing Account (status, credentials, app, scopes, instance)
+    instance_url: str = ""
+    intent: str = NORMAL
 
 
-@dataclass(frozen=True)
-class Decision:
-    state: str
-    blockers: tuple[Blocker, ...] = field(default_factory=tuple)
+def _capabilities(provider: str) -> Any:
+    from publishing.providers import PROVIDERS, get_adapter
 
-    @property
-    def executable(self) -> bool:
-        return self.state == "healthy"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "state": self.state,
-            "executable": self.executable,
-            "blockers": [{"code": b.code, "detail": b.detail} for b in self.blockers],
-        }
+    return get_adapter(provider).capabilities if provider in PROVIDERS else None
 
 
-def _provider_blockers(provider: str) -> list[tuple[str, Blocker]]:
-    from publishing.providers import PROVIDERS
+def _has_database_app(provider: str) -> bool:
+    from publishing.models import ProviderApp
 
-    found: list[tuple[str, Blocker]] = []
-    if provider not in PROVIDERS:
-        found.append(("unsupported", Blocker("unsupported", f"Herald has no adapter for {provider}.")))
-    if provider in settings.HERALD_DISABLED_PROVIDERS:
-        found.append(
-            ("disabled", Blocker("provider_disabled", f"{provider} is disabled on this instance."))
-        )
-    return found
+    return ProviderApp.objects.filter(provider=provider, instance_url="").exists()
 
 
-def decide_provider(*, provider: str, operation: str = "connect") -> Decision:
-    return _decision(_provider_blockers(provider))
-
-
-def decide_account(*, account: Any, operation: str, profile: str = "") -> Decision:
-    """Decision for one connected account and output profile (a publish, refresh or revoke)."""
-    from publishing.providers import get_adapter
-
-    found = _provider_blockers(account.provider)
-    if not found:
-        caps = get_adapter(account.provider).capabilities
-        if profile and caps.profile(profile) is None:
-            found.append(
-                ("unsupported", Blocker("unsupported_profile", f"{profile} is not implemented."))
-            )
-        if caps.connection == "oauth2" and account.app_id is None:
-            found.append(
-                ("needs_configuration", Blocker("app_missing", "The provider app is not configured."))
-            )
-        if account.status == "active":
-            credentials_blocker = _credentials_blocker(account)
-            if credentials_blocker is not None:
-                found.append(("needs_configuration", credentials_blocker))
-    if account.status != "active":
-        found.append(
-            (
-                "reconnect_required",
-                Blocker("grant_invalid", "The account's grant was revoked or is invalid; reconnect it."),
-            )
-        )
-    return _decision(found)
-
-
-def _credentials_blocker(account: Any) -> Blocker | None:
-    """Stored credentials that are missing, or that the configured keys cannot decrypt (e.g.
-    ``HERALD_CREDENTIALS_KEY`` rotated without ``rotate_credentials``): nothing can be sent."""
+def _account_facts(account: Any) -> AccountFacts:
     from publishing import credentials
 
-    if not account.credentials_encrypted:
-        return Blocker("credentials_missing", "The account has no stored credentials; reconnect it.")
-    try:
-        credentials.decrypt(account.credentials_encrypted)
-    except credentials.CredentialsKeyError:
-        return Blocker(
-            "credentials_unreadable",
-            "The stored credentials cannot be decrypted with HERALD_CREDENTIALS_KEY.",
+    readable = True
+    if account.credentials_encrypted:
+        try:
+            credentials.decrypt(account.credentials_encrypted)
+        except credentials.CredentialsKeyError:
+            readable = False
+    return AccountFacts(
+        status=str(account.status),
+        has_credentials=bool(account.credentials_encrypted),
+        credentials_readable=readable,
+        has_app=account.app_id is not None,
+        granted_scopes=tuple(account.granted_scopes or ()),
+    )
+
+
+def decide_many(requests: Sequence[DecisionRequest]) -> list[Decision]:
+    """Decisions for many requests with a constant number of queries."""
+    caps_by_provider: dict[str, Any] = {}
+    apps: dict[str, AppIdentity] = {}
+    facts_by_account: dict[Any, AccountFacts] = {}
+    prepared: list[tuple[Subject, Any, AppIdentity, str, AccountFacts | None, str]] = []
+    for request in requests:
+        provider = request.provider
+        if provider not in caps_by_provider:
+            caps = caps_by_provider[provider] = _capabilities(provider)
+            needs_app_row = caps is not None and str(caps.connection) == "oauth2" and not caps.federated
+            apps[provider] = app_identity(provider, caps, database_app=_has_database_app(provider) if needs_app_row else None)
+        caps = caps_by_provider[provider]
+        account = request.account
+        account_facts = None
+        if account is not None:
+            if account.pk not in facts_by_account:
+                facts_by_account[account.pk] = _account_facts(account)
+            account_facts = facts_by_account[account.pk]
+        subject = make_subject(
+            provider=provider,
+            app=apps[provider],
+            operation=request.operation,
+            output_profile=request.output_profile,
+            instance_url=account.instance_url if account is not None else request.instance_url,
+            account_kind=(account.account_kind if account is not None else (caps.account_kind if caps else "")),
+            federated=bool(caps is not None and caps.federated),
         )
-    return None
+        prepared.append((subject, caps, apps[provider], contract_digest(caps, subject), account_facts, request.intent))
+    evidence = load_evidence(subject for subject, *_ in prepared)
+    policy = current_policy()
+    now = timezone.now()
+    return [
+        evaluate(subject=subject, caps=caps, app=app, contract=contract, evidence=evidence, policy=policy,
+                 now=now, account=account_facts, intent=intent)
+        for subject, caps, app, contract, account_facts, intent in prepared
+    ]
 
 
-_PRECEDENCE = (
-    "unsupported",
-    "disabled",
-    "needs_configuration",
-    "reconnect_required",
-    "degraded",
-    "approval_required",
-    "trial_only",
-    "policy_restricted",
-    "expired_proof",
-    "certification_required",
-)
+def decide_provider(*, provider: str, operation: str = "connect", instance_url: str = "",
+                    intent: str = NORMAL) -> Decision:
+    """The decision for ``operation`` on the provider as a whole (a connect)."""
+    return decide_many([DecisionRequest(provider=provider, operation=operation, instance_url=instance_url,
+                                        intent=intent)])[0]
 
 
-def _decision(found: list[tuple[str, Blocker]]) -> Decision:
-    if not found:
-        return Decision(state="healthy")
-    state = min((s for s, _ in found), key=_PRECEDENCE.index)
-    return Decision(state=state, blockers=tuple(b for _, b in found))
+def decide_account(*, account: Any, operation: str, profile: str = "", intent: str = NORMAL) -> Decision:
+    """The decision for one connected account and output profile (a publish, refresh or revoke)."""
+    return decide_many([DecisionRequest(provider=account.provider, operation=operation, output_profile=profile,
+                                        account=account, intent=intent)])[0]

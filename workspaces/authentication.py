@@ -11,11 +11,18 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from config.api.queries import CompiledQuery, Param
 from config.api.throttling import cache_get_int
 from workspaces.models import ApiToken, User
 from workspaces.tokens import parse_token, secret_matches
 
 LAST_USED_RESOLUTION = timedelta(seconds=60)
+
+# The token and its user, read on every bearer request: compiled by the ORM once per process.
+# Validity (revocation, expiry, the user's state) is still read from the database every time.
+TOKEN_WITH_USER = CompiledQuery(
+    lambda: ApiToken.objects.select_related("user").filter(pk=Param("token_id", ApiToken, "id"))[:1]
+)
 
 
 def client_ip(request: Any) -> str:
@@ -67,7 +74,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             record_failure(request)
             raise exceptions.AuthenticationFailed("Malformed API token.")
         token_id, secret = parsed
-        found = list(ApiToken.objects.select_related("user").filter(pk=token_id)[:1])
+        found = TOKEN_WITH_USER.instances(token_id=token_id)
         token = found[0] if found else None
         if token is None or not secret_matches(secret, token.secret_hash):
             record_failure(request)

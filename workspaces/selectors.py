@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 
 from config.api.pagination import Page, keyset_page
-from workspaces.access import Actor, require_workspace, require_workspace_role
+from config.api.queries import CompiledQuery, Param
+from workspaces.access import (
+    WORKSPACE_ROLE_RANK,
+    Actor,
+    parse_id,
+    require_workspace,
+    require_workspace_role,
+)
 from workspaces.models import (
     AccessAuditEvent,
     ApiToken,
@@ -20,7 +27,10 @@ from workspaces.models import (
 )
 from workspaces.services import PLAN_METRICS, plan_limit, usage_period
 
-T = TypeVar("T")
+
+def roles_at_least(role: str) -> tuple[str, ...]:
+    """The workspace roles that rank at or above ``role``."""
+    return tuple(name for name, rank in WORKSPACE_ROLE_RANK.items() if rank >= WORKSPACE_ROLE_RANK[role])
 
 
 def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
@@ -67,20 +77,48 @@ def invitation_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str 
     return keyset_page(queryset, list_key=f"invitations:{access.workspace.pk}", limit=limit, cursor=cursor)
 
 
+def _admin_audit_page(limit: int, columns: tuple[str, ...] | None) -> QuerySet[Any]:
+    """The newest ``limit`` events of a workspace, if the user is one of its active admins."""
+    admin = WorkspaceMembership.objects.filter(
+        workspace_id=Param("workspace_id", WorkspaceMembership, "workspace"),
+        user_id=Param("user_id", WorkspaceMembership, "user"),
+        status=WorkspaceMembership.Status.ACTIVE,
+        role__in=roles_at_least("admin"),
+    )
+    events = AccessAuditEvent.objects.filter(
+        Exists(admin), workspace_id=Param("workspace_id", AccessAuditEvent, "workspace_id")
+    ).order_by("-created_at", "-id")
+    return (events if columns is None else events.values_list(*columns))[:limit]
+
+
+ADMIN_AUDIT_PAGE = CompiledQuery(_admin_audit_page)
+
+
 def access_audit_list(
-    *,
-    actor: Actor,
-    workspace_id: Any,
-    limit: int,
-    read: Callable[[QuerySet[AccessAuditEvent]], list[T]] = list,  # type: ignore[assignment]
-) -> list[T]:
+    *, actor: Actor, workspace_id: Any, limit: int, columns: Sequence[str] | None = None
+) -> list[Any]:
     """The newest ``limit`` events of a workspace; active workspace admins only.
 
-    ``read`` evaluates the query: a list of model instances by default, value rows for the API
-    (``FlatRows.values``). The access check needs the membership only, not the workspace.
+    Model instances, or with ``columns`` value rows of those columns (for ``FlatRows``).
+
+    One query in the common case: the page, read only if the caller holds an active admin
+    membership (an ``EXISTS`` condition; its SQL is compiled once per process). When it returns
+    nothing (no events yet, or no access), ``require_workspace_role`` gives the usual answer in
+    the usual order: 404 for an unknown workspace, then 403 for token scope, membership or
+    role; or it passes, and the page is read again (it is empty, unless an event was just
+    written). A token bound to another workspace never takes the one-query path.
     """
-    pk = require_workspace_role(actor, workspace_id, role="admin")
-    return read(AccessAuditEvent.objects.filter(workspace_id=pk).order_by("-created_at", "-id")[:limit])
+    pk = parse_id(workspace_id, what="workspace")
+    shape = (limit, None if columns is None else tuple(columns))
+    token = actor.token
+    if token is None or token.workspace_id is None or token.workspace_id == pk:
+        page = ADMIN_AUDIT_PAGE.instances if columns is None else ADMIN_AUDIT_PAGE.values
+        rows = page(shape=shape, workspace_id=pk, user_id=actor.user.pk)
+        if rows:
+            return rows
+    require_workspace_role(actor, pk, role="admin")
+    events = AccessAuditEvent.objects.filter(workspace_id=pk).order_by("-created_at", "-id")
+    return list(events[:limit] if columns is None else events.values_list(*columns)[:limit])
 
 
 def api_token_list(*, user: Any) -> QuerySet[ApiToken]:

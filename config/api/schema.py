@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import datetime
 import functools
+from collections.abc import Iterator
 from typing import Any
 
 from django.conf import settings as django_settings
@@ -116,17 +118,28 @@ class FlatRows:
 
     def values(self, queryset: QuerySet[Any]) -> list[tuple[Any, ...]]:
         """The rows of ``queryset`` for ``represent``."""
-        connection = connections[queryset.db]
-        if connection.vendor != "postgresql" or not self._pg_text:
-            return list(queryset.values_list(*self.sources))
-        with connection.execute_wrapper(_load_as_text):
+        with self.reading(queryset.db):
             return list(queryset.values_list(*self.sources))
 
+    @contextlib.contextmanager
+    def reading(self, using: str = "default") -> Iterator[None]:
+        """The queries of this block read rows for ``represent`` (of the columns ``sources``):
+        on PostgreSQL they load date-times and UUIDs as text (see ``_load_as_text``). Other
+        columns, and other databases, load as usual."""
+        connection = connections[using]
+        if connection.vendor != "postgresql" or not self._pg_text:
+            yield
+            return
+        with connection.execute_wrapper(_load_as_text):
+            yield
+
     def represent(self, rows: Any, request: Any) -> list[dict[str, Any]]:
+        rows = list(rows)
+        if not rows:
+            return []
         url = schema_url(component_name(self.serializer_class), request)
         zone = django_timezone.get_current_timezone() if django_settings.USE_TZ else None
-        rows = list(rows)
-        first = rows[0] if rows else ()
+        first = rows[0]
         converters = []
         for index, (name, field, model_field) in enumerate(self._columns):
             convert = _converter(field, model_field, zone)

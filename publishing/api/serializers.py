@@ -7,6 +7,7 @@ from rest_framework import serializers
 from config.api.request import StrictSerializer
 from config.api.schema import ResponseSerializer
 from publishing.models import Destination, Publication
+from readiness.api.serializers import ProviderReadinessEntryField
 
 # --- Inputs ---------------------------------------------------------------------------------
 
@@ -92,6 +93,12 @@ class PublicationWriteInputSerializer(StrictSerializer):
     text = serializers.CharField(max_length=100_000, required=False, default="", allow_blank=True, trim_whitespace=False)
     media_ids = serializers.ListField(child=serializers.CharField(max_length=64), max_length=20, required=False, default=list)
     destinations = DestinationInputSerializer(many=True, allow_empty=False, max_length=50)
+    voice_profile_id = serializers.CharField(
+        max_length=64, required=False, allow_null=True,
+        help_text="Voice profile override for this publication (wins over the accounts' "
+                  "assignments and the workspace default). On replace: omitted keeps the "
+                  "current override, null clears it.",
+    )
 
 
 class PublicationCreateInputSerializer(PublicationWriteInputSerializer):
@@ -102,13 +109,21 @@ class PublicationReplaceInputSerializer(PublicationWriteInputSerializer):
     expected_revision = serializers.IntegerField(min_value=1)
 
 
+EXECUTION_INTENT_HELP = ("certification_test: instance administrators only; bypasses only prior local and live "
+                         "certification evidence and never makes a result publicly claimable")
+
+
 class PublicationScheduleInputSerializer(StrictSerializer):
     scheduled_at = serializers.DateTimeField()
     expected_revision = serializers.IntegerField(min_value=1, required=False)
+    execution_intent = serializers.ChoiceField(choices=Publication.Intent.choices, required=False,
+                                               default=Publication.Intent.NORMAL, help_text=EXECUTION_INTENT_HELP)
 
 
 class PublicationPublishNowInputSerializer(StrictSerializer):
     expected_revision = serializers.IntegerField(min_value=1, required=False)
+    execution_intent = serializers.ChoiceField(choices=Publication.Intent.choices, required=False,
+                                               default=Publication.Intent.NORMAL, help_text=EXECUTION_INTENT_HELP)
 
 
 # --- Outputs --------------------------------------------------------------------------------
@@ -236,7 +251,7 @@ class ProviderCatalogueEntrySerializer(serializers.Serializer):  # type: ignore[
     display_name = serializers.CharField()
     connection = serializers.CharField()
     capabilities = serializers.JSONField()
-    readiness = serializers.JSONField()
+    readiness = ProviderReadinessEntryField(help_text="This provider's entry of the readiness projection")
 
 
 class ProviderCatalogueSerializer(ResponseSerializer):
@@ -252,3 +267,6 @@ class CapabilityEntrySerializer(serializers.Serializer):  # type: ignore[type-ar
 
 class CapabilitiesSerializer(ResponseSerializer):
     items = CapabilityEntrySerializer(many=True)
+    provider_readiness = serializers.ListField(
+        child=ProviderReadinessEntryField(), help_text="The readiness projection of these accounts' providers",
+    )

@@ -22,7 +22,7 @@ from publishing.models import Account, Publication
 from publishing.providers import all_adapters, get_adapter
 from publishing.providers.base import describe
 from publishing.services import accounts, media, publications
-from readiness import services as readiness
+from readiness.projection import provider_readiness_projection
 from workspaces.access import actor_from_request, require_workspace
 
 IDEMPOTENCY = OpenApiParameter(
@@ -41,7 +41,9 @@ class AccountProviderCatalogueView(APIView):
                    responses={200: s.ProviderCatalogueSerializer, **problems(404, 422)})
     def get(self, request: Request) -> Response:
         query = parse_query(s.WorkspaceQuerySerializer, request)
-        require_workspace(actor_from_request(request), query["workspace_id"])
+        access = require_workspace(actor_from_request(request), query["workspace_id"])
+        projection = provider_readiness_projection(workspace_id=access.workspace.pk)
+        provider_readiness = {entry["provider"]: entry for entry in projection["providers"]}
         entries = []
         for adapter in all_adapters():
             caps = adapter.capabilities
@@ -50,7 +52,7 @@ class AccountProviderCatalogueView(APIView):
                 "display_name": caps.display_name,
                 "connection": caps.connection.value,
                 "capabilities": describe(adapter),
-                "readiness": readiness.decide_provider(provider=caps.provider, operation="connect").as_dict(),
+                "readiness": provider_readiness[caps.provider],
             })
         return Response(s.ProviderCatalogueSerializer({"providers": entries}, context={"request": request}).data)
 
@@ -151,8 +153,12 @@ class CapabilitiesView(APIView):
                         "An account belongs to another workspace.", code="account_not_in_workspace"
                     )
                 raise NotFoundError(f"No connected account with ID {missing[0]}.")
+        accounts = list(live.order_by("created_at"))
+        projection = provider_readiness_projection(workspace_id=access.workspace.pk, accounts=accounts,
+                                                   content_profile=query.get("content_profile") or "")
+        decided = {(p["account_id"], p["output_profile"]): p for e in projection["providers"] for p in e["profiles"]}
         items = []
-        for account in live.order_by("created_at"):
+        for account in accounts:
             caps = get_adapter(account.provider).capabilities
             profiles = [p for p in describe(get_adapter(account.provider))["profiles"]
                         if not query.get("content_profile") or p["key"] == query["content_profile"]]
@@ -162,13 +168,17 @@ class CapabilitiesView(APIView):
                 "profiles": profiles,
                 "readiness": {
                     p["key"]: {
-                        "immediate": readiness.decide_account(account=account, operation="publish_immediate", profile=p["key"]).as_dict(),
-                        "scheduled": readiness.decide_account(account=account, operation="publish_scheduled", profile=p["key"]).as_dict(),
+                        "immediate": decided[(str(account.pk), p["key"])]["immediate"],
+                        "scheduled": decided[(str(account.pk), p["key"])]["scheduled"],
                     }
                     for p in profiles
                 },
             })
-        return Response(s.CapabilitiesSerializer({"items": items}, context={"request": request}).data)
+        providers = {account.provider for account in accounts}
+        return Response(s.CapabilitiesSerializer({
+            "items": items,
+            "provider_readiness": [e for e in projection["providers"] if e["provider"] in providers],
+        }, context={"request": request}).data)
 
 
 def _uuid_or_404(value: str) -> str:
@@ -239,6 +249,7 @@ class PublicationListView(APIView):
         publication = publications.publication_create(
             actor=actor_from_request(request), workspace_id=body["workspace_id"], text=body.get("text", ""),
             media_ids=body.get("media_ids"), destinations=[dict(d) for d in body["destinations"]],
+            voice_profile_id=body.get("voice_profile_id"),
         )
         return _publication_response(request, publication, status=201,
                                      headers={"Location": reverse("publishing:publication-detail", args=[publication.pk])})
@@ -260,6 +271,7 @@ class PublicationDetailView(APIView):
             actor=actor_from_request(request), publication_id=publication_id,
             expected_revision=body["expected_revision"], text=body.get("text", ""),
             media_ids=body.get("media_ids"), destinations=[dict(d) for d in body["destinations"]],
+            voice_profile_id=body.get("voice_profile_id", publications.UNCHANGED),
         )
         return _publication_response(request, publication)
 
@@ -279,6 +291,7 @@ class PublicationScheduleView(APIView):
         publication = publications.publication_schedule(
             actor=actor_from_request(request), publication_id=publication_id,
             scheduled_at=body["scheduled_at"], expected_revision=body.get("expected_revision"),
+            intent=body["execution_intent"],
         )
         return _publication_response(request, publication)
 
@@ -294,7 +307,7 @@ class PublicationPublishNowView(APIView):
         body = parse_body(s.PublicationPublishNowInputSerializer, request)
         publication = publications.publication_publish_now(
             actor=actor_from_request(request), publication_id=publication_id,
-            expected_revision=body.get("expected_revision"),
+            expected_revision=body.get("expected_revision"), intent=body["execution_intent"],
         )
         return _publication_response(request, publication, status=202)
 

@@ -255,11 +255,60 @@ class ProviderAdapter(abc.ABC):
         raise NotSupported("Metrics")
 
     # Repost (used by repost automation) --------------------------------------------------------
-    def repost(self, *, account: AccountContext, external_id: str, source_url: str = "") -> PublishResult:
+    # The post is named by ``external_id`` (its id as the target account's server knows it) or,
+    # when that server cannot know the id (another Mastodon instance), by ``source_url``.
+    def repost(
+        self,
+        *,
+        account: AccountContext,
+        external_id: str,
+        source_url: str = "",
+        idempotency_key: str = "",
+    ) -> PublishResult:
+        """Repost the post from ``account``; ``PublishResult.external_id`` is the repost's id.
+
+        Safe to repeat: when ``account`` already has a live repost of the post, that repost is
+        returned and no second one is made. ``idempotency_key`` names this repost (one per
+        stage of a repost execution) for providers whose repost is a record of its own.
+        """
         raise NotSupported("Repost")
 
-    def unrepost(self, *, account: AccountContext, repost_id: str, external_id: str = "") -> None:
+    def find_repost(
+        self,
+        *,
+        account: AccountContext,
+        external_id: str,
+        source_url: str = "",
+        idempotency_key: str = "",
+    ) -> PublishResult | None:
+        """Reconcile an earlier :meth:`repost` whose outcome is unknown (the worker died after
+        the call): the live repost of the post by ``account``, or ``None`` when there is none.
+        ``PublishResult.external_id`` may be empty when the provider confirms the repost but
+        cannot name it."""
+        raise NotSupported("Repost lookup")
+
+    def unrepost(
+        self,
+        *,
+        account: AccountContext,
+        repost_id: str,
+        external_id: str = "",
+        source_url: str = "",
+    ) -> None:
+        """Remove ``account``'s repost (``repost_id``, or its repost of the post). Safe to
+        repeat: removing a repost that is already gone succeeds."""
         raise NotSupported("Unrepost")
+
+
+def can_repost(adapter: ProviderAdapter) -> bool:
+    """The adapter implements repost, its reconciliation and unrepost (repost automation)."""
+    cls = type(adapter)
+    return bool(
+        adapter.capabilities.supports_repost
+        and cls.repost is not ProviderAdapter.repost
+        and cls.find_repost is not ProviderAdapter.find_repost
+        and cls.unrepost is not ProviderAdapter.unrepost
+    )
 
 
 def iter_chunks(stream: BinaryIO, size: int = 64 * 1024) -> Iterator[bytes]:

@@ -588,11 +588,33 @@ class BlueskyAdapter(ProviderAdapter):
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown author of the post.")
         return f"at://{did}/{POST}/{rkey}"
 
+    @staticmethod
+    def _repost_key(account: AccountContext, subject_uri: str, idempotency_key: str) -> str:
+        # A deterministic key per (account, subject[, repost]): a retry cannot create a second
+        # repost record, and reconciliation is one getRecord.
+        name = f"repost:{account.external_id}:{subject_uri}"
+        return record_key_for(f"{name}:{idempotency_key}" if idempotency_key else name)
+
+    def _repost_result(self, uri: str, post: dict[str, Any], repost_uri: str) -> PublishResult:
+        author = (post.get("author") or {}).get("handle") or uri.split("/")[2]
+        return PublishResult(
+            external_id=repost_uri,
+            external_url=f"https://bsky.app/profile/{author}/post/{_rkey(uri)}",
+        )
+
     def repost(
-        self, *, account: AccountContext, external_id: str, source_url: str = ""
+        self,
+        *,
+        account: AccountContext,
+        external_id: str,
+        source_url: str = "",
+        idempotency_key: str = "",
     ) -> PublishResult:
         uri = external_id or self._uri_from_url(account, source_url)
         post = self._post_view(account, uri)
+        existing = str((post.get("viewer") or {}).get("repost") or "")
+        if existing:  # one live repost per account and post, as in the Bluesky app
+            return self._repost_result(uri, post, existing)
         record = {
             "$type": REPOST,
             "subject": {"uri": post["uri"], "cid": post["cid"]},
@@ -600,17 +622,45 @@ class BlueskyAdapter(ProviderAdapter):
             .isoformat(timespec="milliseconds")
             .replace("+00:00", "Z"),
         }
-        # A deterministic key per (account, subject): a retry cannot create a second repost,
-        # so timeouts are retried like reads.
-        rkey = record_key_for(f"repost:{account.external_id}:{post['uri']}")
+        rkey = self._repost_key(account, str(post["uri"]), idempotency_key)
+        # The deterministic key makes a retried create harmless, so timeouts are retried like
+        # reads (``write=False``).
         repost_uri = self._create(account, REPOST, rkey, record, write=False)
-        author = (post.get("author") or {}).get("handle") or uri.split("/")[2]
-        return PublishResult(
-            external_id=repost_uri,
-            external_url=f"https://bsky.app/profile/{author}/post/{_rkey(uri)}",
-        )
+        return self._repost_result(uri, post, repost_uri)
 
-    def unrepost(self, *, account: AccountContext, repost_id: str, external_id: str = "") -> None:
+    def find_repost(
+        self,
+        *,
+        account: AccountContext,
+        external_id: str,
+        source_url: str = "",
+        idempotency_key: str = "",
+    ) -> PublishResult | None:
+        """The repost record at its deterministic key (``getRecord``), else the account's live
+        repost of the post as the AppView reports it (``viewer.repost`` of ``getPosts``)."""
+        uri = external_id or self._uri_from_url(account, source_url)
+        post = self._post_view(account, uri)
+        found = self._get_record(
+            account, REPOST, self._repost_key(account, str(post["uri"]), idempotency_key)
+        )
+        found = found or str((post.get("viewer") or {}).get("repost") or "")
+        return self._repost_result(uri, post, found) if found else None
+
+    def unrepost(
+        self,
+        *,
+        account: AccountContext,
+        repost_id: str,
+        external_id: str = "",
+        source_url: str = "",
+    ) -> None:
+        if not repost_id:
+            found = self.find_repost(
+                account=account, external_id=external_id, source_url=source_url
+            )
+            if found is None:
+                return  # nothing to remove
+            repost_id = found.external_id
         # deleteRecord succeeds whether or not the record still exists: safe to retry.
         self._xrpc(
             account,

@@ -551,7 +551,13 @@ class MastodonAdapter(ProviderAdapter):
             reposts=int(status.get("reblogs_count") or 0),
         )
 
-    def _resolve(self, instance: str, token: str, source_url: str) -> str:
+    def _local_status(
+        self, instance: str, token: str, external_id: str, source_url: str
+    ) -> dict[str, Any] | None:
+        """The post as the account's own instance shows it (with the account's ``reblogged``
+        flag): by id on the same instance, else resolved from its URL. ``None``: gone."""
+        if external_id:
+            return self._status(instance, token, external_id)
         response = self._call(
             "GET",
             instance,
@@ -561,18 +567,29 @@ class MastodonAdapter(ProviderAdapter):
             params={"q": source_url, "type": "statuses", "resolve": "true", "limit": 1},
         )
         statuses = self._json(response, "status search").get("statuses") or []
-        if not statuses:
+        return statuses[0] if statuses and isinstance(statuses[0], dict) else None
+
+    def _require_status(
+        self, instance: str, token: str, external_id: str, source_url: str
+    ) -> dict[str, Any]:
+        status = self._local_status(instance, token, external_id, source_url)
+        if status is None:
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: the status to boost was not found.")
-        return str(statuses[0]["id"])
+        return status
 
     def repost(
-        self, *, account: AccountContext, external_id: str, source_url: str = ""
+        self,
+        *,
+        account: AccountContext,
+        external_id: str,
+        source_url: str = "",
+        idempotency_key: str = "",
     ) -> PublishResult:
         instance = self._instance(account.instance_url)
         token = self._token(account)
-        status_id = external_id or self._resolve(instance, token, source_url)
-        # Reblogging is idempotent on Mastodon (a second reblog returns the first), so this
-        # write can be retried safely.
+        status_id = external_id or str(self._require_status(instance, token, "", source_url)["id"])
+        # Reblogging is idempotent on Mastodon (a second reblog by the same account returns the
+        # first), so this write can be retried safely; no key is needed.
         response = self._call(
             "POST",
             instance,
@@ -587,17 +604,64 @@ class MastodonAdapter(ProviderAdapter):
             external_url=str(original.get("url") or reblog.get("url") or ""),
         )
 
-    def unrepost(self, *, account: AccountContext, repost_id: str, external_id: str = "") -> None:
+    def find_repost(
+        self,
+        *,
+        account: AccountContext,
+        external_id: str,
+        source_url: str = "",
+        idempotency_key: str = "",
+    ) -> PublishResult | None:
+        """The status's ``reblogged`` flag (as the account sees it) says whether the boost
+        exists; its id comes from the account's recent statuses (reblogs included)."""
+        instance = self._instance(account.instance_url)
+        token = self._token(account)
+        status = self._local_status(instance, token, external_id, source_url)
+        if status is None or not status.get("reblogged"):
+            return None
+        status_id = str(status["id"])
+        url = str(status.get("url") or status.get("uri") or "")
+        if account.external_id:
+            response = self._call(
+                "GET",
+                instance,
+                f"/api/v1/accounts/{quote(account.external_id)}/statuses",
+                token=token,
+                operation="recent statuses",
+                params={"limit": RECENT_LIMIT},
+            )
+            for item in self._json(response, "recent statuses"):
+                if (
+                    isinstance(item, dict)
+                    and str((item.get("reblog") or {}).get("id")) == status_id
+                ):
+                    return PublishResult(external_id=str(item["id"]), external_url=url)
+        return PublishResult(external_id="", external_url=url)
+
+    def unrepost(
+        self,
+        *,
+        account: AccountContext,
+        repost_id: str,
+        external_id: str = "",
+        source_url: str = "",
+    ) -> None:
         instance = self._instance(account.instance_url)
         token = self._token(account)
         original_id = external_id
-        if not original_id:
+        if not original_id and repost_id:
             reblog = self._status(instance, token, repost_id)
             if reblog is None:
                 return  # already gone
             original_id = str((reblog.get("reblog") or {}).get("id") or "")
             if not original_id:
                 raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: {repost_id} is not a boost.")
+        if not original_id:
+            status = self._local_status(instance, token, "", source_url) if source_url else None
+            if status is None:
+                return  # nothing to remove
+            original_id = str(status["id"])
+        # Unreblogging a status that is not boosted answers 200 too: safe to repeat.
         self._call(
             "POST",
             instance,

@@ -88,7 +88,8 @@ def delivery_send(*, destination_id: Any) -> None:
         return
     destination = Destination.objects.select_related("publication", "account", "account__app").get(pk=destination_id)
     operation = "publish_scheduled" if destination.publication.scheduled_at else "publish_immediate"
-    decision = readiness.decide_account(account=destination.account, operation=operation, profile=destination.profile)
+    decision = readiness.decide_account(account=destination.account, operation=operation, profile=destination.profile,
+                                        intent=destination.publication.execution_intent)
     if not decision.executable:
         _settle(destination, S.BLOCKED, kind="readiness", message=f"Blocked by provider readiness ({decision.state}).",
                 action="reconnect" if decision.state == "reconnect_required" else "contact_support",
@@ -227,7 +228,8 @@ def delivery_reconcile(*, destination_id: Any) -> None:
     # within the provider's idempotency window). While blocked, the outcome stays unknown and
     # is asked again later, with no provider call in between.
     operation = "publish_scheduled" if destination.publication.scheduled_at else "publish_immediate"
-    decision = readiness.decide_account(account=destination.account, operation=operation, profile=destination.profile)
+    decision = readiness.decide_account(account=destination.account, operation=operation, profile=destination.profile,
+                                        intent=destination.publication.execution_intent)
     if not decision.executable:
         _reconcile_later(destination, retry_after=settings.HERALD_RETRY_MAX_SECONDS, readiness_decision=decision.as_dict(),
                          action="reconnect" if decision.state == "reconnect_required" else "")

@@ -22,12 +22,14 @@ from publishing.models import Account, Destination, Media, Publication, Publicat
 from publishing.providers import get_adapter
 from publishing.providers.base import OutputProfile
 from readiness import services as readiness
+from voice import services as voice
 from workspaces.access import Actor, parse_id, require_workspace
 from workspaces.services import usage_consume
 
 S = Destination.Status
 P = Publication.Status
 MAX_DESTINATIONS = 50
+UNCHANGED: Any = object()  # publication_replace: keep the current voice override
 
 
 def event_record(
@@ -183,8 +185,9 @@ def publication_create(
     accounts, _ = _validate(workspace_id=access.workspace.pk, text=text, media_ids=media_ids, destinations=destinations)
     publication = Publication.objects.create(
         workspace=access.workspace, created_by=actor.user, text=text, media_ids=media_ids,
-        voice_profile_id=voice_profile_id,
     )
+    if voice_profile_id is not None:  # the override lives in the voice app (404 if unknown)
+        voice.publication_voice_set(publication=publication, voice_profile_id=voice_profile_id)
     _write_destinations(publication, accounts, destinations)
     event_record(publication_id=publication.pk, kind="publication.created", status=P.DRAFT)
     return publication
@@ -210,11 +213,14 @@ def _check_revision(publication: Publication, expected_revision: int | None) -> 
 def publication_replace(
     *, actor: Actor, publication_id: Any, expected_revision: int, text: str = "",
     media_ids: list[str] | None = None, destinations: list[dict[str, Any]],
+    voice_profile_id: Any = UNCHANGED,
 ) -> Publication:
     publication = _lock(actor, publication_id)
     _check_revision(publication, expected_revision)
     if publication.status not in (P.DRAFT, P.SCHEDULED):
         raise PublicationStateError(f"A {publication.status} publication cannot be edited.")
+    if voice_profile_id is not UNCHANGED:  # None clears the override
+        voice.publication_voice_set(publication=publication, voice_profile_id=voice_profile_id)
     media_ids = [str(m) for m in (media_ids or [])]
     accounts, _ = _validate(workspace_id=publication.workspace_id, text=text, media_ids=media_ids, destinations=destinations)
     publication.text = text
@@ -243,10 +249,15 @@ def publication_delete(*, actor: Actor, publication_id: Any) -> None:
 # --- Queue actions --------------------------------------------------------------------------
 
 
-def _require_ready(publication: Publication, operation: str, destinations: Any = None) -> None:
+def _require_ready(publication: Publication, operation: str, destinations: Any = None, intent: str | None = None) -> None:
+    rows = list((destinations if destinations is not None else publication.destinations).select_related("account"))
+    decisions = readiness.decide_many([  # one readiness pass for every destination (constant queries)
+        readiness.DecisionRequest(provider=d.account.provider, operation=operation, output_profile=d.profile,
+                                  account=d.account, intent=intent or publication.execution_intent)
+        for d in rows
+    ])
     blocked = []
-    for destination in (destinations if destinations is not None else publication.destinations).select_related("account"):
-        decision = readiness.decide_account(account=destination.account, operation=operation, profile=destination.profile)
+    for destination, decision in zip(rows, decisions, strict=True):
         if not decision.executable:
             blocked.append({"destination_id": str(destination.pk), "account_id": str(destination.account_id),
                             **decision.as_dict()})
@@ -263,19 +274,22 @@ def _deadline(due: datetime) -> datetime:
 
 
 @transaction.atomic
-def publication_schedule(*, actor: Actor, publication_id: Any, scheduled_at: datetime, expected_revision: int | None) -> Publication:
+def publication_schedule(*, actor: Actor, publication_id: Any, scheduled_at: datetime, expected_revision: int | None,
+                         intent: str = Publication.Intent.NORMAL) -> Publication:
+    readiness.require_intent_allowed(user=actor.user, intent=intent)
     publication = _lock(actor, publication_id)
     _check_revision(publication, expected_revision)
     if publication.status not in (P.DRAFT, P.SCHEDULED):
         raise PublicationStateError(f"A {publication.status} publication cannot be scheduled.")
     if scheduled_at <= timezone.now():
         raise FieldValidationError([{"location": "body.scheduled_at", "message": "Must be in the future.", "value": scheduled_at.isoformat()}])
-    _require_ready(publication, "publish_scheduled")
+    _require_ready(publication, "publish_scheduled", intent=intent)
     if publication.status == P.DRAFT:
         usage_consume(workspace=publication.workspace, metric="scheduled_publications")
     publication.status = P.SCHEDULED
     publication.scheduled_at = scheduled_at
-    publication.save(update_fields=["status", "scheduled_at", "updated_at"])
+    publication.execution_intent = intent  # queued work keeps it; the worker decides with it
+    publication.save(update_fields=["status", "scheduled_at", "execution_intent", "updated_at"])
     publication.destinations.update(status=S.SCHEDULED, due_at=scheduled_at, next_attempt_at=scheduled_at,
                                     deadline_at=_deadline(scheduled_at))
     event_record(publication_id=publication.pk, kind="publication.scheduled", status=P.SCHEDULED,
@@ -286,11 +300,12 @@ def publication_schedule(*, actor: Actor, publication_id: Any, scheduled_at: dat
 @transaction.atomic
 def publication_publish_now(*, actor: Actor, publication_id: Any, expected_revision: int | None,
                             intent: str = Publication.Intent.NORMAL) -> Publication:
+    readiness.require_intent_allowed(user=actor.user, intent=intent)
     publication = _lock(actor, publication_id)
     _check_revision(publication, expected_revision)
     if publication.status not in (P.DRAFT, P.SCHEDULED):
         raise PublicationStateError(f"A {publication.status} publication cannot be published now.")
-    _require_ready(publication, "publish_immediate")
+    _require_ready(publication, "publish_immediate", intent=intent)
     now = timezone.now()
     publication.status = P.PUBLISHING
     publication.execution_intent = intent

@@ -401,8 +401,16 @@ class BlueskyStandIn(StandIn):
                 likeCount=likes, replyCount=replies, repostCount=reposts
             )
 
+    def _viewer_repost(self, viewer: str, uri: str) -> str | None:
+        """The viewer's repost record of ``uri`` (``viewer.repost`` of a post view)."""
+        for (did, collection, _), stored in self.records.items():
+            if did == viewer and collection == REPOST:
+                if (stored["value"].get("subject") or {}).get("uri") == uri:
+                    return str(stored["uri"])
+        return None
+
     def get_posts(self, request: Request) -> Reply:
-        _, denied = self._did(request)
+        viewer, denied = self._did(request)
         if denied:
             return denied
         uris = request.query.get("uris") or []
@@ -420,6 +428,11 @@ class BlueskyStandIn(StandIn):
                         "author": {"did": author, "handle": self._handle_of(author)},
                         "record": stored["value"],
                         "indexedAt": stored["indexedAt"],
+                        "viewer": {
+                            k: v
+                            for k, v in {"repost": self._viewer_repost(str(viewer), uri)}.items()
+                            if v
+                        },
                         **{
                             k: stored[k]
                             for k in ("likeCount", "replyCount", "repostCount", "quoteCount")

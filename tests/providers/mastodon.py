@@ -135,7 +135,15 @@ class MastodonStandIn(StandIn):
         account["avatar"] = f"{self.url}/avatars/{account_id}.png"
         return account
 
-    def render(self, status: dict[str, Any]) -> dict[str, Any]:
+    def _reblogged_by(self, viewer: str | None, status_id: str) -> bool:
+        return viewer is not None and any(
+            s["account_id"] == viewer and s["reblog_of"] == status_id
+            for s in self.statuses.values()
+        )
+
+    def render(self, status: dict[str, Any], viewer: str | None = None) -> dict[str, Any]:
+        """A Status entity; ``viewer`` (an account id) gets its ``reblogged`` flag, as the
+        authenticated account sees it."""
         account = self._account(status["account_id"])
         rendered = {
             "id": status["id"],
@@ -161,11 +169,13 @@ class MastodonStandIn(StandIn):
             "favourites_count": status["favourites_count"],
             "replies_count": status["replies_count"],
             "reblogs_count": status["reblogs_count"],
+            "reblogged": self._reblogged_by(viewer, status["id"]),
+            "favourited": False,
             "reblog": None,
         }
         if status.get("reblog_of"):
             original = self.statuses.get(status["reblog_of"])
-            rendered["reblog"] = self.render(original) if original else None
+            rendered["reblog"] = self.render(original, viewer) if original else None
             rendered["content"] = ""
         return rendered
 
@@ -328,7 +338,8 @@ class MastodonStandIn(StandIn):
                 and not (exclude_reblogs and s["reblog_of"])
             ]
             mine.sort(key=lambda s: int(s["id"]), reverse=True)
-            return Reply(200, [self.render(s) for s in mine[:limit]])
+            viewer = self._account_id(request)
+            return Reply(200, [self.render(s, viewer) for s in mine[:limit]])
 
     def upload_media(self, request: Request) -> Reply:
         if self._account_id(request) is None:
@@ -452,8 +463,9 @@ class MastodonStandIn(StandIn):
         status = self._visible(request, status_id)
         if status is None:
             return Reply(404, {"error": "Record not found"})
+        viewer = self._account_id(request)
         with self.lock:
-            return Reply(200, self.render(status))
+            return Reply(200, self.render(status, viewer))
 
     def get_source(self, request: Request, status_id: str) -> Reply:
         if self._account_id(request) is None:
@@ -473,11 +485,11 @@ class MastodonStandIn(StandIn):
                 return Reply(404, {"error": "Record not found"})
             for status in self.statuses.values():
                 if status["account_id"] == account_id and status["reblog_of"] == status_id:
-                    return Reply(200, self.render(status))  # idempotent, like Mastodon
+                    return Reply(200, self.render(status, account_id))  # idempotent, like Mastodon
             reblog = self._store(account_id, reblog_of=status_id)
             original["reblogs_count"] += 1
             self.counters["reblogs"] += 1
-            return Reply(200, self.render(reblog))
+            return Reply(200, self.render(reblog, account_id))
 
     def unreblog(self, request: Request, status_id: str) -> Reply:
         account_id = self._account_id(request)
@@ -492,15 +504,16 @@ class MastodonStandIn(StandIn):
                     del self.statuses[sid]
                     original["reblogs_count"] -= 1
                     self.counters["unreblogs"] += 1
-            return Reply(200, self.render(original))
+            return Reply(200, self.render(original, account_id))
 
     def search(self, request: Request) -> Reply:
         if self._account_id(request) is None:
             return Reply(401, {"error": "The access token is invalid"})
         q = str(request.fields().get("q") or "")
+        viewer = self._account_id(request)
         with self.lock:
             found = [
-                self.render(s)
+                self.render(s, viewer)
                 for s in self.statuses.values()
                 if q in (self.render(s)["url"], self.render(s)["uri"])
             ]

@@ -1,0 +1,6 @@
+"""``python -m cli`` runs the ``herald`` command."""
+
+from cli.main import main
+
+if __name__ == "__main__":
+    main()

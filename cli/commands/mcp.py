@@ -1,0 +1,35 @@
+"""``herald mcp``: the stdio tool interface for AI agents."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import sys
+
+import anyio
+import click
+
+from cli.context import HeraldContext
+from cli.main import current, global_options
+
+
+@click.command("mcp")
+@global_options
+def group() -> None:
+    """Serve the tool interface for AI agents over stdio (Model Context Protocol).
+
+    Tools: get_provider_readiness, list_workspaces, list_accounts, list_publications,
+    get_publication, create_publication, schedule_publication, publish_publication_now,
+    list_voice_profiles, discover_opportunities. They use this profile's instance and token;
+    schedule and publish-now act only with confirm: true.
+    """
+    from cli.mcp_server import serve
+
+    options = current().options
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout is the protocol
+
+    def context() -> HeraldContext:
+        # Re-read profiles, credentials and the environment for every call.
+        return HeraldContext(options=dataclasses.replace(options))
+
+    anyio.run(serve, context)

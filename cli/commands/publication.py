@@ -1,0 +1,299 @@
+"""``herald publication list|create|schedule|publish-now|status``.
+
+A successful queue is not a delivery: ``status`` follows each destination until none is in
+flight any more, and the exit code says whether every destination published.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from datetime import datetime
+from typing import Any
+
+import click
+
+from cli.client import HeraldClient
+from cli.errors import EXIT_FAILED, UsageProblem
+from cli.main import current, global_options
+from cli.output import echo_table, emit_json, shorten, table
+
+# Destination statuses that are still moving (decisions §5); the others have settled or wait
+# for a schedule (draft, scheduled).
+IN_FLIGHT = frozenset({"queued", "sending", "retry_wait", "ambiguous"})
+UNSUCCESSFUL = frozenset({"failed", "blocked"})
+
+_sleep = time.sleep  # the pause between polls (tests replace it)
+_monotonic = time.monotonic
+
+
+@click.group("publication")
+def group() -> None:
+    """Publications and their delivery."""
+
+
+def _summary(destinations: list[dict[str, Any]]) -> str:
+    counts = Counter(str(d.get("status")) for d in destinations)
+    return ", ".join(f"{status} {count}" for status, count in sorted(counts.items()))
+
+
+def _who(destination: dict[str, Any]) -> str:
+    return f"{destination.get('provider')} @{destination.get('username')}"
+
+
+def _detail(destination: dict[str, Any]) -> str:
+    status = destination.get("status")
+    if status == "published":
+        return str(destination.get("external_url") or destination.get("external_id") or "")
+    if status == "retry_wait":
+        return f"retry at {destination.get('next_attempt_at')}: {destination.get('error_message') or ''}"
+    if status in ("failed", "blocked", "ambiguous"):
+        message = destination.get("error_message") or ""
+        readiness = destination.get("readiness") or {}
+        if not message and isinstance(readiness, dict):
+            message = "; ".join(str(b.get("detail")) for b in readiness.get("blockers") or [])
+        action = destination.get("action")
+        return f"{message} (action: {action})" if action else str(message)
+    return ""
+
+
+def _destination_table(publication: dict[str, Any]) -> str:
+    rows = [
+        (d.get("id"), _who(d), d.get("status"), d.get("attempts"), shorten(_detail(d), 70))
+        for d in publication.get("destinations") or []
+    ]
+    return table(["DESTINATION", "ACCOUNT", "STATUS", "ATTEMPTS", "DETAIL"], rows)
+
+
+def _headline(publication: dict[str, Any]) -> str:
+    scheduled = publication.get("scheduled_at")
+    when = f", scheduled for {scheduled}" if scheduled else ""
+    return (f"Publication {publication.get('id')}: {publication.get('status')}{when} "
+            f"(revision {publication.get('revision')})")
+
+
+@group.command("list")
+@click.option("--status", help="Only publications in this status.")
+@click.option("--limit", type=click.IntRange(1, 100), default=20, show_default=True)
+@click.option("--cursor", help="Continue a previous listing.")
+@global_options
+def list_publications(status: str | None, limit: int, cursor: str | None) -> None:
+    """List the workspace's publications, newest first."""
+    hx = current()
+    client = hx.client()
+    page = client.publications(hx.require_workspace(client), limit=limit, cursor=cursor, status=status)
+    if hx.json:
+        emit_json(page)
+        return
+    rows = [
+        (p.get("id"), p.get("status"), p.get("scheduled_at"),
+         _summary(p.get("destinations") or []), shorten(p.get("text"), 40))
+        for p in page.get("items") or []
+    ]
+    echo_table(["ID", "STATUS", "SCHEDULED", "DESTINATIONS", "TEXT"], rows, "No publications.")
+    if page.get("next_cursor"):
+        click.echo(f"More: --cursor {page['next_cursor']}")
+
+
+@group.command("create")
+@click.option("--text", help="The text of the publication.")
+@click.option("--text-file", type=click.File("r", encoding="utf-8"),
+              help="Read the text from a file ('-': standard input).")
+@click.option("--account", "accounts", multiple=True, required=True, metavar="ID",
+              help="A destination account (repeat for several).")
+@click.option("--media", "media_ids", multiple=True, metavar="ID", help="Attach an uploaded media item.")
+@click.option("--voice-profile", "voice_profile_id", metavar="ID",
+              help="Write with this voice profile (default: the account's or the workspace's).")
+@click.option("--idempotency-key", metavar="KEY",
+              help="Repeat a create safely: the same key returns the first result.")
+@global_options
+def create(text: str | None, text_file: Any, accounts: tuple[str, ...], media_ids: tuple[str, ...],
+           voice_profile_id: str | None, idempotency_key: str | None) -> None:
+    """Create a draft publication with one destination per --account."""
+    if (text is None) == (text_file is None):
+        raise UsageProblem("Give the text with exactly one of --text or --text-file.")
+    body_text = text if text is not None else text_file.read()
+    hx = current()
+    client = hx.client()
+    publication = client.publication_create(
+        workspace_id=hx.require_workspace(client),
+        text=body_text,
+        destinations=[{"account_id": account} for account in accounts],
+        media_ids=list(media_ids),
+        voice_profile_id=voice_profile_id,
+        idempotency_key=idempotency_key,
+    )
+    if hx.json:
+        emit_json(publication)
+        return
+    click.echo(_headline(publication))
+    click.echo(_destination_table(publication))
+    click.echo(f"Next: herald publication schedule {publication['id']} --at TIME, "
+               f"or herald publication publish-now {publication['id']}")
+
+
+def _parse_time(value: str) -> str:
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        raise UsageProblem(
+            f"Not an ISO 8601 time: {value!r} (e.g. 2030-01-31T09:00:00+01:00)."
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # a time without offset is local time
+    return moment.isoformat()
+
+
+@group.command("schedule")
+@click.argument("publication_id")
+@click.option("--at", "at", required=True, metavar="TIME",
+              help="ISO 8601 time; without an offset it is local time.")
+@click.option("--expected-revision", type=click.IntRange(min=1),
+              help="Refuse (409) if the publication changed since this revision.")
+@global_options
+def schedule(publication_id: str, at: str, expected_revision: int | None) -> None:
+    """Schedule PUBLICATION_ID for delivery at --at."""
+    hx = current()
+    publication = hx.client().publication_schedule(
+        publication_id, scheduled_at=_parse_time(at), expected_revision=expected_revision
+    )
+    if hx.json:
+        emit_json(publication)
+        return
+    click.echo(_headline(publication))
+    click.echo(f"Follow delivery with: herald publication status {publication['id']}")
+
+
+@group.command("publish-now")
+@click.argument("publication_id")
+@click.option("--expected-revision", type=click.IntRange(min=1),
+              help="Refuse (409) if the publication changed since this revision.")
+@click.option("--follow/--no-follow", default=False,
+              help="Follow the destinations until they settle.")
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=2.0, show_default=True,
+              help="Seconds between polls when following.")
+@click.option("--timeout", type=click.FloatRange(1), default=600, show_default=True,
+              help="Stop following after this many seconds.")
+@global_options
+def publish_now(publication_id: str, expected_revision: int | None, follow: bool,
+                interval: float, timeout: float) -> None:
+    """Queue PUBLICATION_ID for delivery now (queued is not yet delivered)."""
+    hx = current()
+    client = hx.client()
+    publication = client.publication_publish_now(publication_id, expected_revision=expected_revision)
+    if follow:
+        _follow_and_report(client, publication_id, interval=interval, timeout=timeout, as_json=hx.json)
+        return
+    if hx.json:
+        emit_json(publication)
+        return
+    click.echo(_headline(publication))
+    click.echo("Queued: not delivered yet. Follow with: "
+               f"herald publication status {publication['id']}")
+
+
+@group.command("status")
+@click.argument("publication_id")
+@click.option("--once", is_flag=True, help="Show the current state without following.")
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=2.0, show_default=True,
+              help="Seconds between polls.")
+@click.option("--timeout", type=click.FloatRange(1), default=600, show_default=True,
+              help="Stop following after this many seconds.")
+@global_options
+def status(publication_id: str, once: bool, interval: float, timeout: float) -> None:
+    """Show PUBLICATION_ID's destinations, following them until they settle.
+
+    Exits 1 when a destination failed or is blocked, or when following timed out.
+    """
+    hx = current()
+    client = hx.client()
+    if once:
+        publication = client.publication(publication_id)
+        if hx.json:
+            emit_json(publication)
+        else:
+            click.echo(_headline(publication))
+            click.echo(_destination_table(publication))
+        if any(d.get("status") in UNSUCCESSFUL for d in publication.get("destinations") or []):
+            raise click.exceptions.Exit(EXIT_FAILED)
+        return
+    _follow_and_report(client, publication_id, interval=interval, timeout=timeout, as_json=hx.json)
+
+
+class _Progress:
+    """Change lines ("sending → published") and, on a terminal, one live summary line."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.err = as_json  # with --json, stdout carries only the JSON document
+        stream = sys.stderr if as_json else sys.stdout
+        self.live = stream.isatty()
+        self.shown = False
+
+    def _clear(self) -> None:
+        if self.shown:
+            click.echo("\r\x1b[2K", nl=False, err=self.err)
+            self.shown = False
+
+    def change(self, text: str) -> None:
+        self._clear()
+        click.echo(text, err=self.err)
+
+    def tick(self, text: str) -> None:
+        if self.live:
+            self._clear()
+            click.echo(text, nl=False, err=self.err)
+            self.shown = True
+
+    def done(self) -> None:
+        self._clear()
+
+
+def follow_publication(client: HeraldClient, publication_id: str, *, interval: float,
+                       timeout: float, progress: _Progress) -> tuple[dict[str, Any], bool]:
+    """Poll until no destination is in flight; returns (publication, settled)."""
+    started = _monotonic()
+    seen: dict[str, str] = {}
+    while True:
+        publication = client.publication(publication_id)
+        destinations = publication.get("destinations") or []
+        for destination in destinations:
+            key, state = str(destination.get("id")), str(destination.get("status"))
+            if seen.get(key) != state:
+                before = f"{seen[key]} → " if key in seen else ""
+                detail = _detail(destination)
+                progress.change(f"{_who(destination)}: {before}{state}" + (f"  {detail}" if detail else ""))
+                seen[key] = state
+        moving = [d for d in destinations if d.get("status") in IN_FLIGHT]
+        if not moving:
+            progress.done()
+            return publication, True
+        elapsed = _monotonic() - started
+        if elapsed >= timeout:
+            progress.done()
+            return publication, False
+        settled = len(destinations) - len(moving)
+        progress.tick(f"[{elapsed:4.0f}s] {settled}/{len(destinations)} settled ({_summary(destinations)})")
+        _sleep(interval)
+
+
+def _follow_and_report(client: HeraldClient, publication_id: str, *, interval: float,
+                       timeout: float, as_json: bool) -> None:
+    progress = _Progress(as_json)
+    publication, settled = follow_publication(
+        client, publication_id, interval=interval, timeout=timeout, progress=progress
+    )
+    destinations = publication.get("destinations") or []
+    if as_json:
+        emit_json(publication)
+    else:
+        click.echo(_headline(publication))
+        click.echo(_destination_table(publication))
+    if not settled:
+        click.echo(f"herald: still in flight after {timeout:.0f} s ({_summary(destinations)}); "
+                   f"run `herald publication status {publication_id}` again.", err=True)
+        raise click.exceptions.Exit(EXIT_FAILED)
+    if any(d.get("status") in UNSUCCESSFUL for d in destinations):
+        raise click.exceptions.Exit(EXIT_FAILED)
+
+

@@ -1,0 +1,735 @@
+"""The built-in discovery engine: deterministic, no network, no model.
+
+It turns the workspace's own material into idea cards:
+
+* **seeds** (what a card is about), in this order: the requested ``focus``; the profile's
+  ``expertise`` the workspace has *not* written about lately (a coverage gap in the last 90
+  days), interleaved with follow-ups to its best-received recent posts (engagement where known,
+  else successful delivery); expertise it did cover; ``opinions`` no expertise card used;
+  posts whose delivery failed somewhere ("second chance"); ``interview_answers``; and, only
+  when the material runs out, starter cards built from the workspace name and ``audience``;
+* **angles** from the profile: a stand (a matching opinion), a how-to (the expertise), a story
+  (an interview answer or saved example), a myth-vs-reality (disliked patterns, opinions) and
+  an audience question — each with an approach in the profile's register (traits, formality,
+  humour, vocabulary, recurring expressions, boundaries, patterns to avoid);
+* **treatments** from each platform's capability metadata (length limit and counting rule,
+  media kinds and counts) and the workspace's recent delivery record on that platform.
+
+Forbidden phrases are scrubbed from every text, and the cards are checked against every card
+invariant before they leave. Same context → same cards (``generated_at`` aside).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from discovery.cards import CardError, scrub, scrub_cards, stable_id, validate_opportunities
+from discovery.context import (
+    DiscoveryContext,
+    PastPublication,
+    PlatformFormat,
+    PlatformInfo,
+    Voice,
+)
+from discovery.context import EngineResult as Result
+
+NAME = "herald-builtin"
+VERSION = "1.0"
+MODEL = f"{NAME}/{VERSION}"
+
+_STOPWORDS = frozenset(
+    """
+    about above after again against also among because been before being below between
+    both could does doing down during each from further have having here into just like more
+    most much must only other over same should some such than that their them then there
+    these they this those through under until very what when where which while with would
+    your yours ours make makes made using used uses need needs want wants thing things
+    """.split()  # noqa: SIM905 (a word list reads better as prose)
+)
+_WORD = re.compile(r"[^\W\d_][\w'+#.-]*", re.UNICODE)
+
+
+def _tokens(text: str) -> set[str]:
+    words = (w.strip(".'-").casefold() for w in _WORD.findall(text))
+    return {w for w in words if len(w) >= 4 and w not in _STOPWORDS}
+
+
+def _covers(topic_tokens: set[str], text_tokens: set[str]) -> bool:
+    if not topic_tokens:
+        return False
+    needed = min(2, len(topic_tokens))
+    return len(topic_tokens & text_tokens) >= needed
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,;:-—") + "…"
+
+
+def _gist(text: str, limit: int = 70) -> str:
+    """The first sentence (or line) of a post, clipped."""
+    first = re.split(r"(?<=[.!?])\s|\n", text.strip(), maxsplit=1)[0] if text.strip() else ""
+    return _clip(first.strip().rstrip(".!?"), limit)
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return text
+    return text if text[-1] in ".!?…" else text + "."
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
+
+
+def _join(items: list[str]) -> str:
+    items = [i for i in items if i]
+    if len(items) <= 1:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]
+
+
+@dataclass
+class Seed:
+    key: str
+    kind: str  # focus | gap | covered | follow_up | opinion | second_chance | interview | starter
+    topic: str
+    signal_date: date
+    why_now: str
+    title: str
+    publication: PastPublication | None = None
+    opinion: str = ""
+    story: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class BuiltinEngine:
+    name = NAME
+    version = VERSION
+
+    def discover(self, context: DiscoveryContext) -> Result:
+        builder = _Builder(context)
+        return Result(model=MODEL, opportunities=builder.cards())
+
+
+class _Builder:
+    def __init__(self, ctx: DiscoveryContext) -> None:
+        self.ctx = ctx
+        self.voice: Voice | None = ctx.voice
+        self.forbidden = ctx.forbidden_phrases
+        self.profile_date = (
+            self.voice.updated_at.date() if self.voice is not None else ctx.today
+        )
+        self.post_tokens = [(p, _tokens(p.text)) for p in ctx.publications]
+        self.used_opinions: set[str] = set()
+
+    # --- helpers over the profile -------------------------------------------------------
+
+    def items(self, member: str) -> list[Any]:
+        return self.voice.items(member) if self.voice is not None else []
+
+    def text(self, member: str) -> str:
+        return self.voice.text(member) if self.voice is not None else ""
+
+    def allowed(self, text: str) -> bool:
+        folded = text.casefold()
+        return not any(p.casefold() in folded for p in self.forbidden)
+
+    def matching_opinion(self, topic: str, *, claim: bool = True) -> str:
+        """The opinion that shares the most words with ``topic`` (first one on ties)."""
+        topic_tokens = _tokens(topic)
+        best, best_score = "", 0
+        for opinion in self.items("opinions"):
+            score = len(topic_tokens & _tokens(opinion))
+            if score > best_score and opinion not in self.used_opinions:
+                best, best_score = opinion, score
+        if best and claim:
+            self.used_opinions.add(best)
+        return best
+
+    def matching_story(self, topic: str) -> str:
+        topic_tokens = _tokens(topic)
+        best, best_score = "", -1
+        for answer in self.items("interview_answers"):
+            text = f"{answer.get('question', '')} {answer.get('answer', '')}"
+            score = len(topic_tokens & _tokens(text))
+            if score > best_score:
+                best, best_score = answer.get("answer", ""), score
+        return best
+
+    def coverage(self, topic: str) -> list[PastPublication]:
+        topic_tokens = _tokens(topic)
+        return [p for p, tokens in self.post_tokens if _covers(topic_tokens, tokens)]
+
+    def expression(self, index: int) -> str:
+        expressions = [e for e in self.items("recurring_expressions") if len(e) <= 80]
+        return expressions[index % len(expressions)] if expressions else ""
+
+    def example(self, index: int) -> dict[str, str] | None:
+        examples = self.items("examples")
+        return examples[index % len(examples)] if examples else None
+
+    # --- seeds --------------------------------------------------------------------------
+
+    def seeds(self) -> list[Seed]:
+        ctx = self.ctx
+        total = len(ctx.publications)
+        focus_seeds: list[Seed] = []
+        if ctx.focus:
+            covered = self.coverage(ctx.focus)
+            if covered:
+                last = covered[0].created_at.date().isoformat()
+                why = (
+                    f"You asked for ideas on this now; {len(covered)} of your last {total} posts "
+                    f"touched it (most recently on {last}), so build on what they started."
+                )
+            else:
+                why = (
+                    "You asked for ideas on this now, and none of your posts from the last 90 "
+                    "days covers it yet."
+                )
+            focus_seeds.append(
+                Seed("focus", "focus", ctx.focus, ctx.today, why, _clip(ctx.focus, 90))
+            )
+
+        expertise = list(self.items("expertise"))
+        if ctx.focus:  # expertise closest to the focus first (stable for ties)
+            focus_tokens = _tokens(ctx.focus)
+            expertise.sort(key=lambda e: -len(focus_tokens & _tokens(e)))
+        gaps: list[Seed] = []
+        covered_seeds: list[Seed] = []
+        for topic in expertise:
+            covered = self.coverage(topic)
+            if not covered:
+                why = (
+                    f"It is one of your areas of expertise, yet none of your {total} posts from "
+                    "the last 90 days touched it: your audience has not heard your take lately."
+                    if total
+                    else "It is one of your areas of expertise and a natural first subject: "
+                    "nothing has been published from this workspace yet."
+                )
+                gaps.append(Seed(f"gap:{topic}", "gap", topic, self.profile_date, why, topic))
+            else:
+                best = max(covered, key=lambda p: (_score(p), p.created_at))
+                engaged = _engagement_phrase(best)
+                why = (
+                    f"You covered it in {len(covered)} recent post(s); the one from "
+                    f"{best.created_at.date().isoformat()}{engaged} shows the interest is there "
+                    "for a deeper follow-up."
+                )
+                covered_seeds.append(
+                    Seed(
+                        f"covered:{topic}", "covered", topic, best.created_at.date(), why,
+                        topic, publication=best,
+                    )
+                )
+
+        follow_ups: list[Seed] = []
+        ranked = sorted(
+            (p for p in ctx.publications if _published_somewhere(p) and p.text.strip()),
+            key=lambda p: (-_score(p), -p.created_at.timestamp(), p.id),
+        )
+        for post in ranked[:4]:
+            gist = _gist(post.text)
+            if not gist:
+                continue
+            where = _join(sorted({_label(o.provider, ctx) for o in post.outcomes if o.status == "published"}))
+            engaged = _engagement_phrase(post)
+            why = (
+                f"Your post of {post.created_at.date().isoformat()} went out on {where}{engaged}; "
+                "a follow-up while it is fresh carries the conversation forward."
+            )
+            follow_ups.append(
+                Seed(
+                    f"follow:{post.id}", "follow_up", gist, post.created_at.date(), why,
+                    f"Follow-up: {gist}", publication=post,
+                )
+            )
+
+        second: list[Seed] = []
+        for post in ctx.publications:
+            failed = sorted({o.provider for o in post.outcomes if o.status == "failed"})
+            if not failed or not post.text.strip():
+                continue
+            gist = _gist(post.text)
+            kinds = sorted({o.error_kind for o in post.outcomes if o.status == "failed" and o.error_kind})
+            reason = f" ({', '.join(kinds)})" if kinds else ""
+            why = (
+                f"Your post of {post.created_at.date().isoformat()} failed on "
+                f"{_join([_label(p, ctx) for p in failed])}{reason}, so that audience never saw it."
+            )
+            second.append(
+                Seed(
+                    f"second:{post.id}", "second_chance", gist, post.created_at.date(), why,
+                    f"Second run: {gist}", publication=post,
+                )
+            )
+            if len(second) >= 2:
+                break
+
+        opinions: list[Seed] = []
+        for opinion in self.items("opinions"):
+            why = (
+                "It is a view you hold and have not argued in public recently; a clear stand "
+                "invites replies."
+                if not self.coverage(opinion)
+                else "You touched this view recently; the replies deserve a sharper, fuller case."
+            )
+            opinions.append(
+                Seed(
+                    f"opinion:{opinion}", "opinion", opinion, self.profile_date, why,
+                    f"Where you stand: {_clip(opinion.rstrip('.!'), 80)}", opinion=opinion,
+                )
+            )
+
+        interviews: list[Seed] = []
+        for answer in self.items("interview_answers"):
+            question = answer.get("question", "")
+            why = (
+                "You already answered this in your profile interview; the answer is a ready "
+                "first draft in your own words."
+            )
+            interviews.append(
+                Seed(
+                    f"interview:{question}", "interview", question, self.profile_date, why,
+                    f"In your words: {_clip(question.rstrip('?'), 80)}",
+                    story=answer.get("answer", ""),
+                )
+            )
+
+        ordered = focus_seeds + _interleave(gaps, follow_ups, covered_seeds, opinions, second, interviews)
+        return ordered + self.starters()
+
+    def starters(self) -> list[Seed]:
+        ctx = self.ctx
+        audience = ctx.audience or "the people who follow your work"
+        name = ctx.workspace_name
+        identity = self.text("identity_summary")
+        today = ctx.today
+        starters = [
+            (
+                "starter:intro",
+                f"What {name} is here for",
+                f"what {name} does and who it is for",
+                f"A short introduction sets expectations for {audience} and anchors every "
+                "later post.",
+            ),
+            (
+                "starter:question",
+                f"A question for {_clip(audience, 60)}",
+                f"the biggest open question {audience} have right now",
+                "Asking before telling shows what your audience wants from you and gives you "
+                "material for the next posts.",
+            ),
+            (
+                "starter:behind",
+                "Behind the scenes this week",
+                f"how the work at {name} actually gets done",
+                "Process posts are quick to write from what happened this week and make the "
+                "finished work more credible.",
+            ),
+            (
+                "starter:lesson",
+                "A lesson learned the hard way",
+                "a mistake you made, what it cost and what you do differently now",
+                "A candid lesson is among the most shared kinds of post and needs no research: "
+                "you lived it.",
+            ),
+            (
+                "starter:tools",
+                "The tools you actually rely on",
+                f"the few tools and habits behind the work at {name}",
+                "Concrete recommendations are easy to act on and easy to pass along.",
+            ),
+            (
+                "starter:myth",
+                "A myth worth retiring",
+                "a belief common in your field that your experience contradicts",
+                "Correcting a popular belief gives people a reason to stop scrolling and reply.",
+            ),
+            (
+                "starter:numbers",
+                "One number that tells the story",
+                "a single figure from your recent work and what it means",
+                "A specific number makes an abstract point concrete and memorable.",
+            ),
+            (
+                "starter:faq",
+                "The question you answer most often",
+                "the question people ask you again and again, answered once and well",
+                "Answering a frequent question publicly saves you time and helps newcomers.",
+            ),
+        ]
+        seeds = []
+        for key, title, topic, why in starters:
+            seed = Seed(key, "starter", topic, today, why, title)
+            if identity and key == "starter:intro":
+                seed.story = identity
+            seeds.append(seed)
+        return seeds
+
+    # --- cards --------------------------------------------------------------------------
+
+    def cards(self) -> list[dict[str, Any]]:
+        cards: list[dict[str, Any]] = []
+        titles: set[str] = set()
+        for index, seed in enumerate(self.seeds()):
+            if len(cards) >= self.ctx.limit:
+                break
+            title = scrub(seed.title, self.forbidden)
+            if not title or title.casefold() in titles or not scrub(seed.topic, self.forbidden):
+                continue
+            titles.add(title.casefold())
+            seed.title = title
+            cards.append(self.card(seed, index))
+        platforms = [p.provider for p in self.ctx.platforms]
+        kept = []
+        for card in scrub_cards(cards, self.forbidden):
+            card = self.repair(card)
+            try:  # a card the forbidden phrases gutted is dropped, never sent half-empty
+                validate_opportunities(
+                    [card], platforms=platforms, limit=1, forbidden=self.forbidden
+                )
+            except CardError:
+                continue
+            kept.append(card)
+        return validate_opportunities(
+            kept, platforms=platforms, limit=self.ctx.limit, forbidden=self.forbidden
+        )
+
+    def repair(self, card: dict[str, Any]) -> dict[str, Any]:
+        """After scrubbing: blank texts get a neutral stand-in; angles whose label was
+        emptied or now repeats another are dropped, keeping at least three when possible."""
+        for name, fallback in (
+            ("hook", f"A post about {card['title']}."),
+            ("why_it_fits", "It draws on what you know and have published."),
+            ("why_now", "It is timely for your audience."),
+        ):
+            if not card[name]:
+                card[name] = scrub(fallback, self.forbidden)
+        labels: set[str] = set()
+        angles = []
+        spare = iter(("Another view", "A second look", "Fresh angle", "Alternative"))
+        for angle in card["angles"]:
+            label = angle["label"]
+            while not label or label.casefold() in labels:
+                label = scrub(next(spare, ""), self.forbidden)
+                if not label:
+                    break
+            if not label or not angle["thesis"] or not angle["approach"]:
+                continue
+            labels.add(label.casefold())
+            angles.append({**angle, "label": label})
+        card["angles"] = angles[:5]
+        return card
+
+    def card(self, seed: Seed, index: int) -> dict[str, Any]:
+        card_id = stable_id("opp", self.ctx.workspace_id, seed.key, self.ctx.focus, self.ctx.audience)
+        opinion = seed.opinion or (
+            self.matching_opinion(seed.topic) if seed.kind not in {"starter"} else ""
+        )
+        story = seed.story or self.matching_story(seed.topic)
+        angles = self.angles(seed, opinion, story, index)
+        return {
+            "id": card_id,
+            "title": _clip(seed.title, 140),
+            "hook": self.hook(seed, opinion, index),
+            "signal_date": seed.signal_date.isoformat(),
+            "why_it_fits": self.why_it_fits(seed, opinion),
+            "why_now": _clip(seed.why_now, 700),
+            "angles": [
+                {"id": stable_id("ang", card_id, angle["label"]), **angle} for angle in angles
+            ],
+            "platform_treatments": [self.treatment(p, seed) for p in self.ctx.platforms],
+        }
+
+    def hook(self, seed: Seed, opinion: str, index: int) -> str:
+        topic = _clip(seed.topic, 120)
+        if seed.kind in {"follow_up", "covered"} and seed.publication is not None:
+            line = f"A while ago I wrote about {_lower_first(_gist(seed.publication.text, 90))}. Here is what I have learned since."
+        elif seed.kind == "second_chance":
+            line = f"Some of you missed this one: {_gist(seed.topic, 120)}."
+        elif seed.kind == "interview" and seed.story:
+            line = _sentence(_gist(seed.story, 160))
+        elif opinion:
+            line = _sentence(_clip(opinion, 200))
+        elif seed.kind == "starter":
+            line = f"Let me tell you about {_clip(seed.topic, 150)}."
+        else:
+            line = f"The one thing about {_lower_first(topic)} I wish someone had told me earlier."
+        expression = self.expression(index)
+        if expression and self.allowed(expression) and len(expression) + len(line) < 380:
+            line = f"{_sentence(expression)} {line}" if expression[-1:] in ".!?" else f"{expression}: {_lower_first(line)}"
+        return _clip(line, 400)
+
+    def why_it_fits(self, seed: Seed, opinion: str) -> str:
+        parts: list[str] = []
+        expertise = [e for e in self.items("expertise") if _tokens(e) & _tokens(seed.topic)]
+        if seed.kind in {"gap", "covered"}:
+            parts.append(f"“{seed.topic}” is listed in your profile's expertise.")
+        elif expertise:
+            parts.append(f"It draws on your expertise in {_join([f'“{e}”' for e in expertise[:2]])}.")
+        if opinion and seed.kind != "opinion":
+            parts.append(f"It lets you argue a view you hold: “{_clip(opinion, 160)}”.")
+        elif seed.kind == "opinion":
+            parts.append("It is one of the opinions you recorded in your voice profile.")
+        if seed.kind in {"follow_up", "second_chance"}:
+            parts.append("It builds on material you already published, so the voice is already yours.")
+        if self.ctx.audience:
+            parts.append(f"It speaks to {self.ctx.audience}.")
+        identity = self.text("identity_summary")
+        if identity and len(parts) < 3:
+            parts.append(f"It fits how you describe yourself: {_clip(identity, 160)}")
+        if not parts:
+            parts.append(f"It suits {self.ctx.workspace_name} and takes no research beyond what you know.")
+        return _clip(" ".join(_sentence(p) for p in parts), 700)
+
+    def register(self) -> str:
+        """One sentence of tone guidance from the profile."""
+        bits: list[str] = []
+        traits = self.items("traits")[:3]
+        if traits:
+            bits.append(f"Sound {_join([t.lower() for t in traits])}")
+        formality = self.text("formality")
+        if formality:
+            bits.append(f"formality: {_clip(formality, 80)}")
+        humor = self.text("humor")
+        if humor:
+            bits.append(f"humour: {_clip(humor, 80)}")
+        vocabulary = self.items("vocabulary")[:3]
+        if vocabulary:
+            bits.append(f"reach for words like {_join([f'“{v}”' for v in vocabulary])}")
+        language = self.text("preferred_language")
+        if language:
+            bits.append(f"write in {language}")
+        return _sentence("; ".join(bits)) if bits else ""
+
+    def guardrails(self) -> str:
+        bits: list[str] = []
+        boundaries = self.items("boundaries")[:2]
+        if boundaries:
+            bits.append(f"Stay within your boundaries: {_join([_clip(b, 90) for b in boundaries])}.")
+        disliked = self.items("disliked_patterns")[:2]
+        if disliked:
+            bits.append(f"Avoid {_join([_clip(d, 80) for d in disliked])}.")
+        lessons = [c.get("lesson", "") for c in self.items("corrections") if c.get("lesson")][:1]
+        if lessons:
+            bits.append(f"Remember: {_sentence(_clip(lessons[0], 120))}")
+        return " ".join(bits)
+
+    def angles(self, seed: Seed, opinion: str, story: str, index: int) -> list[dict[str, str]]:
+        topic = _clip(seed.topic, 100)
+        register = self.register()
+        guard = self.guardrails()
+        expression = self.expression(index + 1)
+
+        def approach(core: str, *, tone: bool = True) -> str:
+            text = core
+            if tone and register:
+                text += " " + register
+            if guard:
+                text += " " + guard
+            return _clip(text, 700)
+
+        angles: list[dict[str, str]] = []
+        stand_thesis = (
+            _sentence(_clip(opinion, 400))
+            if opinion
+            else f"Say plainly where you stand on {_lower_first(topic)} and why."
+        )
+        angles.append({
+            "label": "Take a stand",
+            "thesis": stand_thesis,
+            "approach": approach(
+                "Open with the claim in one line, back it with one reason from your own work, "
+                "and end by inviting disagreement."
+            ),
+        })
+        if seed.kind in {"follow_up", "covered", "second_chance"} and seed.publication is not None:
+            angles.append({
+                "label": "What happened next",
+                "thesis": f"What changed since you posted “{_gist(seed.publication.text, 80)}”.",
+                "approach": approach(
+                    "Quote or link the earlier post, then give the update: one result, one "
+                    "surprise, one thing you would do differently."
+                ),
+            })
+        else:
+            angles.append({
+                "label": "Show how",
+                "thesis": f"A concrete, repeatable way to handle {_lower_first(topic)}, taken from how you work.",
+                "approach": approach(
+                    "Three short numbered steps, each with a real example; keep theory to one "
+                    "sentence."
+                ),
+            })
+        example = self.example(index)
+        if story:
+            story_core = f"Retell it in first person: {_clip(story, 220)}"
+        elif example is not None:
+            where = f" for {example['platform']}" if example.get("platform") else ""
+            story_core = (
+                f"Anchor it in one specific moment; match the rhythm of the example you saved{where}: "
+                f"“{_clip(example['text'], 160)}”"
+            )
+        else:
+            story_core = "Anchor it in one specific moment: who was there, what went wrong, what you learned."
+        angles.append({
+            "label": "Story from the work",
+            "thesis": f"A real moment from your work where {_lower_first(topic)} mattered.",
+            "approach": approach(story_core),
+        })
+        if self.items("disliked_patterns") or len(self.items("opinions")) >= 2 or seed.kind == "gap":
+            angles.append({
+                "label": "Myth vs. reality",
+                "thesis": f"A common belief about {_lower_first(topic)} that your experience contradicts.",
+                "approach": approach(
+                    "State the myth fairly in one line, then correct it with evidence from your "
+                    "own work." + (f" Work in your phrase “{expression}”." if expression else "")
+                ),
+            })
+        if self.ctx.audience and len(angles) < 5:
+            angles.append({
+                "label": "Ask your audience",
+                "thesis": f"What {_clip(self.ctx.audience, 120)} find hardest about {_lower_first(topic)}.",
+                "approach": approach(
+                    "Share your own answer in two sentences, then ask one specific question "
+                    "people can answer in a reply.",
+                    tone=False,
+                ),
+            })
+        return angles[:5]
+
+    def treatment(self, platform: PlatformInfo, seed: Seed) -> dict[str, str]:
+        fmt = _pick_format(platform.formats, seed)
+        return {
+            "platform": platform.provider,
+            "format": fmt.key,
+            "media": _media(fmt),
+            "objective": _objective(fmt),
+            "rationale": _clip(_rationale(platform, fmt), 700),
+        }
+
+
+# --- module helpers ------------------------------------------------------------------------
+
+
+def _interleave(*groups: list[Seed]) -> list[Seed]:
+    out: list[Seed] = []
+    longest = max((len(g) for g in groups), default=0)
+    for position in range(longest):
+        for group in groups:
+            if position < len(group):
+                out.append(group[position])
+    return out
+
+
+def _published_somewhere(post: PastPublication) -> bool:
+    return any(o.status == "published" for o in post.outcomes)
+
+
+def _score(post: PastPublication) -> int:
+    published = sum(1 for o in post.outcomes if o.status == "published")
+    interactions = post.engagement.interactions if post.engagement is not None else 0
+    return interactions * 10 + published
+
+
+def _engagement_phrase(post: PastPublication) -> str:
+    engagement = post.engagement
+    if engagement is None or not (engagement.interactions or engagement.views):
+        return ""
+    parts = []
+    if engagement.likes:
+        parts.append(f"{engagement.likes} likes")
+    if engagement.reposts:
+        parts.append(f"{engagement.reposts} reposts")
+    if engagement.comments:
+        parts.append(f"{engagement.comments} replies")
+    if engagement.views and not parts:
+        parts.append(f"{engagement.views} views")
+    return f" ({_join(parts)})"
+
+
+def _label(provider: str, ctx: DiscoveryContext) -> str:
+    for platform in ctx.platforms:
+        if platform.provider == provider:
+            return platform.display_name
+    return provider.replace("_", " ").title()
+
+
+def _pick_format(formats: tuple[PlatformFormat, ...], seed: Seed) -> PlatformFormat:
+    """The provider's default format; a story or how-to prefers a format that carries media."""
+    default = formats[0]
+    if seed.kind in {"starter", "interview"} and default.media_max_count == 0:
+        with_media = [f for f in formats if f.media_max_count > 0]
+        if with_media:
+            return with_media[0]
+    return default
+
+
+def _media_kinds(types: tuple[str, ...]) -> str:
+    kinds = []
+    if any(t.startswith("image/") and t != "image/gif" for t in types):
+        kinds.append("images")
+    if "image/gif" in types:
+        kinds.append("GIFs")
+    if any(t.startswith("video/") for t in types):
+        kinds.append("video")
+    return _join(kinds) or "files"
+
+
+def _media(fmt: PlatformFormat) -> str:
+    if fmt.media_max_count == 0:
+        return "Text only: this format takes no media."
+    kinds = _media_kinds(fmt.media_types)
+    if fmt.media_required:
+        count = "one" if fmt.media_max_count == 1 else f"1 to {fmt.media_max_count}"
+        return f"Required: {count} ({kinds}); the text becomes the caption."
+    return f"Optional: up to {fmt.media_max_count} ({kinds}); one strong visual helps the hook land."
+
+
+def _objective(fmt: PlatformFormat) -> str:
+    if fmt.text_limit <= 300:
+        return "Spark replies with one sharp line."
+    if fmt.text_limit <= 500:
+        return "Start a conversation around one clear point."
+    if fmt.text_limit <= 1024:
+        return "Make one point people can act on."
+    if fmt.text_limit <= 2000:
+        return "Share a focused take with enough detail to act on."
+    return "Explain in depth for readers who want the detail."
+
+
+def _rationale(platform: PlatformInfo, fmt: PlatformFormat) -> str:
+    fit = (
+        "lead with the hook and keep to a single angle"
+        if fmt.text_limit <= 500
+        else "room for the hook, two or three points and a closing question"
+    )
+    if fmt.text_limit > 2000:
+        fit = "room for the full argument; break it into short paragraphs"
+    text = f"{platform.display_name} ({fmt.key}) allows {fmt.text_limit} {fmt.counting_rule}: {fit}."
+    stats = platform.deliveries
+    total = stats.published + stats.failed
+    if platform.connected_accounts == 0:
+        text += f" No {platform.display_name} account is connected yet: connect one before scheduling."
+    elif stats.failed and stats.last_error_kind == "auth":
+        text += " Your last failed delivery here needed a reconnect: check the account first."
+    elif total:
+        share = math.floor(100 * stats.published / total)
+        text += f" {stats.published} of your last {total} deliveries here were published ({share} %)."
+        if stats.failed:
+            text += f" Recent failures were {stats.last_error_kind or 'unexplained'}: review them before scheduling."
+    else:
+        text += " Nothing has gone out here in the last 90 days: a good slot to start."
+    return text

@@ -1,0 +1,349 @@
+"""Discovery through an OpenAI-compatible chat-completions endpoint.
+
+The request asks for JSON constrained by a JSON schema (``response_format`` of type
+``json_schema``, ``strict``) built for this call: the requested platforms and their formats are
+enumerations, the number of cards and angles is bounded. Whatever comes back is still checked
+strictly (``discovery.cards.validate_opportunities``): a reply that is not JSON, lacks a member,
+adds one, breaks a card invariant or exceeds a bound is refused (502), never repaired. Forbidden
+phrases of the voice profile are scrubbed before that check, so they never reach the caller.
+
+Failures: not configured → 503 ``discovery_unavailable``; connection refused or unreachable →
+503 ``model_unavailable``; no answer within ``HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS`` (connect,
+each read, and the whole reply) → 504 ``model_timeout``; an HTTP error, a refusal, a truncated
+or invalid reply → 502 ``model_failed`` / ``model_invalid_reply``. The API key is sent only as
+a bearer header and never logged or echoed; no model text is echoed in errors either.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict
+from typing import Any
+
+import requests
+
+from config.errors import ServiceUnavailableError, UpstreamError, UpstreamTimeoutError
+from discovery.cards import (
+    LIMITS,
+    MAX_ANGLES,
+    MIN_ANGLES,
+    CardError,
+    scrub_cards,
+    stable_id,
+    validate_opportunities,
+)
+from discovery.context import DiscoveryContext, EngineResult
+
+logger = logging.getLogger(__name__)
+
+NAME = "openai-compatible"
+MAX_REPLY_BYTES = 2 * 1024 * 1024
+RECENT_IN_PROMPT = 20
+
+SYSTEM_PROMPT = """You are the content-discovery engine of Herald, a social publishing tool.
+From the workspace context you receive (its voice profile, recent publications with delivery
+outcomes and engagement, focus, audience and target platforms with their format limits), propose
+idea cards for posts the workspace could write next. Rules:
+- Ground every card in the context: the profile's expertise, opinions, examples, interview
+  answers and recent publications. No generic filler.
+- Respect the voice profile: its traits, formality, humour, vocabulary and recurring
+  expressions; stay within its boundaries; never use any of its forbidden phrases or disliked
+  patterns.
+- Each card: a unique title; a hook (an opening line in the profile's voice); signal_date (the
+  ISO date of the signal the idea comes from, YYYY-MM-DD); why_it_fits (why it suits this voice
+  and audience); why_now (why it is timely, citing the signal); 3 to 5 angles with distinct
+  labels, each with a thesis and an approach; exactly one platform treatment per requested
+  platform, using one of that platform's formats and its real limits.
+- You only suggest ideas. Never write the finished post, never claim anything was published.
+Answer with JSON that matches the given schema exactly."""
+
+
+def _string(max_length: int | None = None, **extra: Any) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "string", **extra}
+    if max_length is not None:
+        schema["description"] = f"at most {max_length} characters"
+    return schema
+
+
+def reply_schema(context: DiscoveryContext) -> dict[str, Any]:
+    """The JSON schema the model's reply must follow (card ids are added by Herald)."""
+    platforms = [p.provider for p in context.platforms]
+    formats = sorted({f.key for p in context.platforms for f in p.formats})
+    angle = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["label", "thesis", "approach"],
+        "properties": {
+            "label": _string(LIMITS["label"]),
+            "thesis": _string(LIMITS["thesis"]),
+            "approach": _string(LIMITS["approach"]),
+        },
+    }
+    treatment = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["platform", "format", "media", "objective", "rationale"],
+        "properties": {
+            "platform": {"type": "string", "enum": platforms},
+            "format": {"type": "string", "enum": formats},
+            "media": _string(LIMITS["media"]),
+            "objective": _string(LIMITS["objective"]),
+            "rationale": _string(LIMITS["rationale"]),
+        },
+    }
+    card = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [
+            "title", "hook", "signal_date", "why_it_fits", "why_now", "angles", "platform_treatments",
+        ],
+        "properties": {
+            "title": _string(LIMITS["title"]),
+            "hook": _string(LIMITS["hook"]),
+            "signal_date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+            "why_it_fits": _string(LIMITS["why_it_fits"]),
+            "why_now": _string(LIMITS["why_now"]),
+            "angles": {
+                "type": "array", "minItems": MIN_ANGLES, "maxItems": MAX_ANGLES, "items": angle,
+            },
+            "platform_treatments": {
+                "type": "array",
+                "minItems": len(platforms),
+                "maxItems": len(platforms),
+                "items": treatment,
+            },
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["opportunities"],
+        "properties": {
+            "opportunities": {
+                "type": "array", "minItems": 1, "maxItems": context.limit, "items": card,
+            }
+        },
+    }
+
+
+def prompt_payload(context: DiscoveryContext) -> dict[str, Any]:
+    """The context as the model sees it (recent posts clipped; no ids beyond the workspace's)."""
+    return {
+        "workspace": context.workspace_name,
+        "today": context.today.isoformat(),
+        "cards_wanted": context.limit,
+        "focus": context.focus,
+        "audience": context.audience,
+        "voice_profile": (
+            {"name": context.voice.name, **context.voice.definition} if context.voice else None
+        ),
+        "platforms": [
+            {
+                "platform": p.provider,
+                "name": p.display_name,
+                "connected_accounts": p.connected_accounts,
+                "formats": [
+                    {
+                        "format": f.key,
+                        "text_limit": f.text_limit,
+                        "counting_rule": f.counting_rule,
+                        "media_max_count": f.media_max_count,
+                        "media_types": list(f.media_types),
+                        "media_required": f.media_required,
+                    }
+                    for f in p.formats
+                ],
+                "recent_deliveries": {
+                    "published": p.deliveries.published,
+                    "failed": p.deliveries.failed,
+                    "pending": p.deliveries.pending,
+                    "last_error_kind": p.deliveries.last_error_kind,
+                },
+            }
+            for p in context.platforms
+        ],
+        "recent_publications": [
+            {
+                "date": post.created_at.date().isoformat(),
+                "text": post.text[:500],
+                "status": post.status,
+                "outcomes": [asdict(o) for o in post.outcomes],
+                "engagement": asdict(post.engagement) if post.engagement else None,
+            }
+            for post in context.publications[:RECENT_IN_PROMPT]
+        ],
+    }
+
+
+def completions_url(base: str) -> str:
+    base = base.rstrip("/")
+    return base if base.endswith("/chat/completions") else f"{base}/chat/completions"
+
+
+class LlmEngine:
+    name = NAME
+
+    def __init__(self, *, url: str, model: str, api_key: str, timeout: float) -> None:
+        self.url = url
+        self.model = model
+        self.api_key = api_key
+        self.timeout = max(0.1, float(timeout))
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.url and self.model)
+
+    def discover(self, context: DiscoveryContext) -> EngineResult:
+        if not self.configured:
+            raise ServiceUnavailableError(
+                "The LLM discovery engine is not configured (HERALD_DISCOVERY_LLM_URL and "
+                "HERALD_DISCOVERY_LLM_MODEL).",
+                code="discovery_unavailable",
+            )
+        body = {
+            "model": self.model,
+            "messages": [
+                {"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": json.dumps(prompt_payload(context), ensure_ascii=False)},
+            ],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "discovery_result",
+                    "strict": True,
+                    "schema": reply_schema(context),
+                },
+            },
+            "temperature": 0.2,
+        }
+        reply = self._post(body)
+        return self._parse(reply, context)
+
+    # --- transport ------------------------------------------------------------------------
+
+    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        deadline = time.monotonic() + self.timeout
+        try:
+            response = requests.post(
+                completions_url(self.url),
+                data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
+                headers=headers,
+                timeout=(min(5.0, self.timeout), self.timeout),
+                stream=True,
+                allow_redirects=False,
+            )
+        except requests.Timeout as exc:
+            raise self._timeout() from exc
+        except requests.ConnectionError as exc:
+            logger.warning("discovery model unreachable: %s", type(exc).__name__)
+            raise ServiceUnavailableError(
+                "The discovery model is unreachable.", code="model_unavailable"
+            ) from exc
+        except requests.RequestException as exc:
+            raise UpstreamError("The discovery model request failed.", code="model_failed") from exc
+        try:
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_content(64 * 1024):
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > MAX_REPLY_BYTES:
+                    raise UpstreamError("The discovery model's reply is too large.", code="model_invalid_reply")
+                if time.monotonic() > deadline:
+                    raise self._timeout()
+        except requests.Timeout as exc:
+            raise self._timeout() from exc
+        except requests.RequestException as exc:
+            raise UpstreamError("The discovery model's reply broke off.", code="model_failed") from exc
+        finally:
+            response.close()
+        if response.status_code != 200:
+            logger.warning("discovery model answered HTTP %s", response.status_code)
+            raise UpstreamError(
+                f"The discovery model answered HTTP {response.status_code}.", code="model_failed"
+            )
+        try:
+            data = json.loads(b"".join(chunks))
+        except ValueError as exc:
+            raise self._invalid("the reply is not JSON") from exc
+        if not isinstance(data, dict):
+            raise self._invalid("the reply is not a JSON object")
+        return data
+
+    def _timeout(self) -> UpstreamTimeoutError:
+        return UpstreamTimeoutError(
+            f"The discovery model did not answer within {self.timeout:g} s.", code="model_timeout"
+        )
+
+    @staticmethod
+    def _invalid(reason: str) -> UpstreamError:
+        logger.warning("discovery model reply refused: %s", reason)
+        return UpstreamError(
+            f"The discovery model's reply was invalid: {reason}.", code="model_invalid_reply"
+        )
+
+    # --- reply ----------------------------------------------------------------------------
+
+    def _parse(self, reply: dict[str, Any], context: DiscoveryContext) -> EngineResult:
+        choices = reply.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._invalid("no choices")
+        choice = choices[0]
+        if choice.get("finish_reason") not in (None, "stop"):
+            raise self._invalid(f"generation ended with {str(choice.get('finish_reason'))[:40]!r}")
+        message = choice.get("message")
+        if not isinstance(message, dict):
+            raise self._invalid("no message")
+        if message.get("refusal"):
+            raise self._invalid("the model refused")
+        content = message.get("content")
+        if not isinstance(content, str):
+            raise self._invalid("the message has no text content")
+        try:
+            document = json.loads(content)
+        except ValueError as exc:
+            raise self._invalid("the content is not JSON") from exc
+        if not isinstance(document, dict) or set(document) != {"opportunities"}:
+            raise self._invalid("the content is not an object with only 'opportunities'")
+        items = document["opportunities"]
+        if not isinstance(items, list):
+            raise self._invalid("'opportunities' is not an array")
+        cards: list[dict[str, Any]] = []
+        for item in items:
+            if not isinstance(item, dict) or "id" in item:
+                raise self._invalid("a card is not an object of the schema")
+            card_id = stable_id("opp", context.workspace_id, json.dumps(item, sort_keys=True))
+            angles = item.get("angles")
+            if isinstance(angles, list):
+                angles = [
+                    {"id": stable_id("ang", card_id, str(a.get("label"))), **a}
+                    if isinstance(a, dict) and "id" not in a
+                    else a
+                    for a in angles
+                ]
+            cards.append({"id": card_id, **item, "angles": angles})
+        forbidden = context.forbidden_phrases
+        try:
+            cards = validate_opportunities(
+                scrub_cards(cards, forbidden),
+                platforms=[p.provider for p in context.platforms],
+                limit=context.limit,
+                forbidden=forbidden,
+            )
+        except CardError as exc:
+            raise self._invalid(str(exc)) from exc
+        for card in cards:
+            allowed = {
+                p.provider: {f.key for f in p.formats} for p in context.platforms
+            }
+            for treatment in card["platform_treatments"]:
+                if treatment["format"] not in allowed[treatment["platform"]]:
+                    raise self._invalid("a treatment names a format its platform does not have")
+        upstream_model = reply.get("model")
+        model = upstream_model if isinstance(upstream_model, str) and upstream_model else self.model
+        return EngineResult(model=f"{NAME}:{model[:100]}", opportunities=cards)

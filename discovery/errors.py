@@ -1,0 +1,10 @@
+"""Discovery errors beyond the shared ones (config.errors)."""
+
+from __future__ import annotations
+
+from config.errors import RateLimitedError
+
+
+class DiscoveryInFlightError(RateLimitedError):
+    code = "discovery_in_flight"
+    default_detail = "A discovery request of yours is still running; wait for it to finish."

@@ -1,0 +1,203 @@
+"""Appends to the four readiness ledgers: the only way evidence enters them.
+
+The caller names the subject in plain terms (provider, format, operation, optionally the account
+used or the federated instance); the server fills everything bound to it — operator, account,
+instance and external-result fingerprints, the subject digest, the contract digest, the tested
+source revision, the deployment and provider environment, the policy mode and the scope
+snapshots — and derives a run's outcome from its checks. Only normalized outcomes and one-way
+fingerprints are stored.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from config.errors import FieldValidationError, PermissionDeniedError
+from readiness.models import (
+    OPERATIONS,
+    ApprovalReview,
+    CertificationCheck,
+    CertificationRun,
+    RuntimeControl,
+)
+from readiness.subjects import (
+    account_fingerprint,
+    app_identity,
+    contract_digest,
+    make_subject,
+    not_applicable_allowed,
+    operator_fingerprint,
+    required_checks,
+    result_fingerprint,
+    source_revision,
+)
+
+MAX_RETEST_DAYS = 365
+
+
+def _require_admin(operator: Any) -> None:
+    if not (operator is not None and operator.is_authenticated and operator.is_superuser):
+        raise PermissionDeniedError("Only an instance administrator may append readiness evidence.",
+                                    code="instance_admin_required")
+
+
+def _capabilities(provider: str, location: str = "body.provider") -> Any:
+    from publishing.providers import PROVIDERS, get_adapter
+
+    if provider not in PROVIDERS:
+        raise FieldValidationError([{"location": location, "message": f"One of {', '.join(PROVIDERS)}.",
+                                     "value": provider}])
+    return get_adapter(provider).capabilities
+
+
+def _check_profile(caps: Any, output_profile: str, location: str = "body.output_profile") -> None:
+    if output_profile and caps.profile(output_profile) is None:
+        keys = ", ".join(p.key for p in caps.profiles)
+        raise FieldValidationError([{"location": location, "message": f"One of {keys}.", "value": output_profile}])
+
+
+def _app(provider: str, caps: Any) -> Any:
+    from readiness.services import _has_database_app
+
+    needs_row = str(caps.connection) == "oauth2" and not caps.federated
+    return app_identity(provider, caps, database_app=_has_database_app(provider) if needs_row else None)
+
+
+@transaction.atomic
+def approval_review_append(
+    *, operator: Any, provider: str, outcome: str, operations: list[str] | None = None,
+    review_reference: str = "", reviewed_at: datetime | None = None, expires_at: datetime | None = None,
+) -> ApprovalReview:
+    _require_admin(operator)
+    caps = _capabilities(provider)
+    now = timezone.now()
+    if expires_at is not None and expires_at <= (reviewed_at or now):
+        raise FieldValidationError([{"location": "body.expires_at", "message": "Must be after the review time.",
+                                     "value": expires_at.isoformat()}])
+    return ApprovalReview.objects.create(
+        provider=provider,
+        app_fingerprint=_app(provider, caps).fingerprint,
+        provider_environment=settings.HERALD_PROVIDER_ENVIRONMENT,
+        outcome=outcome,
+        operations=sorted(set(operations if operations else OPERATIONS)),
+        reference_fingerprint=result_fingerprint(review_reference) if review_reference else "",
+        operator_fingerprint=operator_fingerprint(operator),
+        reviewed_at=reviewed_at or now,
+        expires_at=expires_at,
+    )
+
+
+@transaction.atomic
+def runtime_control_append(
+    *, operator: Any, provider: str, mode: str, reason: str, output_profile: str = "", operation: str = "",
+) -> RuntimeControl:
+    _require_admin(operator)
+    caps = _capabilities(provider)
+    _check_profile(caps, output_profile)
+    return RuntimeControl.objects.create(
+        provider=provider, output_profile=output_profile, operation=operation, mode=mode, reason=reason,
+        operator_fingerprint=operator_fingerprint(operator),
+    )
+
+
+def _run_outcome(caps: Any, operation: str, checks: list[dict[str, str]]) -> str:
+    """``passed`` only when every required check passed, or is a contract-approved
+    not-applicable refresh/revoke; anything else is a failed run (422 when malformed)."""
+    required = required_checks(operation)
+    allowed = not_applicable_allowed(caps)
+    errors: list[dict[str, Any]] = []
+    names = [check["name"] for check in checks]
+    for index, check in enumerate(checks):
+        location = f"body.checks[{index}]"
+        if check["name"] not in required:
+            errors.append({"location": f"{location}.name", "message": f"Not a check of {operation}; "
+                           f"required: {', '.join(required)}.", "value": check["name"]})
+        elif names.count(check["name"]) > 1:
+            errors.append({"location": f"{location}.name", "message": "Each check once.", "value": check["name"]})
+        if check["outcome"] == "not_applicable":
+            reasons = allowed.get(check["name"], ())
+            if check.get("reason", "") not in reasons:
+                errors.append({"location": f"{location}.reason",
+                               "message": "Not applicable is allowed only with a contract-approved reason"
+                               + (f": {', '.join(reasons)}." if reasons else "; this check has none."),
+                               "value": check.get("reason", "")})
+        elif check.get("reason"):
+            errors.append({"location": f"{location}.reason", "message": "Only a not-applicable result has a reason."})
+    for name in required:
+        if name not in names:
+            errors.append({"location": "body.checks", "message": f"The {name} check is missing."})
+    if errors:
+        raise FieldValidationError(errors)
+    return "passed" if all(check["outcome"] != "failed" for check in checks) else "failed"
+
+
+@transaction.atomic
+def certification_append(
+    *, operator: Any, kind: str, provider: str, operation: str, checks: list[dict[str, str]],
+    output_profile: str = "", account_id: Any = None, account_kind: str = "", instance_url: str = "",
+    external_result_reference: str = "", tested_at: datetime | None = None, retest_days: int | None = None,
+) -> CertificationRun:
+    """Append one certification run and its checks (one transaction)."""
+    from publishing.models import Account
+
+    _require_admin(operator)
+    caps = _capabilities(provider)
+    if operation in ("publish_immediate", "publish_scheduled"):
+        if not output_profile:
+            raise FieldValidationError([{"location": "body.output_profile", "message": "Required for a publish operation."}])
+        _check_profile(caps, output_profile)
+    elif output_profile:
+        raise FieldValidationError([{"location": "body.output_profile",
+                                     "message": "Only publish operations have an output profile."}])
+    account = None
+    if account_id is not None:
+        account = Account.objects.filter(pk=account_id).exclude(status=Account.Status.DISCONNECTED).first()
+        if account is None or account.provider != provider:
+            raise FieldValidationError([{"location": "body.account_id",
+                                         "message": f"No connected {provider} account with this ID."}])
+    if kind == "live" and account is None:
+        raise FieldValidationError([{"location": "body.account_id",
+                                     "message": "A live certification names the real account it used."}])
+    if caps.federated and account is None and not instance_url:
+        raise FieldValidationError([{"location": "body.instance_url",
+                                     "message": "A federated provider's evidence names its instance."}])
+    outcome = _run_outcome(caps, operation, checks)
+    if account is not None and set(caps.required_scopes) - set(account.granted_scopes or []):
+        outcome = "failed"  # the tested grant lacks a contract scope: no proof, whatever was reported
+    now = timezone.now()
+    tested = tested_at or now
+    if tested > now + timedelta(minutes=5):
+        raise FieldValidationError([{"location": "body.tested_at", "message": "Must not be in the future.",
+                                     "value": tested.isoformat()}])
+    days = retest_days or settings.HERALD_CERTIFICATION_RETEST_DAYS
+    subject = make_subject(
+        provider=provider, app=_app(provider, caps), operation=operation, output_profile=output_profile,
+        instance_url=account.instance_url if account is not None else instance_url,
+        account_kind=account.account_kind if account is not None else (account_kind or caps.account_kind),
+        federated=caps.federated,
+    )
+    run = CertificationRun.objects.create(
+        kind=kind,
+        **subject.as_dict(),
+        subject_digest=subject.digest,
+        contract_digest=contract_digest(caps, subject),
+        tested_revision=source_revision(),
+        operator_fingerprint=operator_fingerprint(operator),
+        account_fingerprint=account_fingerprint(account.pk) if account is not None else "",
+        external_result_fingerprint=result_fingerprint(external_result_reference) if external_result_reference else "",
+        required_scopes=sorted(caps.required_scopes),
+        granted_scopes=sorted(account.granted_scopes or []) if account is not None else [],
+        outcome=outcome,
+        tested_at=tested,
+        expires_at=tested + timedelta(days=days),
+    )
+    CertificationCheck.objects.bulk_create(
+        CertificationCheck(run=run, name=check["name"], outcome=check["outcome"], reason=check.get("reason", ""))
+        for check in checks
+    )
+    return run

@@ -1,0 +1,104 @@
+"""The ``provider-certification`` release gate (spec §1 "Release gate").
+
+A claim may stay in the public claims file only when the trusted ledger projection — this
+instance's own append-only ledgers, evaluated for the exact production subject with enforcement
+on — supplies its current contract digest: production app configured; approval current and
+approved (or explicitly not required); local and live runs current, passed and sharing the
+current contract digest (each required check passed, or a contract-approved not-applicable);
+the live run's granted scopes cover the required ones; policy allowed; runtime control enabled;
+and nothing in the claim that looks like an account, operator, credential, URL or raw result.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from readiness.claims import CLAIMS_FILE, MANIFEST_FILE, Claim, ClaimsError, verify_manifest
+from readiness.decisions import Policy, evaluate
+from readiness.evidence import load_evidence
+from readiness.models import CertificationRun
+from readiness.subjects import NEVER_ADVERTISED, app_identity, contract_digest, make_subject
+
+UNSANITIZED = re.compile(
+    r"://|@|hrld_|bearer|token|secret|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE
+)
+GATE_FACTS = {
+    "configuration": ("present",),
+    "approval": ("approved", "not_required"),
+    "local_test": ("passed",),
+    "live_certification": ("passed",),
+    "policy": ("allowed",),
+    "control": ("enabled",),
+}
+
+
+@dataclass(frozen=True)
+class GateResult:
+    ok: bool
+    reasons: tuple[str, ...]
+    claim_count: int
+
+
+def _claim_reasons(claim: Claim) -> list[str]:
+    """Why the trusted ledger projection does not supply this claim's current digest."""
+    from publishing.providers import PROVIDERS, get_adapter
+
+    label = f"{claim.provider} {claim.output_profile or '-'} {claim.operation}"
+    if any(UNSANITIZED.search(value) for value in (claim.provider, claim.output_profile, claim.operation)):
+        return [f"{label}: a claim must not carry account, operator, credential, URL or raw result data"]
+    if claim.provider in NEVER_ADVERTISED:
+        return [f"{label}: {claim.provider} has no public hosted claim and is never advertised"]
+    if claim.provider not in PROVIDERS:
+        return [f"{label}: no adapter implements {claim.provider}"]
+    caps = get_adapter(claim.provider).capabilities
+    try:
+        subject = make_subject(
+            provider=claim.provider, app=app_identity(claim.provider, caps), operation=claim.operation,
+            output_profile=claim.output_profile, account_kind=caps.account_kind, federated=caps.federated,
+            deployment_environment="production", provider_environment="production",
+        )
+    except ValueError as exc:
+        return [f"{label}: {exc}"]
+    current = contract_digest(caps, subject)
+    reasons = []
+    if claim.contract_digest != current:
+        reasons.append(f"{label}: the claim's contract digest {claim.contract_digest} is not the current {current}")
+    evidence = load_evidence([subject])
+    policy = Policy(
+        enforced=True, deployment="cloud", disabled_providers=frozenset(settings.HERALD_DISABLED_PROVIDERS),
+        restrictions=frozenset(settings.HERALD_PROVIDER_POLICY_RESTRICTIONS), claims=frozenset(),
+    )
+    decision = evaluate(subject=subject, caps=caps, app=app_identity(claim.provider, caps), contract=current,
+                        evidence=evidence, policy=policy, now=timezone.now())
+    for fact, allowed in GATE_FACTS.items():
+        status = decision.facts[fact]["status"]
+        if status not in allowed:
+            reasons.append(f"{label}: {fact} is {status} (needs {' or '.join(allowed)})")
+    live = evidence.run(subject, "live", current)
+    if live is not None and set(live.required_scopes) - set(live.granted_scopes):
+        reasons.append(f"{label}: the live run's granted scopes do not cover the required scopes")
+    return reasons
+
+
+def provider_certification_check(
+    *, claims_path: Path = CLAIMS_FILE, manifest_path: Path = MANIFEST_FILE
+) -> GateResult:
+    try:
+        claims = verify_manifest(claims_path, manifest_path)
+    except ClaimsError as exc:
+        return GateResult(False, (f"the claims file is not bound by the release manifest: {exc}",), 0)
+    if not claims:
+        return GateResult(True, (), 0)
+    if not CertificationRun.objects.exists():
+        return GateResult(False, (
+            f"{len(claims)} claim(s) but no trusted ledger projection supplies current contract digests "
+            "(this instance's certification ledger is empty); public claims need passing local and live "
+            "certification of the exact production subject",
+        ), len(claims))
+    reasons = [reason for claim in claims for reason in _claim_reasons(claim)]
+    return GateResult(not reasons, tuple(reasons), len(claims))

@@ -1,0 +1,246 @@
+"""Readiness subjects, one-way fingerprints and the certification contract digest.
+
+A decision is always about one exact subject (decisions §6): provider, app fingerprint,
+deployment and provider environment, federated-instance fingerprint, account kind, output
+profile, operation and policy mode. Evidence is bound to the subject digest and to the contract
+digest, so changing any subject key, the adapter's capability metadata or a contract requirement
+makes earlier evidence unusable: it simply no longer matches.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from readiness.models import OPERATIONS
+
+CONTRACT_VERSION = 1
+PUBLISH_OPERATIONS = ("publish_immediate", "publish_scheduled")
+ACCOUNT_KIND_ANY = ""
+
+# Provider kinds without a public hosted claim: never advertised, whatever the ledger says
+# (spec §1 "Public claims"). Discord incoming webhooks (``discord_webhook``) are a separate
+# built-in connection mode and stay supported.
+NEVER_ADVERTISED = frozenset({"pinterest", "telegram", "discord"})
+
+
+def sha256_hex(value: str) -> str:
+    return hashlib.sha256(value.encode()).hexdigest()
+
+
+def digest(value: Any) -> str:
+    """``sha256:<hex>`` of canonical JSON."""
+    canonical = json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+    return f"sha256:{sha256_hex(canonical)}"
+
+
+def fingerprint(kind: str, value: str) -> str:
+    """A one-way, labelled fingerprint such as ``operator:sha256:<hex>``."""
+    return f"{kind}:sha256:{sha256_hex(f'herald:{kind}:{value}')}"
+
+
+def operator_fingerprint(user: Any) -> str:
+    return fingerprint("operator", str(user.pk))
+
+
+def account_fingerprint(account_id: Any) -> str:
+    return fingerprint("account", str(account_id))
+
+
+def instance_fingerprint(instance_url: str) -> str:
+    from urllib.parse import urlsplit
+
+    url = instance_url.strip()
+    parts = urlsplit(url if "://" in url else f"https://{url}")
+    origin = f"{parts.scheme.lower()}://{(parts.netloc or '').lower()}"
+    return fingerprint("instance", origin)
+
+
+def result_fingerprint(reference: str) -> str:
+    return fingerprint("result", reference)
+
+
+@dataclass(frozen=True)
+class Subject:
+    provider: str
+    app_fingerprint: str
+    deployment_environment: str
+    provider_environment: str
+    instance_fingerprint: str
+    account_kind: str
+    output_profile: str
+    operation: str
+    policy_mode: str
+
+    @property
+    def digest(self) -> str:
+        return digest(asdict(self))
+
+    def as_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+# --- Configuration and app identity -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AppIdentity:
+    source: str  # builtin | dynamic | database | missing | unknown
+    fingerprint: str
+
+    @property
+    def present(self) -> bool:
+        return self.source in ("builtin", "dynamic", "database")
+
+
+def app_identity(provider: str, caps: Any, *, database_app: bool | None = None) -> AppIdentity:
+    """The effective provider app of this deployment.
+
+    Credential and webhook providers use a built-in identity (their configured API base); a
+    federated OAuth provider registers a dynamic app per instance at connect time; any other
+    OAuth provider needs a registered app (``database_app``: whether one exists)."""
+    if caps is None:
+        return AppIdentity("unknown", fingerprint("app", f"{provider}:unknown"))
+    from publishing.providers import get_adapter
+
+    adapter = get_adapter(provider)
+    base = str(getattr(adapter, "service_url", "") or getattr(adapter, "api_url", "") or "")
+    connection = str(getattr(caps.connection, "value", caps.connection))
+    if connection == "oauth2":
+        source = "dynamic" if caps.federated else "database" if database_app else "missing"
+    else:
+        source = "builtin"
+    identity = {
+        "provider": provider,
+        "source": source,
+        "base": base,
+        "deployment": settings.HERALD_DEPLOYMENT,
+        "public_origin": settings.HERALD_PUBLIC_URL,
+    }
+    return AppIdentity(source, fingerprint("app", json.dumps(identity, sort_keys=True)))
+
+
+def make_subject(
+    *,
+    provider: str,
+    app: AppIdentity,
+    operation: str,
+    output_profile: str = "",
+    instance_url: str = "",
+    account_kind: str = ACCOUNT_KIND_ANY,
+    federated: bool = False,
+    deployment_environment: str | None = None,
+    provider_environment: str | None = None,
+    policy_mode: str | None = None,
+) -> Subject:
+    if operation not in OPERATIONS:
+        raise ValueError(f"unknown operation {operation!r}")
+    return Subject(
+        provider=provider,
+        app_fingerprint=app.fingerprint,
+        deployment_environment=deployment_environment or settings.HERALD_ENVIRONMENT,
+        provider_environment=provider_environment or settings.HERALD_PROVIDER_ENVIRONMENT,
+        instance_fingerprint=instance_fingerprint(instance_url) if federated and instance_url else "",
+        account_kind=account_kind,
+        output_profile=output_profile if operation in PUBLISH_OPERATIONS else "",
+        operation=operation,
+        policy_mode=policy_mode or settings.HERALD_PROVIDER_POLICY_MODE,
+    )
+
+
+# --- The certification contract ---------------------------------------------------------------
+
+BASE_CHECKS = ("connect", "account_authorization")
+
+
+def required_checks(operation: str) -> tuple[str, ...]:
+    """The checks a run must record (spec §1 "Certification evidence ledgers")."""
+    if operation in PUBLISH_OPERATIONS:
+        return (*BASE_CHECKS, "provider_result", "reconciled_outcome", "refresh", "revoke")
+    if operation == "connect":
+        return (*BASE_CHECKS, "refresh", "revoke")
+    return (*BASE_CHECKS, operation)  # refresh, revoke
+
+
+def not_applicable_allowed(caps: Any) -> dict[str, tuple[str, ...]]:
+    """The only contract-approved not-applicable results: refresh/revoke a provider lacks."""
+    allowed: dict[str, tuple[str, ...]] = {}
+    if not caps.supports_refresh:
+        allowed["refresh"] = ("provider_has_no_refresh",)
+    if not caps.supports_revoke:
+        allowed["revoke"] = ("provider_has_no_revoke",)
+    return allowed
+
+
+@lru_cache(maxsize=512)
+def _contract(caps: Any, output_profile: str, operation: str) -> tuple[str, tuple[str, ...]]:
+    from publishing.providers.base import describe
+
+    class _Adapter:  # describe() reads only ``capabilities``
+        capabilities = caps
+
+    described = describe(_Adapter())  # type: ignore[arg-type]
+    profile = next((p for p in described["profiles"] if p["key"] == output_profile), None)
+    contract = {
+        "contract_version": CONTRACT_VERSION,
+        "provider": described["provider"],
+        "operation": operation,
+        "connection": described["connection"],
+        "federated": described["federated"],
+        "pkce": described["pkce"],
+        "required_scopes": sorted(described["required_scopes"]),
+        "supports": described["supports"],
+        "profile": profile,
+        "required_checks": list(required_checks(operation)),
+        "not_applicable_allowed": {k: list(v) for k, v in sorted(not_applicable_allowed(caps).items())},
+    }
+    return digest(contract), tuple(sorted(described["required_scopes"]))
+
+
+def contract_digest(caps: Any, subject: Subject) -> str:
+    """The digest of the certification contract of this subject's provider, format and
+    operation: capability metadata plus the checks and not-applicable results it requires."""
+    if caps is None:
+        return ""
+    return _contract(caps, subject.output_profile, subject.operation)[0]
+
+
+def contract_scopes(caps: Any) -> tuple[str, ...]:
+    return tuple(sorted(caps.required_scopes)) if caps is not None else ()
+
+
+# --- Source revision --------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def _git_revision(base_dir: str) -> str:
+    git = Path(base_dir) / ".git"
+    try:
+        if git.is_file():  # a worktree: "gitdir: <path>"
+            git = Path(git.read_text().split(":", 1)[1].strip())
+        head = (git / "HEAD").read_text().strip()
+        if head.startswith("ref:"):
+            ref = head.split(":", 1)[1].strip()
+            ref_file = git / ref
+            if ref_file.exists():
+                return ref_file.read_text().strip()[:64]
+            common = git / "commondir"
+            root = (git / common.read_text().strip()) if common.exists() else git
+            for line in (root / "packed-refs").read_text().splitlines():
+                if line.endswith(f" {ref}"):
+                    return line.split(" ", 1)[0][:64]
+            return "unknown"
+        return head[:64]
+    except (OSError, IndexError):
+        return "unknown"
+
+
+def source_revision() -> str:
+    """The tested source revision recorded with certification runs."""
+    return settings.HERALD_SOURCE_REVISION[:64] or _git_revision(str(settings.BASE_DIR))

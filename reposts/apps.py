@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RepostsConfig(AppConfig):
+    name = "reposts"
+    verbose_name = "Repost automation"

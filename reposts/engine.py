@@ -1,0 +1,491 @@
+"""The staged repost engine (issue 7): for each destination published from a source account of
+an enabled policy, one execution per target account.
+
+* An execution waits ``delay_seconds`` after the publish time, then reads the post's metrics
+  through the adapter at most once per ``HERALD_REPOST_METRICS_INTERVAL_SECONDS`` until the gates
+  pass (``all``: every non-zero ``min_*``; ``any``: at least one; no non-zero gate: passes) and,
+  with ``require_plateau``, the last ``plateau_checks`` reads were identical.
+* It then runs its stages (the rule's ``stages``, or one stage at ``delay_seconds``), each at
+  ``published_at + stage.delay_seconds``: unrepost the previous stage's repost first when
+  ``unrepost_previous``, then repost from the target account.
+* It is skipped with a reason when the window closes first, when the target becomes unusable
+  (disconnected, reconnect required, grant revoked, readiness blocks it), when the source post
+  is gone, or when the policy no longer wants it.
+
+Readiness is asked immediately before every provider call. A worker claims an execution with a
+conditional update (a lease), records each repost's intent before calling the provider and its
+outcome after; an intent without an outcome is reconciled by asking the provider
+(``find_repost``: Mastodon's ``reblogged`` flag, Bluesky's repost record) before anything is
+sent again, so a worker killed between the call and its record never reposts twice.
+
+Every function takes ``now``: tests drive the engine with an explicit clock.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from publishing.models import Account, Destination
+from publishing.providers import get_adapter
+from publishing.providers.base import ErrorKind, Metrics, NotSupported, ProviderError, PublishResult
+from publishing.services.accounts import account_context, account_mark_reconnect_required
+from publishing.services.delivery import backoff_seconds
+from readiness import services as readiness
+from reposts import tasks
+from reposts.models import RepostExecution, RepostPolicy, RepostStage
+from reposts.selectors import (
+    READINESS_OPERATION,
+    readiness_profile,
+    supported_platforms,
+    target_unavailable_reason,
+)
+from reposts.services import executions_skip
+
+logger = logging.getLogger(__name__)
+
+S = RepostExecution.Status
+ST = RepostStage.Status
+GATES = (("min_likes", "likes"), ("min_comments", "comments"), ("min_reposts", "reposts"), ("min_views", "views"))
+
+
+# --- Rule evaluation (pure) -------------------------------------------------------------------
+
+
+def metrics_values(metrics: Metrics) -> dict[str, int]:
+    return {"likes": metrics.likes, "comments": metrics.comments, "reposts": metrics.reposts, "views": metrics.views}
+
+
+def thresholds_met(rule: dict[str, Any], metrics: dict[str, int]) -> bool:
+    """``all``: every non-zero gate is met; ``any``: at least one is. No gate: met."""
+    results = [metrics.get(key, 0) >= int(rule[field]) for field, key in GATES if int(rule.get(field) or 0)]
+    if not results:
+        return True
+    return all(results) if rule.get("threshold_mode", "all") == "all" else any(results)
+
+
+def needs_metrics(rule: dict[str, Any]) -> bool:
+    return bool(rule.get("require_plateau")) or any(int(rule.get(field) or 0) for field, _ in GATES)
+
+
+def rule_stages(rule: dict[str, Any]) -> list[dict[str, Any]]:
+    """The stages of a rule; a rule without stages reposts once, at ``delay_seconds``."""
+    return list(rule.get("stages") or []) or [{"delay_seconds": rule["delay_seconds"], "unrepost_previous": False}]
+
+
+# --- Creating executions ----------------------------------------------------------------------
+
+
+def executions_create(*, now: datetime, batch: int = 500) -> int:
+    """One execution per (published destination, target account) of every enabled policy, for
+    destinations published since the policy was created and still inside its window."""
+    created = 0
+    platforms = supported_platforms()
+    policies = RepostPolicy.objects.filter(enabled=True).prefetch_related("account_links__account")
+    for policy in policies:
+        links = list(policy.account_links.all())
+        targets = [
+            link.account
+            for link in links
+            if link.role == "target" and link.account.status == Account.Status.ACTIVE
+            and link.account.provider in platforms
+            and (
+                link.account.workspace_id == policy.workspace_id
+                or target_unavailable_reason(
+                    account=link.account, workspace_id=policy.workspace_id, check_readiness=False
+                ) == ""
+            )
+        ]  # fmt: skip
+        if not targets:
+            continue
+        source_ids = [link.account_id for link in links if link.role == "source"]
+        sources = Account.objects.filter(workspace_id=policy.workspace_id, provider__in=platforms)
+        if source_ids:
+            sources = sources.filter(pk__in=source_ids)
+        horizon = max(policy.created_at, now - timedelta(seconds=policy.evaluation_window_seconds))
+        rule = policy.rule()
+        for target in targets:
+            destinations = (
+                Destination.objects.filter(
+                    status=Destination.Status.PUBLISHED,
+                    account__in=sources.filter(provider=target.provider).exclude(pk=target.pk),
+                    published_at__gte=horizon,
+                    published_at__lte=now,
+                )
+                .exclude(external_id="")
+                .exclude(Exists(RepostExecution.objects.filter(destination=OuterRef("pk"), target_account=target)))
+                .order_by("published_at")[:batch]
+            )
+            for destination in destinations:
+                created += _execution_create(policy=policy, rule=rule, destination=destination, target=target)
+    return created
+
+
+def _execution_create(*, policy: RepostPolicy, rule: dict[str, Any], destination: Destination, target: Account) -> int:
+    published_at = destination.published_at
+    if published_at is None:  # excluded by the query; a published destination has its time
+        return 0
+    evaluate_from = published_at + timedelta(seconds=int(rule["delay_seconds"]))
+    try:
+        with transaction.atomic():
+            execution = RepostExecution.objects.create(
+                workspace_id=policy.workspace_id,
+                policy=policy,
+                destination=destination,
+                target_account=target,
+                rule=rule,
+                published_at=published_at,
+                evaluate_from=evaluate_from,
+                window_ends_at=published_at + timedelta(seconds=int(rule["evaluation_window_seconds"])),
+                next_check_at=evaluate_from,
+            )
+            RepostStage.objects.bulk_create(
+                RepostStage(
+                    execution=execution,
+                    index=index,
+                    delay_seconds=int(stage["delay_seconds"]),
+                    unrepost_previous=bool(stage["unrepost_previous"]),
+                    due_at=published_at + timedelta(seconds=int(stage["delay_seconds"])),
+                )
+                for index, stage in enumerate(rule_stages(rule))
+            )
+    except IntegrityError:  # another tick created it first (one per destination and target)
+        return 0
+    return 1
+
+
+# --- The tick ---------------------------------------------------------------------------------
+
+
+def engine_tick(
+    *, now: datetime | None = None, dispatch: Callable[[str], None] | None = None, batch: int = 500
+) -> dict[str, int]:
+    """One beat tick: create new executions, then hand every due execution to a worker.
+
+    A dispatched execution is not due again for one lease: a lost message or a dead worker is
+    picked up by a later tick, and a backlog is not nudged twice meanwhile."""
+    now = now or timezone.now()
+    created = executions_create(now=now, batch=batch)
+    due = list(
+        RepostExecution.objects.filter(status__in=RepostExecution.ACTIVE, next_check_at__lte=now)
+        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .order_by("next_check_at")
+        .values_list("pk", flat=True)[:batch]
+    )
+    if due:
+        lease = timedelta(seconds=settings.HERALD_REPOST_LEASE_SECONDS)
+        RepostExecution.objects.filter(pk__in=due).update(next_check_at=now + lease)
+    send = dispatch or partial(tasks.nudge, tasks.execution_advance)
+    for execution_id in due:
+        send(str(execution_id))
+    return {"created": created, "dispatched": len(due)}
+
+
+# --- Advancing one execution ------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """The execution reached a terminal status (already recorded)."""
+
+
+class _Unusable(Exception):
+    def __init__(self, role: str, reason: str) -> None:
+        super().__init__(reason)
+        self.role = role
+        self.reason = reason
+
+
+def execution_advance(*, execution_id: Any, now: datetime | None = None) -> str | None:
+    """Move one execution as far as its clock allows; returns its status (``None``: another
+    worker holds it or it has finished). Safe to run twice."""
+    now = now or timezone.now()
+    lease = timedelta(seconds=settings.HERALD_REPOST_LEASE_SECONDS)
+    claimed = (
+        RepostExecution.objects.filter(pk=execution_id, status__in=RepostExecution.ACTIVE)
+        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .update(claimed_until=now + lease, updated_at=now)
+    )
+    if not claimed:
+        return None
+    execution = RepostExecution.objects.select_related(
+        "policy", "destination__account__app", "target_account__app", "target_account__workspace"
+    ).get(pk=execution_id)
+    next_at: datetime | None
+    try:
+        next_at = _advance(execution, now)
+        RepostExecution.objects.filter(pk=execution.pk).update(failures=0)
+    except _Stop:
+        next_at = None
+    except _Unusable as exc:
+        reason = "target_unavailable" if exc.role == "target" else "source_unavailable"
+        _finish(execution, S.SKIPPED, now, skip_reason=reason, unavailable_reason=exc.reason)
+        next_at = None
+    except ProviderError as exc:
+        next_at = _provider_failure(execution, exc, now)
+    except Exception:
+        logger.exception("Unexpected failure advancing repost execution %s", execution.pk)
+        next_at = _retry_later(execution, now, "An unexpected error occurred; retrying.")
+    RepostExecution.objects.filter(pk=execution.pk).update(
+        claimed_until=None, next_check_at=next_at or now, updated_at=now
+    )
+    return str(RepostExecution.objects.values_list("status", flat=True).get(pk=execution.pk))
+
+
+def _advance(execution: RepostExecution, now: datetime) -> datetime | None:
+    reason = _policy_reason(execution)
+    if reason:
+        _finish(execution, S.SKIPPED, now, skip_reason=reason)
+        raise _Stop
+    target = execution.target_account
+    unavailable = target_unavailable_reason(account=target, workspace_id=execution.workspace_id, check_readiness=False)
+    if unavailable:
+        raise _Unusable("target", unavailable)
+    stages = list(RepostStage.objects.filter(execution=execution).order_by("index"))
+    for stage in stages:  # an intent without an outcome: ask the provider before anything else
+        if stage.status == ST.IN_FLIGHT:
+            _reconcile_stage(execution, stage, now)
+    if now >= execution.window_ends_at:
+        if all(s.status in (ST.SUCCEEDED, ST.SKIPPED) for s in stages) and execution.status == S.READY:
+            _finish(execution, S.SUCCEEDED, now)
+        else:
+            _finish(execution, S.SKIPPED, now, skip_reason="window_closed",
+                    unavailable_reason="The evaluation window closed first.")  # fmt: skip
+        raise _Stop
+    if execution.status == S.PENDING:
+        if now < execution.evaluate_from:
+            return execution.evaluate_from
+        met, next_check = _evaluate(execution, now)
+        if not met:
+            return min(next_check, execution.window_ends_at)
+        _mark_ready(execution, stages, now)
+    for stage in stages:
+        if stage.status != ST.PENDING:
+            continue
+        if stage.due_at > now:
+            return min(stage.due_at, execution.window_ends_at)
+        _run_stage(execution, stage, stages, now)
+    _finish(execution, S.SUCCEEDED, now)
+    raise _Stop
+
+
+def _policy_reason(execution: RepostExecution) -> str:
+    policy = execution.policy
+    if policy is None:
+        return "policy_removed"
+    if not policy.enabled:
+        return "policy_disabled"
+    if not policy.account_links.filter(role="target", account_id=execution.target_account_id).exists():
+        return "target_removed"
+    return ""
+
+
+def _require_ready(account: Account, role: str) -> None:
+    """Readiness, immediately before a provider call on ``account``."""
+    decision = readiness.decide_account(
+        account=account, operation=READINESS_OPERATION, profile=readiness_profile(account)
+    )
+    if not decision.executable:
+        raise _Unusable(role, f"Provider readiness blocks the {role} account ({decision.state}).")
+
+
+def _evaluate(execution: RepostExecution, now: datetime) -> tuple[bool, datetime]:
+    """Read the metrics when the cadence allows; whether the gates (and plateau) pass."""
+    rule = execution.rule
+    interval = timedelta(seconds=settings.HERALD_REPOST_METRICS_INTERVAL_SECONDS)
+    if not needs_metrics(rule):
+        return True, now
+    if execution.metrics_checked_at is not None and now < execution.metrics_checked_at + interval:
+        return False, execution.metrics_checked_at + interval  # bounded cadence
+    source = execution.destination.account
+    if source.status != Account.Status.ACTIVE:
+        raise _Unusable("source", "The source account must be reconnected.")
+    _require_ready(source, "source")
+    try:
+        metrics = get_adapter(source.provider).metrics(
+            account=account_context(source), external_id=execution.destination.external_id
+        )
+    except ProviderError as exc:
+        if exc.kind == ErrorKind.PERMANENT:
+            raise _Unusable("source", exc.message) from exc
+        if exc.kind == ErrorKind.AUTH:
+            account_mark_reconnect_required(account_id=source.pk, reason=exc.message)
+            raise _Unusable("source", "The source account must be reconnected.") from exc
+        raise
+    values = metrics_values(metrics)
+    stable = execution.stable_checks + 1 if execution.last_metrics == values else 1
+    execution.checks += 1
+    execution.stable_checks = stable
+    execution.last_metrics = values
+    execution.metrics_checked_at = now
+    RepostExecution.objects.filter(pk=execution.pk).update(
+        checks=execution.checks, stable_checks=stable, last_metrics=values, metrics_checked_at=now
+    )
+    plateau = not rule.get("require_plateau") or stable >= int(rule["plateau_checks"])
+    return thresholds_met(rule, values) and plateau, now + interval
+
+
+def _mark_ready(execution: RepostExecution, stages: list[RepostStage], now: datetime) -> None:
+    """The gates passed. Stages whose time already passed collapse into the latest of them:
+    a late start reposts once, not once per missed stage."""
+    overdue = [s for s in stages if s.status == ST.PENDING and s.due_at <= now]
+    superseded = [s.pk for s in overdue[:-1]]
+    with transaction.atomic():
+        updated = RepostExecution.objects.filter(pk=execution.pk, status=S.PENDING).update(
+            status=S.READY, thresholds_met_at=now, updated_at=now
+        )
+        if not updated:
+            raise _Stop  # skipped meanwhile (grant revoked, policy changed)
+        if superseded:
+            RepostStage.objects.filter(pk__in=superseded, status=ST.PENDING).update(
+                status=ST.SKIPPED, error_message="Its time passed before the thresholds were met."
+            )
+    execution.status = S.READY
+    execution.thresholds_met_at = now
+    for stage in overdue[:-1]:
+        stage.status = ST.SKIPPED
+
+
+def _subject(execution: RepostExecution) -> dict[str, str]:
+    """How the target account's server names the post: by id, or (another server of a
+    federated provider) by its URL."""
+    source = execution.destination.account
+    target = execution.target_account
+    federated = get_adapter(target.provider).capabilities.federated
+    if federated and source.instance_url.rstrip("/") != target.instance_url.rstrip("/"):
+        return {"external_id": "", "source_url": execution.destination.external_url}
+    return {"external_id": execution.destination.external_id, "source_url": execution.destination.external_url}
+
+
+def _stage_key(execution: RepostExecution, stage: RepostStage) -> str:
+    return f"{execution.pk}:{stage.index}"
+
+
+def _run_stage(execution: RepostExecution, stage: RepostStage, stages: list[RepostStage], now: datetime) -> None:
+    target = execution.target_account
+    adapter = get_adapter(target.provider)
+    subject = _subject(execution)
+    if stage.unrepost_previous:
+        live = [s for s in stages if s.index < stage.index and s.status == ST.SUCCEEDED and s.unreposted_at is None]
+        if live:
+            previous = live[-1]
+            _require_ready(target, "target")
+            RepostStage.objects.filter(pk=previous.pk).update(unrepost_started_at=now)
+            _target_call(target, lambda: adapter.unrepost(
+                account=account_context(target), repost_id=previous.repost_id, **subject))  # fmt: skip
+            # One live repost per account and post: every stage that recorded it lost it.
+            same = [s.pk for s in live if s.repost_id == previous.repost_id] + [previous.pk]
+            RepostStage.objects.filter(pk__in=same).update(unreposted_at=now)
+            for s in live:
+                if s.pk in same:
+                    s.unreposted_at = now
+    _require_ready(target, "target")
+    # The intent is recorded before the call: from here on, a dead worker's stage is reconciled.
+    if not RepostStage.objects.filter(pk=stage.pk, status=ST.PENDING).update(status=ST.IN_FLIGHT, intent_at=now):
+        raise _Stop
+    stage.status = ST.IN_FLIGHT
+    result = _target_call(target, lambda: adapter.repost(
+        account=account_context(target), idempotency_key=_stage_key(execution, stage), **subject))  # fmt: skip
+    _stage_succeeded(stage, result, now, reconciled=False)
+
+
+def _reconcile_stage(execution: RepostExecution, stage: RepostStage, now: datetime) -> None:
+    target = execution.target_account
+    adapter = get_adapter(target.provider)
+    _require_ready(target, "target")
+    try:
+        found = _target_call(target, lambda: adapter.find_repost(
+            account=account_context(target), idempotency_key=_stage_key(execution, stage),
+            **_subject(execution)))  # fmt: skip
+    except NotSupported:
+        RepostStage.objects.filter(pk=stage.pk).update(
+            status=ST.FAILED, error_message="The provider cannot confirm whether the repost was made."
+        )
+        _finish(execution, S.FAILED, now, error="The provider cannot confirm whether the repost was made; check the account.")
+        raise _Stop from None
+    if found is not None:
+        _stage_succeeded(stage, found, now, reconciled=True)
+        return
+    RepostStage.objects.filter(pk=stage.pk, status=ST.IN_FLIGHT).update(status=ST.PENDING, intent_at=None)
+    stage.status = ST.PENDING  # the provider has none: reposting again is safe
+
+
+def _target_call(target: Account, call: Callable[[], Any]) -> Any:
+    try:
+        return call()
+    except ProviderError as exc:
+        if exc.kind == ErrorKind.AUTH:
+            account_mark_reconnect_required(account_id=target.pk, reason=exc.message)
+            raise _Unusable("target", "The account must be reconnected.") from exc
+        raise
+
+
+def _stage_succeeded(stage: RepostStage, result: PublishResult, now: datetime, *, reconciled: bool) -> None:
+    RepostStage.objects.filter(pk=stage.pk, status=ST.IN_FLIGHT).update(
+        status=ST.SUCCEEDED,
+        repost_id=result.external_id[:300],
+        repost_url=result.external_url[:500],
+        reposted_at=now,
+        reconciled=reconciled,
+        error_message="",
+    )
+    stage.status = ST.SUCCEEDED
+    stage.repost_id = result.external_id[:300]
+    stage.reposted_at = now
+
+
+def _finish(
+    execution: RepostExecution,
+    status: str,
+    now: datetime,
+    *,
+    skip_reason: str = "",
+    unavailable_reason: str = "",
+    error: str = "",
+) -> None:
+    with transaction.atomic():
+        if status == S.SKIPPED:
+            executions_skip(
+                RepostExecution.objects.filter(pk=execution.pk),
+                reason=skip_reason,
+                unavailable_reason=unavailable_reason,
+                now=now,
+            )
+            return
+        updated = RepostExecution.objects.filter(pk=execution.pk, status__in=RepostExecution.ACTIVE).update(
+            status=status, error_message=error[:500], finished_at=now, updated_at=now
+        )
+        if updated and status == S.FAILED:
+            RepostStage.objects.filter(execution=execution, status=ST.PENDING).update(status=ST.SKIPPED)
+    execution.status = status
+
+
+def _provider_failure(execution: RepostExecution, exc: ProviderError, now: datetime) -> datetime | None:
+    if exc.kind == ErrorKind.PERMANENT:
+        RepostStage.objects.filter(execution=execution, status=ST.IN_FLIGHT).update(
+            status=ST.FAILED, error_message=exc.message[:500]
+        )
+        _finish(execution, S.FAILED, now, error=exc.message)
+        return None
+    # Transient, rate limited or ambiguous: an in-flight stage stays in flight and is
+    # reconciled with the provider first on the next attempt.
+    return _retry_later(execution, now, exc.message, retry_after=exc.retry_after)
+
+
+def _retry_later(execution: RepostExecution, now: datetime, message: str, *, retry_after: float | None = None) -> datetime | None:
+    failures = execution.failures + 1
+    if failures >= settings.HERALD_REPOST_MAX_FAILURES:
+        RepostStage.objects.filter(execution=execution, status=ST.IN_FLIGHT).update(
+            status=ST.FAILED, error_message=message[:500]
+        )
+        _finish(execution, S.FAILED, now, error=f"Gave up after {failures} failed attempts: {message}")
+        return None
+    RepostExecution.objects.filter(pk=execution.pk).update(failures=failures, error_message=message[:500])
+    return now + timedelta(seconds=backoff_seconds(failures, retry_after))

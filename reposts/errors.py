@@ -1,0 +1,6 @@
+from config.errors import ConflictError
+
+
+class RepostGrantExistsError(ConflictError):
+    code = "repost_grant_exists"
+    default_detail = "An active repost grant for this account and workspace already exists."

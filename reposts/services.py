@@ -1,0 +1,328 @@
+"""Writes of repost automation: replacing a workspace's policy set, granting and revoking
+cross-workspace repost accounts. Each service owns its transaction.
+
+Rule bounds (ranges, stage order, names) are checked by the API's input serializers; these
+services check what needs the database: which accounts a workspace may name, and the revision.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from config.errors import (
+    FieldValidationError,
+    NotFoundError,
+    PermissionDeniedError,
+    RevisionConflictError,
+)
+from publishing.models import Account
+from reposts.errors import RepostGrantExistsError
+from reposts.models import (
+    RepostExecution,
+    RepostGrant,
+    RepostPolicy,
+    RepostPolicyAccount,
+    RepostSettings,
+    RepostStage,
+)
+from reposts.selectors import supported_platforms
+from workspaces.access import WORKSPACE_ROLE_RANK, Actor, parse_id, require_workspace
+from workspaces.models import AccessAuditEvent, WorkspaceMembership
+from workspaces.services import audit_record
+
+RULE_FIELDS = (
+    "delay_seconds",
+    "evaluation_window_seconds",
+    "threshold_mode",
+    "min_comments",
+    "min_likes",
+    "min_reposts",
+    "min_views",
+    "plateau_checks",
+    "require_plateau",
+)
+S = RepostExecution.Status
+
+
+# --- Executions that can no longer run --------------------------------------------------------
+
+
+def executions_skip(
+    executions: QuerySet[RepostExecution], *, reason: str, unavailable_reason: str = "", now: Any = None
+) -> int:
+    """Skip the still active ones of ``executions`` with ``reason`` (call inside a transaction).
+
+    Their pending stages are skipped too; a stage whose provider call is in flight keeps its
+    state, and the worker records its outcome (the repost happened or it did not)."""
+    now = now or timezone.now()
+    ids = list(executions.filter(status__in=RepostExecution.ACTIVE).values_list("pk", flat=True))
+    if not ids:
+        return 0
+    count = RepostExecution.objects.filter(pk__in=ids, status__in=RepostExecution.ACTIVE).update(
+        status=S.SKIPPED,
+        skip_reason=reason,
+        unavailable_reason=unavailable_reason[:300],
+        finished_at=now,
+        updated_at=now,
+    )
+    RepostStage.objects.filter(execution_id__in=ids, status=RepostStage.Status.PENDING).update(
+        status=RepostStage.Status.SKIPPED
+    )
+    return count
+
+
+# --- Policies ---------------------------------------------------------------------------------
+
+
+def _account_errors(
+    *, workspace_id: uuid.UUID, policies: list[dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[str, Account]]:
+    """Every account ID that the workspace may not name where it names it."""
+    wanted: set[uuid.UUID] = set()
+    for policy in policies:
+        for key in ("source_account_ids", "target_account_ids"):
+            for value in policy.get(key) or []:
+                try:
+                    wanted.add(uuid.UUID(str(value)))
+                except ValueError:
+                    continue
+    accounts = {
+        str(a.pk): a
+        for a in Account.objects.filter(pk__in=wanted).exclude(status=Account.Status.DISCONNECTED)
+    }
+    granted = {
+        str(pk)
+        for pk in RepostGrant.objects.filter(
+            source_workspace_id=workspace_id, target_account_id__in=wanted, revoked_at__isnull=True
+        ).values_list("target_account_id", flat=True)
+    }
+    platforms = supported_platforms()
+    errors: list[dict[str, Any]] = []
+
+    def fail(location: str, message: str, value: Any) -> None:
+        errors.append({"location": location, "message": message, "value": value})
+
+    for i, policy in enumerate(policies):
+        for j, value in enumerate(policy.get("source_account_ids") or []):
+            where = f"body.policies[{i}].source_account_ids[{j}]"
+            account = accounts.get(_canonical(value))
+            if account is None or account.workspace_id != workspace_id:
+                fail(where, "No connected account of this workspace has this ID.", value)
+            elif account.provider not in platforms:
+                fail(where, f"{account.provider} accounts cannot be reposted from.", value)
+        for j, value in enumerate(policy.get("target_account_ids") or []):
+            where = f"body.policies[{i}].target_account_ids[{j}]"
+            account = accounts.get(_canonical(value))
+            if account is None:
+                fail(where, "No connected account has this ID.", value)
+            elif account.workspace_id != workspace_id and str(account.pk) not in granted:
+                fail(where, "An account of another workspace needs an active repost grant.", value)
+            elif account.provider not in platforms:
+                fail(where, f"{account.provider} accounts cannot repost.", value)
+    return errors, accounts
+
+
+def _canonical(value: Any) -> str:
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        return ""
+
+
+def repost_settings_replace(
+    *, actor: Actor, workspace_id: Any, expected_revision: int, policies: list[dict[str, Any]]
+) -> RepostSettings:
+    """Replace the workspace's whole policy set (``PUT /repost-automation``).
+
+    A policy that carries the ``id`` of an existing policy of the workspace is updated in place
+    (keeping its ``created_at`` and its executions); the others are created; policies left out
+    are deleted. Active executions of deleted or disabled policies, and of targets a policy no
+    longer names, are skipped.
+    """
+    access = require_workspace(actor, workspace_id, role="admin")
+    workspace = access.workspace
+    errors, accounts = _account_errors(workspace_id=workspace.pk, policies=policies)
+    if errors:
+        raise FieldValidationError(errors)
+    now = timezone.now()
+    with transaction.atomic():
+        settings, _ = RepostSettings.objects.get_or_create(workspace=workspace)
+        settings = RepostSettings.objects.select_for_update().get(pk=settings.pk)
+        if settings.revision != expected_revision:
+            raise RevisionConflictError(
+                f"The repost settings are at revision {settings.revision}; reload them and try again.",
+                current_revision=settings.revision,
+            )
+        existing = {str(p.pk): p for p in RepostPolicy.objects.select_for_update().filter(workspace=workspace)}
+        id_errors = [
+            {"location": f"body.policies[{i}].id", "message": "No policy of this workspace has this ID.",
+             "value": incoming["id"]}
+            for i, incoming in enumerate(policies)
+            if incoming.get("id") and _canonical(incoming["id"]) not in existing
+        ]
+        if id_errors:
+            raise FieldValidationError(id_errors)
+        kept = {_canonical(incoming.get("id") or "") for incoming in policies} - {""}
+        removed = [pk for pk in existing if pk not in kept]
+        executions_skip(RepostExecution.objects.filter(policy_id__in=removed), reason="policy_removed", now=now)
+        RepostPolicy.objects.filter(pk__in=removed).delete()
+        # Names are unique per workspace, and the new set may swap them: park the kept
+        # policies under their IDs first.
+        for pk in kept:
+            RepostPolicy.objects.filter(pk=pk).update(name=f"~{pk}")
+        for position, incoming in enumerate(policies):
+            policy = existing.get(_canonical(incoming.get("id") or "")) or RepostPolicy(
+                workspace=workspace, created_at=now
+            )
+            policy.position = position
+            policy.name = incoming["name"]
+            policy.enabled = incoming.get("enabled", True)
+            rule = incoming["rule"]
+            for name in RULE_FIELDS:
+                setattr(policy, name, rule[name])
+            policy.stages = [
+                {"delay_seconds": s["delay_seconds"], "unrepost_previous": s["unrepost_previous"]}
+                for s in rule["stages"]
+            ]
+            policy.updated_at = now
+            policy.save()
+            RepostPolicyAccount.objects.filter(policy=policy).delete()
+            RepostPolicyAccount.objects.bulk_create(
+                [
+                    RepostPolicyAccount(policy=policy, account=accounts[pk], role=role, position=n)
+                    for role, key in (("source", "source_account_ids"), ("target", "target_account_ids"))
+                    for n, pk in enumerate(_unique(incoming.get(key) or []))
+                ]
+            )
+            if not policy.enabled:
+                executions_skip(RepostExecution.objects.filter(policy=policy), reason="policy_disabled", now=now)
+            targets = _unique(incoming.get("target_account_ids") or [])
+            executions_skip(
+                RepostExecution.objects.filter(policy=policy).exclude(target_account_id__in=targets),
+                reason="target_removed",
+                now=now,
+            )
+        settings.revision += 1
+        settings.updated_at = now
+        settings.updated_by = actor.user
+        settings.save()
+    return settings
+
+
+def _unique(values: Iterable[Any]) -> list[str]:
+    seen: dict[str, None] = {}
+    for value in values:
+        seen.setdefault(_canonical(value), None)
+    return list(seen)
+
+
+# --- Grants -----------------------------------------------------------------------------------
+
+
+def repost_grant_create(*, actor: Actor, source_workspace_id: Any, target_account_id: Any) -> RepostGrant:
+    """Let ``source_workspace_id`` repost through an account of another workspace. The actor
+    must administer both workspaces. Audited in both workspaces' access audit."""
+    source = require_workspace(actor, source_workspace_id, role="admin").workspace
+    account_pk = parse_id(target_account_id, what="account")
+    account = (
+        Account.objects.select_related("workspace")
+        .filter(pk=account_pk)
+        .exclude(status=Account.Status.DISCONNECTED)
+        .first()
+    )
+    if account is None:
+        raise NotFoundError(f"No account with ID {account_pk}.")
+    require_workspace(actor, account.workspace_id, role="admin")
+    if account.workspace_id == source.pk:
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.target_account_id",
+                    "message": "The account belongs to the source workspace; it needs no grant.",
+                    "value": str(target_account_id),
+                }
+            ]
+        )
+    if account.provider not in supported_platforms():
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.target_account_id",
+                    "message": f"{account.provider} accounts cannot repost.",
+                    "value": str(target_account_id),
+                }
+            ]
+        )
+    try:
+        with transaction.atomic():
+            grant = RepostGrant.objects.create(
+                source_workspace=source, target_account=account, created_by=actor.user
+            )
+            for workspace_id in (source.pk, account.workspace_id):
+                audit_record(
+                    workspace_id=workspace_id,
+                    action=AccessAuditEvent.Action.REPOST_GRANT_CREATED,
+                    actor=actor.user,
+                    status="active",
+                )
+    except IntegrityError as exc:
+        raise RepostGrantExistsError() from exc
+    return grant
+
+
+def repost_grant_revoke(*, actor: Actor, grant_id: Any) -> RepostGrant:
+    """Withdraw a grant (an admin of either workspace). Active executions that repost through
+    the account for the source workspace are skipped with the reason. Audited in both."""
+    pk = parse_id(grant_id, what="repost grant")
+    grant = (
+        RepostGrant.objects.select_related("target_account")
+        .filter(pk=pk, revoked_at__isnull=True)
+        .first()
+    )
+    if grant is None:
+        raise NotFoundError(f"No active repost grant with ID {pk}.")
+    sides = (grant.source_workspace_id, grant.target_account.workspace_id)
+    memberships = {
+        m.workspace_id: m
+        for m in WorkspaceMembership.objects.filter(workspace_id__in=sides, user_id=actor.user.pk)
+    }
+    active = [m for m in memberships.values() if m.status == WorkspaceMembership.Status.ACTIVE]
+    if not active:
+        raise NotFoundError(f"No active repost grant with ID {pk}.")
+    admin_of = [m.workspace_id for m in active if WORKSPACE_ROLE_RANK[m.role] >= WORKSPACE_ROLE_RANK["admin"]]
+    if not admin_of:
+        raise PermissionDeniedError(
+            "Revoking a repost grant needs the workspace role admin.", code="role_too_low"
+        )
+    require_workspace(actor, admin_of[0], role="admin")  # token workspace binding, same answers
+    now = timezone.now()
+    with transaction.atomic():
+        revoked = RepostGrant.objects.filter(pk=pk, revoked_at__isnull=True).update(
+            revoked_at=now, revoked_by=actor.user
+        )
+        if not revoked:
+            raise NotFoundError(f"No active repost grant with ID {pk}.")
+        executions_skip(
+            RepostExecution.objects.filter(
+                workspace_id=grant.source_workspace_id, target_account_id=grant.target_account_id
+            ),
+            reason="target_unavailable",
+            unavailable_reason="The repost grant for this account was revoked.",
+            now=now,
+        )
+        for workspace_id in sides:
+            audit_record(
+                workspace_id=workspace_id,
+                action=AccessAuditEvent.Action.REPOST_GRANT_REVOKED,
+                actor=actor.user,
+                previous_status="active",
+                status="revoked",
+            )
+    grant.refresh_from_db()
+    return grant

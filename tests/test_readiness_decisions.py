@@ -1,0 +1,310 @@
+"""The readiness decision (spec §1 "Provider readiness model", §3; decisions §6).
+
+Table-driven: every state and every blocker code is reached from one healthy baseline by
+changing one fact; consecutive states are paired to show the precedence; the enforcement flag ×
+deployment matrix shows what always blocks; evidence is bound to its exact subject.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from publishing.providers import get_adapter
+from readiness.decisions import (
+    BLOCKERS,
+    CERTIFICATION_TEST,
+    HEALTHY,
+    STATES,
+    AccountFacts,
+    Policy,
+    evaluate,
+)
+from readiness.evidence import ApprovalFact, ControlFact, Evidence, RunFact
+from readiness.subjects import AppIdentity, app_identity, contract_digest, make_subject
+
+NOW = timezone.now()
+LATER = NOW + timedelta(days=10)
+EARLIER = NOW - timedelta(days=1)
+OPS = ("connect", "publish_immediate", "publish_scheduled", "refresh", "revoke")
+
+
+@dataclasses.dataclass
+class Case:
+    """One scenario: the facts of ``evaluate`` as plain values (healthy by default)."""
+
+    provider: str = "discord_webhook"
+    output_profile: str = "discord_webhook.message"
+    operation: str = "publish_immediate"
+    deployment_environment: str = "production"
+    provider_environment: str = "production"
+    app_source: str = ""  # "" = the provider's real app identity
+    account: AccountFacts | None = dataclasses.field(default_factory=lambda: AccountFacts(
+        status="active", has_credentials=True, credentials_readable=True, has_app=True, granted_scopes=()))
+    local: str | None = "passed"  # passed | failed | expired | None (no run)
+    live: str | None = "passed"
+    live_scopes: tuple[str, ...] = ()
+    approval: str | None = "approved"  # approved | trial | rejected | not_required | expired | None
+    approval_operations: tuple[str, ...] = OPS
+    controls: tuple[tuple[str, str, str], ...] = (("", "", "enabled"),)
+    unavailable: bool = False
+    disabled: frozenset[str] = frozenset()
+    restrictions: frozenset[str] = frozenset()
+    enforced: bool = True
+    deployment: str = "cloud"
+    intent: str = "normal"
+
+    def decide(self) -> Any:
+        from publishing.providers import PROVIDERS
+
+        caps = get_adapter(self.provider).capabilities if self.provider in PROVIDERS else None
+        app = app_identity(self.provider, caps)
+        if self.app_source:
+            app = AppIdentity(self.app_source, app.fingerprint)
+        subject = make_subject(
+            provider=self.provider, app=app, operation=self.operation, output_profile=self.output_profile,
+            account_kind=caps.account_kind if caps else "", federated=bool(caps and caps.federated),
+            instance_url="https://mastodon.example" if caps and caps.federated else "",
+            deployment_environment=self.deployment_environment, provider_environment=self.provider_environment,
+        )
+        contract = contract_digest(caps, subject)
+        evidence = Evidence(unavailable=self.unavailable)
+        for kind, outcome in (("local", self.local), ("live", self.live)):
+            if outcome is not None:
+                evidence.runs[(subject.digest, kind, contract)] = RunFact(
+                    outcome="failed" if outcome == "failed" else "passed", tested_at=EARLIER,
+                    expires_at=EARLIER if outcome == "expired" else LATER,
+                    required_scopes=self.live_scopes if kind == "live" else (), granted_scopes=())
+        if self.approval is not None:
+            evidence.approvals[(subject.provider, subject.app_fingerprint, subject.provider_environment)] = ApprovalFact(
+                outcome="approved" if self.approval == "expired" else self.approval,
+                operations=self.approval_operations,
+                expires_at=EARLIER if self.approval == "expired" else None)
+        evidence.controls[subject.provider] = [ControlFact(p, o, m) for p, o, m in self.controls]
+        policy = Policy(enforced=self.enforced, deployment=self.deployment, disabled_providers=self.disabled,
+                        restrictions=self.restrictions, claims=frozenset())
+        return evaluate(subject=subject, caps=caps, app=app, contract=contract, evidence=evidence, policy=policy,
+                        now=NOW, account=self.account, intent=self.intent)
+
+
+def account(**changes: Any) -> AccountFacts:
+    base = AccountFacts(status="active", has_credentials=True, credentials_readable=True, has_app=True,
+                        granted_scopes=())
+    return dataclasses.replace(base, **changes)
+
+
+MASTODON = {"provider": "mastodon", "output_profile": "mastodon.post"}
+MASTODON_SCOPES = tuple(get_adapter("mastodon").capabilities.required_scopes)
+
+# blocker code -> (the change that causes it, the expected state)
+SCENARIOS: dict[str, tuple[dict[str, Any], str]] = {
+    "unsupported_provider": ({"provider": "pinterest", "output_profile": "pinterest.pin"}, "unsupported"),
+    "unsupported_profile": ({"output_profile": "discord_webhook.poll"}, "unsupported"),
+    "unsupported_operation": ({"operation": "revoke", "output_profile": ""}, "unsupported"),
+    "provider_disabled": ({"disabled": frozenset({"discord_webhook"})}, "disabled"),
+    "control_disabled": ({"controls": (("", "", "enabled"), ("discord_webhook.message", "", "disabled"))}, "disabled"),
+    "control_missing": ({"controls": ()}, "disabled"),
+    "app_missing": ({**MASTODON, "account": account(has_app=False, granted_scopes=MASTODON_SCOPES)},
+                    "needs_configuration"),
+    "credentials_unreadable": ({"account": account(credentials_readable=False)}, "needs_configuration"),
+    "grant_invalid": ({"account": account(status="reconnect_required")}, "reconnect_required"),
+    "credentials_missing": ({"account": account(has_credentials=False)}, "reconnect_required"),
+    "scope_missing": ({**MASTODON, "account": account(granted_scopes=("read",))}, "reconnect_required"),
+    "control_degraded": ({"controls": (("", "", "enabled"), ("", "publish_immediate", "degraded"))}, "degraded"),
+    "readiness_unavailable": ({"unavailable": True}, "degraded"),
+    "approval_missing": ({"approval": None}, "approval_required"),
+    "approval_rejected": ({"approval": "rejected"}, "approval_required"),
+    "approval_expired": ({"approval": "expired"}, "approval_required"),
+    "approval_operation_not_permitted": ({"approval_operations": ("connect",)}, "approval_required"),
+    "approval_trial": ({"approval": "trial"}, "trial_only"),
+    "policy_restricted": ({"restrictions": frozenset({"discord_webhook.message"})}, "policy_restricted"),
+    "non_production_identity": ({"provider_environment": "sandbox"}, "policy_restricted"),
+    "local_test_expired": ({"local": "expired"}, "expired_proof"),
+    "live_certification_expired": ({"live": "expired"}, "expired_proof"),
+    "local_test_missing": ({"local": None}, "certification_required"),
+    "local_test_failed": ({"local": "failed"}, "certification_required"),
+    "live_certification_missing": ({"live": None}, "certification_required"),
+    "live_certification_failed": ({"live": "failed"}, "certification_required"),
+}
+
+
+def test_the_table_covers_every_state_and_every_blocker_code() -> None:
+    assert set(SCENARIOS) == set(BLOCKERS)
+    assert {state for _, state in SCENARIOS.values()} == set(STATES)
+
+
+def test_baseline_is_healthy_without_any_warning() -> None:
+    decision = Case().decide()
+    assert decision.state == HEALTHY
+    assert decision.executable and decision.publishable and decision.connectable
+    assert decision.blockers == ()
+    assert decision.as_dict()["blockers"] == []
+    assert {name: fact["status"] for name, fact in decision.as_dict()["facts"].items()} == {
+        "configuration": "present", "local_test": "passed", "live_certification": "passed",
+        "approval": "approved", "authorization": "valid", "policy": "allowed", "control": "enabled",
+    }
+    assert decision.contract_digest.startswith("sha256:")
+    assert not decision.advertisable  # no public claim in the (empty) claims
+
+
+@pytest.mark.parametrize("code", sorted(SCENARIOS))
+def test_each_blocker_code_reaches_its_state(code: str) -> None:
+    changes, state = SCENARIOS[code]
+    decision = Case(**changes).decide()
+    assert decision.state == state
+    assert code in [b.code for b in decision.blockers]
+    assert not decision.executable
+    assert not decision.publishable
+    assert not decision.advertisable
+    assert all(b.detail for b in decision.blockers)
+
+
+def test_one_changed_fact_gives_exactly_one_blocker() -> None:
+    """Each scenario changes one fact (an unknown provider also has no contract or evidence)."""
+    for code, (changes, _) in SCENARIOS.items():
+        if code == "unsupported_provider":
+            continue
+        assert [b.code for b in Case(**changes).decide().blockers] == [code], code
+
+
+# Each state paired with the next one in the precedence: the first always wins.
+PAIRS = [
+    ("unsupported_profile", "provider_disabled"),
+    ("provider_disabled", "credentials_unreadable"),
+    ("control_disabled", "credentials_unreadable"),
+    ("app_missing", "grant_invalid"),
+    ("grant_invalid", "control_degraded"),
+    ("control_degraded", "approval_missing"),
+    ("approval_missing", "policy_restricted"),
+    ("approval_trial", "policy_restricted"),
+    ("policy_restricted", "local_test_expired"),
+    ("local_test_expired", "live_certification_missing"),
+]
+
+
+@pytest.mark.parametrize(("first", "second"), PAIRS)
+def test_precedence_pairs(first: str, second: str) -> None:
+    changes = {**SCENARIOS[second][0], **SCENARIOS[first][0]}
+    if "account" in SCENARIOS[first][0] and "account" in SCENARIOS[second][0]:
+        changes["account"] = dataclasses.replace(SCENARIOS[first][0]["account"],
+                                                 status=SCENARIOS[second][0]["account"].status)
+    decision = Case(**changes).decide()
+    assert decision.state == SCENARIOS[first][1]
+    assert {first, second} <= {b.code for b in decision.blockers}  # every blocker is listed
+
+
+def test_disabled_with_missing_configuration_is_disabled() -> None:
+    decision = Case(**MASTODON, disabled=frozenset({"mastodon"}),
+                    account=account(has_app=False, granted_scopes=MASTODON_SCOPES)).decide()
+    assert decision.state == "disabled"
+    assert [b.code for b in decision.blockers] == ["provider_disabled", "app_missing"]
+
+
+def test_explicit_disable_wins_over_everything_else() -> None:
+    decision = Case(disabled=frozenset({"discord_webhook"}), account=account(status="reconnect_required"),
+                    approval=None, local=None, live="failed", restrictions=frozenset({"discord_webhook"})).decide()
+    assert decision.state == "disabled"
+
+
+def test_the_most_restrictive_control_wins() -> None:
+    assert Case(controls=(("", "", "enabled"), ("discord_webhook.message", "publish_immediate", "disabled"))
+                ).decide().state == "disabled"
+    assert Case(controls=(("", "", "degraded"), ("discord_webhook.message", "", "enabled"))).decide().state == "degraded"
+    # a control of another format or operation does not cover this subject
+    assert Case(controls=(("", "", "enabled"), ("", "publish_scheduled", "disabled"))).decide().state == HEALTHY
+
+
+# --- Enforcement flag × deployment ---------------------------------------------------------------
+
+ALWAYS_BLOCKING = {
+    "explicit disable": ({"disabled": frozenset({"discord_webhook"})}, "disabled"),
+    "ledger disable": ({"controls": (("", "", "disabled"),)}, "disabled"),
+    "missing configuration": ({**MASTODON, "account": account(has_app=False, granted_scopes=MASTODON_SCOPES)},
+                              "needs_configuration"),
+    "revoked grant": ({"account": account(status="reconnect_required")}, "reconnect_required"),
+    "policy restriction": ({"restrictions": frozenset({"discord_webhook"})}, "policy_restricted"),
+}
+GAPS = {
+    "approval": {"approval": None},
+    "runtime control": {"controls": ()},
+    "local test": {"local": None},
+    "live test": {"live": None},
+    "scope evidence": {**MASTODON, "account": account(granted_scopes=()),
+                       "live_scopes": MASTODON_SCOPES},
+}
+CELLS = [(deployment, flag) for deployment in ("cloud", "self_hosted") for flag in (True, False)]
+
+
+@pytest.mark.parametrize(("deployment", "flag"), CELLS)
+def test_flag_matrix_in_the_evaluator(deployment: str, flag: bool) -> None:
+    enforced = deployment == "cloud" and flag
+    everything_missing = Case(deployment=deployment, enforced=enforced, approval=None, controls=(), local=None,
+                              live=None).decide()
+    assert everything_missing.executable is (not enforced)
+    for name, changes in GAPS.items():
+        decision = Case(deployment=deployment, enforced=enforced, **changes).decide()
+        assert decision.executable is (not enforced), name
+        if not enforced:  # visible as a fact, never as a warning
+            assert decision.blockers == ()
+    for name, (changes, state) in ALWAYS_BLOCKING.items():
+        decision = Case(deployment=deployment, enforced=enforced, approval=None, controls=changes.get("controls", ()),
+                        local=None, live=None, **{k: v for k, v in changes.items() if k != "controls"}).decide()
+        assert decision.state == state, (name, deployment, flag)
+
+
+def test_production_identity_applies_on_cloud_regardless_of_the_flag() -> None:
+    for flag in (True, False):
+        assert Case(provider_environment="sandbox", enforced=flag).decide().state == "policy_restricted"
+    assert Case(provider_environment="sandbox", deployment="self_hosted", enforced=False).decide().state == HEALTHY
+    # a cloud staging deployment may use a sandbox app
+    assert Case(provider_environment="sandbox", deployment_environment="staging").decide().state == HEALTHY
+
+
+# --- certification_test -------------------------------------------------------------------------
+
+
+def test_certification_test_bypasses_only_prior_local_and_live_evidence() -> None:
+    for changes in ({"local": None, "live": None}, {"local": "failed", "live": "expired"}):
+        decision = Case(intent=CERTIFICATION_TEST, **changes).decide()
+        assert decision.state == HEALTHY, changes
+        assert decision.facts["local_test"]["status"].startswith("bypassed_")
+        assert not decision.advertisable  # never claimable
+    # trial permission is enough for a certification test, not for normal work
+    assert Case(intent=CERTIFICATION_TEST, approval="trial", local=None, live=None).decide().state == HEALTHY
+    assert Case(approval="trial").decide().state == "trial_only"
+    for code in ("approval_missing", "approval_rejected", "control_disabled", "control_missing", "provider_disabled",
+                 "grant_invalid", "scope_missing", "policy_restricted", "app_missing"):
+        changes, state = SCENARIOS[code]
+        decision = Case(intent=CERTIFICATION_TEST, local=None, live=None, **changes).decide()
+        assert decision.state == state, code
+
+
+def test_unknown_intent_or_operation_fails_loudly() -> None:
+    with pytest.raises(ValueError, match="intent"):
+        Case(intent="yolo").decide()
+    with pytest.raises(ValueError, match="operation"):
+        Case(operation="delete").decide()
+
+
+def test_connect_decision_has_no_account_and_is_connectable() -> None:
+    decision = Case(operation="connect", output_profile="", account=None).decide()
+    assert decision.state == HEALTHY
+    assert decision.connectable and not decision.publishable
+    assert decision.facts["authorization"]["status"] == "not_applicable"
+    blocked = Case(operation="publish_immediate", account=account(status="reconnect_required")).decide()
+    assert blocked.connectable  # a reconnect is possible; the provider itself is fine
+    assert not Case(disabled=frozenset({"discord_webhook"})).decide().connectable
+
+
+def test_never_advertised_providers() -> None:
+    from readiness.subjects import NEVER_ADVERTISED
+
+    assert {"pinterest", "telegram", "discord"} <= NEVER_ADVERTISED
+    assert "discord_webhook" not in NEVER_ADVERTISED
+    telegram = Case(provider="telegram", output_profile="telegram.message").decide()
+    assert telegram.state == HEALTHY
+    assert not telegram.advertisable

@@ -1,0 +1,589 @@
+"""One declarative definition of the theme manifest.
+
+The tables of ``vocabulary.py`` are turned into strict serializers here: they validate a
+manifest (every rule of ``docs/themes.md``, each failure at its exact location, e.g.
+``body.manifest.schemes.dark.colors.ink``) and drf-spectacular derives the OpenAPI and JSON
+schemas from the very same classes (each value field states its own schema through
+``openapi_schema()``), so validation and contract cannot drift apart.
+
+Unknown keys are rejected at every level; values are type-strict (a number is never accepted
+where a string is expected, nor the other way round).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from rest_framework import serializers
+
+from config.api.request import StrictSerializer
+from themes.manifest import css
+from themes.manifest import vocabulary as v
+
+UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+ASSET_SOURCE_PATTERN = rf"^asset:{UUID_PATTERN}$"
+CSS_TEXT_PATTERN = r"^(?![\s\S]*[uU][rR][lL]\()[^;{}<>@\r\n]+$"
+
+
+# --- Value fields ----------------------------------------------------------------------------
+
+
+class ManifestValueField(serializers.Field):  # type: ignore[type-arg]
+    """Base of the manifest's value fields: strict about the JSON type, states its schema."""
+
+    json_type = "string"
+    type_name = "a string"
+
+    def __init__(self, *, description: str = "", **kwargs: Any) -> None:
+        self.schema_description = description
+        super().__init__(**kwargs)
+
+    def accepts(self, data: Any) -> bool:
+        return isinstance(data, str)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not self.accepts(data):
+            raise serializers.ValidationError(f"Must be {self.type_name}.")
+        try:
+            return self.clean(data)
+        except css.CssValueError as exc:
+            raise serializers.ValidationError(str(exc)) from exc
+
+    def clean(self, data: Any) -> Any:
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": self.json_type}
+
+    def openapi_schema(self) -> dict[str, Any]:
+        schema = self.schema()
+        if self.schema_description:
+            schema["description"] = self.schema_description
+        return schema
+
+
+class TextField(ManifestValueField):
+    def __init__(
+        self, *, min_length: int = 1, max_length: int, pattern: str | None = None, **kwargs: Any
+    ) -> None:
+        self.min_length, self.max_length, self.pattern = min_length, max_length, pattern
+        super().__init__(**kwargs)
+
+    def clean(self, data: str) -> str:
+        if len(data) < self.min_length:
+            raise serializers.ValidationError(
+                "Must not be empty." if self.min_length == 1 else f"At least {self.min_length} characters."
+            )
+        if len(data) > self.max_length:
+            raise serializers.ValidationError(f"At most {self.max_length} characters.")
+        if self.pattern and not re.match(self.pattern, data):
+            raise serializers.ValidationError(f"Must match {self.pattern}.")
+        return data
+
+    def schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string", "maxLength": self.max_length}
+        if self.min_length:
+            schema["minLength"] = self.min_length
+        if self.pattern:
+            schema["pattern"] = self.pattern
+        return schema
+
+
+class ChoiceField(ManifestValueField):
+    def __init__(self, choices: tuple[str, ...], **kwargs: Any) -> None:
+        self.choices = choices
+        super().__init__(**kwargs)
+
+    def clean(self, data: str) -> str:
+        if data not in self.choices:
+            raise serializers.ValidationError(f"Must be one of: {', '.join(self.choices)}.")
+        return data
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "string", "enum": list(self.choices)}
+
+
+class IntegerField(ManifestValueField):
+    json_type, type_name = "integer", "an integer"
+
+    def __init__(self, *, minimum: int, maximum: int, step: int = 1, **kwargs: Any) -> None:
+        self.minimum, self.maximum, self.step = minimum, maximum, step
+        super().__init__(**kwargs)
+
+    def accepts(self, data: Any) -> bool:
+        return isinstance(data, int) and not isinstance(data, bool)
+
+    def clean(self, data: int) -> int:
+        if not self.minimum <= data <= self.maximum:
+            raise serializers.ValidationError(f"Must be between {self.minimum} and {self.maximum}.")
+        if data % self.step:
+            raise serializers.ValidationError(f"Must be a multiple of {self.step}.")
+        return data
+
+    def schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "integer", "minimum": self.minimum, "maximum": self.maximum}
+        if self.step != 1:
+            schema["multipleOf"] = self.step
+        return schema
+
+
+class ConstantField(IntegerField):
+    def __init__(self, value: int, **kwargs: Any) -> None:
+        super().__init__(minimum=value, maximum=value, **kwargs)
+
+    def clean(self, data: int) -> int:
+        if data != self.minimum:
+            raise serializers.ValidationError(f"Must be {self.minimum}.")
+        return data
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "integer", "enum": [self.minimum]}
+
+
+class NumberField(ManifestValueField):
+    json_type, type_name = "number", "a number"
+
+    def __init__(self, *, minimum: float, maximum: float, **kwargs: Any) -> None:
+        self.minimum, self.maximum = minimum, maximum
+        super().__init__(**kwargs)
+
+    def accepts(self, data: Any) -> bool:
+        return isinstance(data, (int, float)) and not isinstance(data, bool)
+
+    def clean(self, data: float) -> float:
+        if not self.minimum <= data <= self.maximum:
+            raise serializers.ValidationError(f"Must be between {self.minimum:g} and {self.maximum:g}.")
+        return data
+
+    def schema(self) -> dict[str, Any]:
+        return {"type": "number", "minimum": self.minimum, "maximum": self.maximum}
+
+
+class CssField(ManifestValueField):
+    """A CSS-like string: non-empty, ≤ 512 characters, none of ``url(`` ``;`` ``{`` ``}``
+    ``<`` ``>`` ``@`` CR LF; then the syntax of its kind (``check``)."""
+
+    check: Callable[[str], Any] = staticmethod(lambda value: None)  # type: ignore[assignment]
+
+    def clean(self, data: str) -> str:
+        css.check_css_text(data)
+        self.check(data)
+        return data
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": css.MAX_CSS_LENGTH,
+            "pattern": CSS_TEXT_PATTERN,
+        }
+
+
+class ColorField(CssField):
+    check = staticmethod(css.parse_color)
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "description",
+            "#rgb, #rgba, #rrggbb, #rrggbbaa, rgb()/rgba(), oklch(), oklab(), "
+            "color-mix(in oklch, …), black, white or transparent",
+        )
+        super().__init__(**kwargs)
+
+
+class LengthField(CssField):
+    def __init__(
+        self,
+        minimum: float,
+        maximum: float,
+        *,
+        units: tuple[str, ...] = ("px", "rem", "em", "%", "vw", "vh"),
+        allow_clamp: bool = True,
+        **kwargs: Any,
+    ) -> None:
+        self.minimum, self.maximum, self.units, self.allow_clamp = minimum, maximum, units, allow_clamp
+        forms = f"N({'|'.join(units)}), 0" + (" or clamp(min, preferred, max)" if allow_clamp else "")
+        kwargs.setdefault(
+            "description", f"{forms}; between {minimum:g} px and {maximum:g} px (1 rem = 1 em = 16 px)"
+        )
+        super().__init__(**kwargs)
+
+    def check(self, value: str) -> None:  # type: ignore[override]
+        css.check_length(
+            value, minimum=self.minimum, maximum=self.maximum, units=self.units, allow_clamp=self.allow_clamp
+        )
+
+
+class ShadowField(CssField):
+    check = staticmethod(css.check_shadow)
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "description", "none, or 'x y blur spread <color>' (|x|, |y|, |spread| ≤ 256 px, blur 0–256 px)"
+        )
+        super().__init__(**kwargs)
+
+
+class DurationField(CssField):
+    check = staticmethod(css.parse_duration_ms)
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("description", "N(ms|s), at most 2 s")
+        super().__init__(**kwargs)
+
+
+class EasingField(CssField):
+    check = staticmethod(css.check_easing)
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "description",
+            "linear, ease, ease-in, ease-out, ease-in-out or cubic-bezier(x1, y1, x2, y2) "
+            "(x in [0, 1], |y| ≤ 10)",
+        )
+        super().__init__(**kwargs)
+
+
+class LineHeightField(CssField):
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("description", "a unitless number from 1 to 2.5")
+        super().__init__(**kwargs)
+
+    def check(self, value: str) -> None:  # type: ignore[override]
+        if not re.match(r"^(?:\d+(?:\.\d+)?|\.\d+)$", value):
+            raise css.CssValueError("A line height is a unitless number, e.g. 1.5.")
+        low, high = v.LINE_HEIGHT
+        if not low <= float(value) <= high:
+            raise css.CssValueError(f"A line height is between {low:g} and {high:g}.")
+
+
+class ListOf(serializers.ListField):  # type: ignore[type-arg]
+    """A JSON array (never a string or an object), with optional unique items."""
+
+    def __init__(self, *, unique: bool = False, **kwargs: Any) -> None:
+        self.unique = unique
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, list):
+            raise serializers.ValidationError("Must be an array.")
+        values = super().to_internal_value(data)
+        if self.unique and len({json.dumps(item, sort_keys=True) for item in values}) != len(values):
+            raise serializers.ValidationError("Items must be unique.")
+        return values
+
+
+# --- Groups ----------------------------------------------------------------------------------
+
+
+class ManifestGroup(StrictSerializer):
+    """An object of the manifest: strict keys; validated data as plain dicts (stored as JSON)."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise serializers.ValidationError({"non_field_errors": ["Must be an object."]})
+        return dict(super().to_internal_value(data))
+
+
+def group(name: str, fields: Mapping[str, serializers.Field], base: type = ManifestGroup) -> type:  # type: ignore[type-arg]
+    """A serializer class named ``name`` (its OpenAPI component) with ``fields`` in key order."""
+    return type(f"{name}Serializer", (base,), {"__module__": __name__, **fields})
+
+
+def _family(**kwargs: Any) -> TextField:
+    return TextField(max_length=128, pattern=v.FAMILY_PATTERN, **kwargs)
+
+
+MotionSpecSerializer = group(
+    "MotionSpec",
+    {
+        "distance": LengthField(0, 64, units=("px",), allow_clamp=False,
+                                description="N px (or 0); the bound depends on the motion"),
+        "duration": DurationField(),
+        "easing": EasingField(),
+        "opacity": NumberField(minimum=0.0, maximum=1.0,
+                               description="starting opacity; the lower bound depends on the motion"),
+    },
+)
+
+
+class _MotionBase(ManifestGroup):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        errors: dict[str, Any] = {}
+        for key, (max_distance, min_opacity) in v.MOTION_LIMITS.items():
+            spec = attrs[key]
+            problems: dict[str, list[str]] = {}
+            if css.parse_length(spec["distance"], units=("px",)).value > max_distance:
+                problems["distance"] = [f"The {key} distance is at most {max_distance:g} px."]
+            if spec["opacity"] < min_opacity:
+                problems["opacity"] = [f"The {key} opacity is at least {min_opacity:g}."]
+            if problems:
+                errors[key] = problems
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+SchemeMotionSerializer = group(
+    "SchemeMotion",
+    {
+        **{key: MotionSpecSerializer() for key in sorted(v.MOTION_LIMITS)},
+        "reducedMotion": ChoiceField(v.REDUCED_MOTION),
+    },
+    base=_MotionBase,
+)
+
+TypeStyleSerializer = group(
+    "TypeStyle",
+    {
+        "family": _family(description="a font family of the manifest's fonts, or a safe family"),
+        "fallbacks": ListOf(child=ChoiceField(v.SAFE_FAMILIES), min_length=1,
+                            max_length=v.MAX_FALLBACKS, unique=True),
+        "lineHeight": LineHeightField(),
+        "size": LengthField(*v.FONT_SIZE_PX),
+        "tracking": LengthField(*v.TRACKING_PX, units=("px", "rem", "em"), allow_clamp=False),
+        "weight": IntegerField(minimum=v.FONT_WEIGHT_MIN, maximum=v.FONT_WEIGHT_MAX,
+                               step=v.FONT_WEIGHT_STEP),
+    },
+)
+
+SchemeColorsSerializer = group("SchemeColors", {key: ColorField() for key in v.COLOR_KEYS})
+SchemeComponentsSerializer = group(
+    "SchemeComponents", {key: ChoiceField(values) for key, values in v.COMPONENTS.items()}
+)
+SchemeElevationSerializer = group("SchemeElevation", {key: ShadowField() for key in v.ELEVATION_KEYS})
+SchemeProtectedEditorSerializer = group(
+    "SchemeProtectedEditor",
+    {key: ColorField(description="owned by Herald: exactly the built-in value of the scheme")
+     for key in v.PROTECTED_EDITOR_KEYS},
+)
+SchemeShapeSerializer = group(
+    "SchemeShape",
+    {
+        "borderStyle": ChoiceField(v.BORDER_STYLES),
+        **{key: LengthField(low, high) for key, (low, high) in v.SHAPE_LENGTHS.items()},
+    },
+)
+SchemeShellSerializer = group(
+    "SchemeShell",
+    {
+        "canvasTreatment": ChoiceField(v.CANVAS_TREATMENTS),
+        **{key: LengthField(low, high) for key, (low, high) in v.SHELL_LENGTHS.items()},
+    },
+)
+SchemeSpacingSerializer = group(
+    "SchemeSpacing",
+    {
+        **{key: LengthField(low, high) for key, (low, high) in v.SPACING_LENGTHS.items()},
+        "density": ChoiceField(v.DENSITIES),
+    },
+)
+SchemeTypographySerializer = group(
+    "SchemeTypography", {role: TypeStyleSerializer() for role in v.TYPOGRAPHY_ROLES}
+)
+
+
+class _SchemeBase(ManifestGroup):
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        problems = contrast_problems(attrs["colors"])
+        if problems:
+            raise serializers.ValidationError({"colors": problems})
+        return attrs
+
+
+SchemeSerializer = group(
+    "Scheme",
+    {
+        "colors": SchemeColorsSerializer(),
+        "components": SchemeComponentsSerializer(),
+        "elevation": SchemeElevationSerializer(),
+        "motion": SchemeMotionSerializer(),
+        "protectedEditor": SchemeProtectedEditorSerializer(),
+        "shape": SchemeShapeSerializer(),
+        "shell": SchemeShellSerializer(),
+        "spacing": SchemeSpacingSerializer(),
+        "typography": SchemeTypographySerializer(),
+    },
+    base=_SchemeBase,
+)
+
+ManifestSchemesSerializer = group(
+    "ManifestSchemes", {name: SchemeSerializer(required=False) for name in v.SCHEMES}
+)
+
+FontSerializer = group(
+    "Font",
+    {
+        "id": TextField(max_length=128, pattern=v.ID_PATTERN),
+        "family": _family(),
+        "sourceUrl": TextField(max_length=64, pattern=ASSET_SOURCE_PATTERN,
+                               description="asset:<theme asset ID> of a font asset of the organization"),
+        "format": ChoiceField(v.FONT_FORMATS),
+        "style": ChoiceField(v.FONT_STYLES),
+        "weight": IntegerField(minimum=v.FONT_WEIGHT_MIN, maximum=v.FONT_WEIGHT_MAX,
+                               step=v.FONT_WEIGHT_STEP),
+        "display": ChoiceField(v.FONT_DISPLAYS),
+    },
+)
+
+ManifestAssetSerializer = group(
+    "ManifestAsset",
+    {
+        "id": TextField(max_length=128, pattern=v.ID_PATTERN),
+        "alt": TextField(min_length=0, max_length=v.MAX_ALT_LENGTH,
+                         description="required (non-empty) for the two illustration slots"),
+        "mimeType": ChoiceField(v.ASSET_MIME_TYPES),
+        "slot": ChoiceField(v.ASSET_SLOTS, description="each slot at most once"),
+        "sourceUrl": TextField(max_length=64, pattern=ASSET_SOURCE_PATTERN,
+                               description="asset:<theme asset ID> of an image asset of the organization"),
+    },
+)
+
+
+class _ManifestBase(ManifestGroup):
+    def to_internal_value(self, data: Any) -> Any:
+        size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > v.MAX_MANIFEST_BYTES:
+            raise serializers.ValidationError(
+                {"non_field_errors": [f"The manifest is {size} bytes; at most {v.MAX_MANIFEST_BYTES} (256 KiB)."]}
+            )
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        errors: dict[str, Any] = {}
+        present = [name for name in v.SCHEMES if name in attrs["schemes"]]
+        if not present:
+            errors["schemes"] = ["At least one of light and dark."]
+        elif attrs["supportedSchemes"] != present:
+            errors["supportedSchemes"] = [
+                f"Must list exactly the schemes present, in order: {json.dumps(present)}."
+            ]
+        _check_resources(attrs, errors)
+        families = {font["family"] for font in attrs["fonts"]} | set(v.SAFE_FAMILIES)
+        for name in present:
+            scheme_errors = _scheme_rules(name, attrs["schemes"][name], families)
+            if scheme_errors:
+                errors.setdefault("schemes", {})[name] = scheme_errors
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
+
+
+def _check_resources(attrs: dict[str, Any], errors: dict[str, Any]) -> None:
+    seen: set[str] = set()
+    for collection in ("fonts", "assets"):
+        for index, item in enumerate(attrs[collection]):
+            if item["id"] in seen:
+                errors.setdefault(collection, {}).setdefault(index, {})["id"] = [
+                    "Resource IDs are unique across fonts and assets."
+                ]
+            seen.add(item["id"])
+    slots: set[str] = set()
+    for index, asset in enumerate(attrs["assets"]):
+        problems = errors.setdefault("assets", {}).setdefault(index, {})
+        if asset["slot"] in slots:
+            problems["slot"] = [f"The slot {asset['slot']} is used more than once."]
+        slots.add(asset["slot"])
+        if asset["slot"] in v.ILLUSTRATION_SLOTS and not asset["alt"].strip():
+            problems["alt"] = ["An illustration needs alternative text."]
+        if not problems:
+            del errors["assets"][index]
+    if "assets" in errors and not errors["assets"]:
+        del errors["assets"]
+
+
+def _scheme_rules(name: str, scheme: dict[str, Any], families: set[str]) -> dict[str, Any]:
+    errors: dict[str, Any] = {}
+    for role, style in scheme["typography"].items():
+        if style["family"] not in families:
+            errors.setdefault("typography", {})[role] = {
+                "family": ["Must be the family of one of the manifest's fonts or a safe family."]
+            }
+    expected = v.PROTECTED_EDITOR[name]
+    for key, value in scheme["protectedEditor"].items():
+        if value.strip().lower() != expected[key]:
+            errors.setdefault("protectedEditor", {})[key] = [
+                f"The editor chrome is Herald's: the {name} value is {expected[key]}."
+            ]
+    return errors
+
+
+ManifestSerializer = group(
+    "Manifest",
+    {
+        "id": TextField(max_length=128, pattern=v.ID_PATTERN),
+        "name": TextField(max_length=80),
+        "description": TextField(min_length=0, max_length=240, required=False, default=""),
+        "revision": TextField(max_length=128, pattern=v.REVISION_PATTERN),
+        "schemaVersion": ConstantField(v.SCHEMA_VERSION),
+        "iconPack": ChoiceField(v.ICON_PACKS),
+        "supportedSchemes": ListOf(child=ChoiceField(v.SCHEMES), min_length=1, max_length=2, unique=True),
+        "schemes": ManifestSchemesSerializer(),
+        "fonts": ListOf(child=FontSerializer(), max_length=v.MAX_FONTS, required=False, default=list),
+        "assets": ListOf(child=ManifestAssetSerializer(), max_length=v.MAX_ASSETS, required=False,
+                         default=list),
+    },
+    base=_ManifestBase,
+)
+
+
+# --- Contrast --------------------------------------------------------------------------------
+
+
+def contrast_problems(colors: Mapping[str, str]) -> dict[str, list[str]]:
+    """The contrast rules of ``docs/themes.md`` (WCAG relative luminance). Translucent colors
+    are composited on ``canvas`` (itself composited on white, then on black: both must pass)."""
+    problems: dict[str, list[str]] = {}
+    parsed = {key: css.parse_color(value) for key, value in colors.items()}
+    for backdrop in (css.WHITE, css.BLACK):
+        canvas = parsed["canvas"].over(backdrop)
+        for ink_key, ground_key, minimum in v.CONTRAST_RULES:
+            ground = parsed[ground_key].over(canvas)
+            ink = parsed[ink_key].over(ground)
+            ratio = css.contrast_ratio(ink, ground)
+            if ratio + 1e-9 < minimum:
+                message = (
+                    f"Contrast of {ink_key} on {ground_key} is {ratio:.2f}:1; "
+                    f"at least {minimum:g}:1 is needed."
+                )
+                if message not in problems.get(ink_key, []):
+                    problems.setdefault(ink_key, []).append(message)
+        if parsed["canvas"].a >= 1.0:
+            break  # an opaque canvas: the backdrop makes no difference
+    return problems
+
+
+def validate_manifest(data: Any) -> dict[str, Any]:
+    """Validate ``data`` as a manifest; raises DRF's ``ValidationError`` (nested details)."""
+    serializer = ManifestSerializer(data=data)
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
+
+
+# --- OpenAPI: each value field states its schema ---------------------------------------------
+
+
+class ManifestValueFieldScheme(OpenApiSerializerFieldExtension):
+    target_class = ManifestValueField
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        return self.target.openapi_schema()
+
+
+class ListOfScheme(OpenApiSerializerFieldExtension):
+    target_class = ListOf
+    match_subclasses = True
+
+    def map_serializer_field(self, auto_schema: Any, direction: Any) -> Any:
+        schema = auto_schema._map_serializer_field(self.target, direction, bypass_extensions=True)
+        if self.target.unique:
+            schema["uniqueItems"] = True
+        return schema
