@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint migrate bench bench-delivery clean
+.PHONY: run test install lint migrate bench bench-delivery bench-readiness clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "Python 3.11 is required"; exit 1; }
@@ -36,6 +36,9 @@ bench: install
 
 bench-delivery: install
 	$(BIN)/python bench/delivery.py
+
+bench-readiness: install
+	$(BIN)/python bench/readiness.py
 
 clean:
 	rm -rf $(VENV) .data

@@ -27,7 +27,6 @@ import contextlib
 import http.client
 import json
 import os
-import platform
 import secrets
 import signal
 import socket
@@ -42,11 +41,24 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/api.py` puts bench/ first on the path, not ROOT
     sys.path.insert(0, str(ROOT))
+
+from bench._common import (  # noqa: E402  (after the path set-up above)
+    backends_cpu_since,
+    database_backends_cpu,
+    database_name,
+    ensure_database,
+    git_revision,
+    loadavg,
+    machine,
+    percentile,
+    process_tree_cpu_seconds,
+    tail,
+    write_results,
+)
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/herald_bench"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
@@ -86,25 +98,6 @@ def bench_environment(args: argparse.Namespace, data_dir: str) -> dict[str, str]
     else:
         env.pop("REDIS_URL", None)
     return env
-
-
-def ensure_database(database_url: str, *, fresh: bool) -> None:
-    import psycopg
-    from psycopg import sql
-
-    parts = urlsplit(database_url)
-    name = parts.path.lstrip("/")
-    if not name.startswith("herald_bench"):
-        raise SystemExit(f"refusing to manage database {name!r}: its name must start with herald_bench")
-    admin_url = parts._replace(path="/postgres").geturl()
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
-        if fresh:
-            conn.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone()
-        if not exists:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 def migrate() -> float:
@@ -245,33 +238,6 @@ def gunicorn(env: dict[str, str], port: int, log_dir: Path) -> Iterator[subproce
                 process.wait(timeout=10)
 
 
-def tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
-
-
-def process_tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its children (Linux /proc), 0.0 elsewhere."""
-    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    total = 0.0
-    pids = [pid]
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            children = (task / "children").read_text().split()
-            pids.extend(int(child) for child in children)
-    except OSError:
-        return 0.0
-    for each in pids:
-        try:
-            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-    return total
-
-
 # --- Load generator ------------------------------------------------------------------------
 
 
@@ -290,6 +256,7 @@ class Measurement:
     latencies: list[float] = field(default_factory=list)
     server_cpu: float = 0.0
     client_cpu: float = 0.0
+    database_cpu: float = 0.0
 
     @property
     def rps(self) -> float:
@@ -310,7 +277,8 @@ class LoadError(RuntimeError):
     pass
 
 
-def load(port: int, target: Target, *, seconds: float, concurrency: int, server_pid: int) -> Measurement:
+def load(port: int, target: Target, *, seconds: float, concurrency: int, server_pid: int,
+         database: str = "") -> Measurement:
     """Closed loop: `concurrency` threads, each on its own keep-alive connection."""
     stop = threading.Event()
     failures: list[str] = []
@@ -346,6 +314,7 @@ def load(port: int, target: Target, *, seconds: float, concurrency: int, server_
     for thread in threads:
         thread.start()
     cpu_before = process_tree_cpu_seconds(server_pid)
+    database_before = database_backends_cpu(database) if database else {}
     client_before = time.process_time()
     start_barrier.wait()
     started = time.perf_counter()
@@ -354,49 +323,16 @@ def load(port: int, target: Target, *, seconds: float, concurrency: int, server_
     elapsed = time.perf_counter() - started
     client_cpu = time.process_time() - client_before
     server_cpu = process_tree_cpu_seconds(server_pid) - cpu_before
+    database_cpu = backends_cpu_since(database, database_before) if database else 0.0
     for thread in threads:
         thread.join(timeout=35)
     if failures:
         raise LoadError(f"{target.name}: {failures[0]}")
     latencies = [value for chunk in per_thread for value in chunk]
-    return Measurement(len(latencies), elapsed, latencies, server_cpu, client_cpu)
-
-
-def percentile(values: list[float], fraction: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+    return Measurement(len(latencies), elapsed, latencies, server_cpu, client_cpu, database_cpu)
 
 
 # --- Report --------------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    memory = ""
-    with contextlib.suppress(OSError, IndexError):
-        kib = int(Path("/proc/meminfo").read_text().split()[1])
-        memory = f"{kib / 1024 / 1024:.1f} GiB"
-    return {
-        "cpus": os.cpu_count(),
-        "cpu_model": model,
-        "memory": memory,
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-    }
-
-
-def loadavg() -> list[float]:
-    try:
-        return [round(value, 2) for value in os.getloadavg()]
-    except OSError:
-        return []
 
 
 def versions() -> dict[str, str]:
@@ -409,23 +345,6 @@ def versions() -> dict[str, str]:
         cursor.execute("SHOW server_version")
         found["postgresql"] = cursor.fetchone()[0]
     return found
-
-
-def git_revision() -> str:
-    try:
-        result = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return result.stdout.strip()
-
-
-def write_results(payload: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
 
 
 # --- Main ----------------------------------------------------------------------------------
@@ -520,7 +439,8 @@ def main(argv: list[str] | None = None) -> int:
                 for number in range(1, args.rounds + 1):
                     for target in targets:
                         load(port, target, seconds=args.warmup, concurrency=args.concurrency, server_pid=server.pid)
-                        result = load(port, target, seconds=args.seconds, concurrency=args.concurrency, server_pid=server.pid)
+                        result = load(port, target, seconds=args.seconds, concurrency=args.concurrency,
+                                      server_pid=server.pid, database=database_name(args.database_url))
                         rounds[target.name].append(result)
                         print(f"  round {number} {target.name:<18} {result.rps:8.1f} req/s")
             except LoadError as exc:
@@ -557,6 +477,10 @@ def main(argv: list[str] | None = None) -> int:
             "client_cpu_ms_per_request": round(
                 sum(m.client_cpu for m in measurements) / max(requests, 1) * 1000, 3
             ),
+            # The PostgreSQL backends serving herald_bench: the same two cores pay for them.
+            "postgres_cpu_ms_per_request": round(
+                sum(m.database_cpu for m in measurements) / max(requests, 1) * 1000, 3
+            ),
             "sql_queries_per_request": queries.get(target.name, 0),
         }
 
@@ -564,11 +488,12 @@ def main(argv: list[str] | None = None) -> int:
     passed = audit_ratio >= args.min_ratio
     print()
     print(f"{'target':<18} {'req/s':>9} {'ratio':>7} {'p50 ms':>8} {'p99 ms':>8} {'srv CPU ms/req':>15} "
-          f"{'CPU ratio':>9} {'SQL':>4}")
+          f"{'CPU ratio':>9} {'PG ms/req':>9} {'SQL':>4}")
     for name, row in report.items():
         print(f"{name:<18} {row['rps']:>9.1f} {row['ratio_to_bare']:>7.3f} {row['latency_ms']['p50']:>8.2f} "
               f"{row['latency_ms']['p99']:>8.2f} {row['server_cpu_ms_per_request']:>15.3f} "
-              f"{row['cpu_ratio_to_bare'] or 0:>9.3f} {row['sql_queries_per_request']:>4}")
+              f"{row['cpu_ratio_to_bare'] or 0:>9.3f} {row['postgres_cpu_ms_per_request']:>9.3f} "
+              f"{row['sql_queries_per_request']:>4}")
     print(f"load average at start / end: {load_start} / {load_end}")  # fmt: skip
     verdict = "PASS" if passed else "FAIL"
     print(f"\n{verdict}: access-audit page (200 rows) at {audit_ratio:.1%} of the bare view "

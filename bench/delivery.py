@@ -41,7 +41,6 @@ import contextlib
 import json
 import math
 import os
-import platform
 import secrets
 import shutil
 import signal
@@ -61,6 +60,20 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/delivery.py` puts bench/ first on the path, not ROOT
     sys.path.insert(0, str(ROOT))
+
+from bench._common import (  # noqa: E402  (after the path set-up above)
+    backends_cpu_since,
+    database_backends_cpu,
+    database_name,
+    drop_database,
+    ensure_database,
+    git_revision,
+    loadavg,
+    machine,
+    percentile,
+    process_tree_cpu_seconds,
+    write_results,
+)
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/herald_bench_delivery"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
@@ -134,28 +147,15 @@ def bench_environment(args: argparse.Namespace, data_dir: str, probe_log: str) -
         HERALD_CREDENTIALS_KEY=Fernet.generate_key().decode(),
         # The stand-in listens on 127.0.0.1, which the URL guard refuses otherwise.
         HERALD_ALLOW_PRIVATE_PROVIDER_URLS="true",
-        HERALD_DISPATCH_INTERVAL_SECONDS=f"{args.dispatch_interval:g}",
         DATABASE_URL=args.database_url,
         REDIS_URL=args.redis_url,
         NO_PROXY="127.0.0.1,localhost",
         PYTHONPATH=str(ROOT),
         **{PROBE_ENV: probe_log},
     )
+    if args.dispatch_interval is not None:  # else the default of config/settings.py, as deployed
+        env["HERALD_DISPATCH_INTERVAL_SECONDS"] = f"{args.dispatch_interval:g}"
     return env
-
-
-def ensure_database(database_url: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    parts = urlsplit(database_url)
-    name = parts.path.lstrip("/")
-    if not name.startswith("herald_bench"):
-        raise SystemExit(f"refusing to manage database {name!r}: its name must start with herald_bench")
-    admin_url = parts._replace(path="/postgres").geturl()
-    with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 def flush_redis(redis_url: str) -> None:
@@ -167,17 +167,6 @@ def flush_redis(redis_url: str) -> None:
     client = redis.Redis.from_url(redis_url, socket_connect_timeout=3, socket_timeout=5)
     client.flushdb()
     client.close()
-
-
-def drop_database(database_url: str) -> None:
-    import psycopg
-    from psycopg import sql
-
-    parts = urlsplit(database_url)
-    admin_url = parts._replace(path="/postgres").geturl()
-    with contextlib.suppress(psycopg.Error), psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
-        name = parts.path.lstrip("/")
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 # --- Processes -----------------------------------------------------------------------------
@@ -256,42 +245,6 @@ def control(base_url: str, method: str, path: str, body: Any = None) -> Any:
     response = requests.request(method, base_url + path, json=body, timeout=30)
     response.raise_for_status()
     return response.json()
-
-
-def process_tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its children (Linux /proc), 0.0 elsewhere."""
-    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    total = 0.0
-    pids = [pid]
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            pids.extend(int(child) for child in (task / "children").read_text().split())
-    except OSError:
-        return 0.0
-    for each in pids:
-        try:
-            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
-    return total
-
-
-def database_backends_cpu(database: str) -> dict[int, float]:
-    """CPU seconds of each PostgreSQL backend serving ``database`` (same machine, Linux)."""
-    ticks = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    found: dict[int, float] = {}
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            if f" {database} ".encode() not in (proc / "cmdline").read_bytes().replace(b"\0", b" ") + b" ":
-                continue
-            fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        found[int(proc.name)] = (int(fields[11]) + int(fields[12])) / ticks
-    return found
 
 
 def wait_for_workers(names: list[str], processes: Processes, timeout: float = 90) -> None:
@@ -503,14 +456,14 @@ def throughput_phase(args: argparse.Namespace, seeded: Seeded, processes: Proces
         publication_publish_now(actor=seeded.actor, publication_id=publication_id, expected_revision=None)
     enqueue_seconds = time.perf_counter() - started
     cpu_before = sum(process_tree_cpu_seconds(pid) for pid in worker_pids)
-    database = urlsplit(args.database_url).path.lstrip("/")
+    database = database_name(args.database_url)
     database_before = database_backends_cpu(database)
     started_wall = time.time()
     consumers(cancel=False, queue=queue, workers=len(worker_pids))
     counts, complete = wait_settled(workspace.pk, expected, timeout=args.phase_timeout, processes=processes,
                                     label="throughput")  # fmt: skip
     worker_cpu = sum(process_tree_cpu_seconds(pid) for pid in worker_pids) - cpu_before
-    database_cpu = sum(cpu - database_before.get(pid, 0.0) for pid, cpu in database_backends_cpu(database).items())
+    database_cpu = backends_cpu_since(database, database_before)
     span = Destination.objects.filter(publication__workspace=workspace, status="published").aggregate(
         last=Max("published_at"), first_claim=Min("claimed_at"))
     published = counts["published"]
@@ -651,13 +604,6 @@ def audit(standin_url: str, workspace_ids: list[Any], probe_log: Path) -> dict[s
     }
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
-
-
 def ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
@@ -678,28 +624,6 @@ def summary(values: list[float]) -> dict[str, Any]:
 # --- Report --------------------------------------------------------------------------------
 
 
-def machine() -> dict[str, Any]:
-    model = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    memory = ""
-    with contextlib.suppress(OSError, IndexError):
-        kib = int(Path("/proc/meminfo").read_text().split()[1])
-        memory = f"{kib / 1024 / 1024:.1f} GiB"
-    return {"cpus": os.cpu_count(), "cpu_model": model, "memory": memory,
-            "platform": platform.platform(), "python": platform.python_version()}  # fmt: skip
-
-
-def loadavg() -> list[float]:
-    try:
-        return [round(value, 2) for value in os.getloadavg()]
-    except OSError:
-        return []
-
-
 def versions() -> dict[str, str]:
     from importlib.metadata import version
 
@@ -717,20 +641,11 @@ def versions() -> dict[str, str]:
     return found
 
 
-def git_revision() -> str:
-    try:
-        result = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
-                                text=True, timeout=10)  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return result.stdout.strip()
+def dispatch_interval() -> float:
+    """The beat interval of the dispatcher in this run (every process has this environment)."""
+    from django.conf import settings
 
-
-def write_results(payload: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    return float(settings.HERALD_DISPATCH_INTERVAL_SECONDS)
 
 
 # --- Main ----------------------------------------------------------------------------------
@@ -749,8 +664,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=50, help="warm-up destinations before measuring")
     parser.add_argument("--lag-publications", type=int, default=2000, help="publications due in the same second (0 skips)")
     parser.add_argument("--lag-lead", type=float, default=5.0, help="minimum seconds between scheduling and due time")
-    parser.add_argument("--dispatch-interval", type=float, default=0.5,
-                        help="beat: seconds between dispatcher ticks (HERALD_DISPATCH_INTERVAL_SECONDS)")
+    parser.add_argument("--dispatch-interval", type=float, default=None,
+                        help="beat: seconds between dispatcher ticks (HERALD_DISPATCH_INTERVAL_SECONDS; "
+                             "default: the setting's default, as deployed)")
     parser.add_argument("--phase-timeout", type=float, default=180.0, help="seconds to wait for a phase to settle")
     parser.add_argument("--log-level", default="INFO", help="HERALD_LOG_LEVEL of every process (production: INFO)")
     parser.add_argument("--database-url", default=os.environ.get("HERALD_BENCH_DELIVERY_DATABASE_URL", DEFAULT_DATABASE_URL))
@@ -818,7 +734,7 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
         timings[name] = round(now - last[0], 1)
         last[0] = now
 
-    ensure_database(args.database_url)
+    ensure_database(args.database_url, fresh=True)
     flush_redis(args.redis_url)
     import django
 
@@ -852,7 +768,7 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
                              "--schedule", str(scratch_dir / "celerybeat-schedule")], env)  # fmt: skip
     wait_for_workers(names, processes)
     print(f"{args.workers} worker(s) x {args.pool} {concurrency // args.workers} = concurrency {concurrency}; "
-          f"beat every {args.dispatch_interval:g} s")  # fmt: skip
+          f"beat every {dispatch_interval():g} s")  # fmt: skip
 
     # Warm-up: every process connected, every code path imported; not measured.
     from publishing.services.publications import publication_publish_now
@@ -912,7 +828,7 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
             "database": "PostgreSQL " + meta_versions["postgresql"],
             "broker": "Redis " + meta_versions["redis_server"],
             "workers": args.workers, "pool": args.pool, "concurrency_per_worker": concurrency // args.workers,
-            "concurrency_total": concurrency, "dispatch_interval_s": args.dispatch_interval,
+            "concurrency_total": concurrency, "dispatch_interval_s": dispatch_interval(),
             "standin_delay_ms": args.delay_ms, "accounts": args.accounts, "log_level": args.log_level,
         },
         "throughput": throughput,

@@ -73,6 +73,7 @@ class ProbeResult:
         return self.status_code is not None
 
 
+_TOKEN_CHARACTERS = re.compile(r"\A[\x21-\x7e]{1,512}\Z")  # printable ASCII, no spaces
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
 _SSL = re.compile(r"\[SSL(?:: [A-Z_]+)?\] ([^'\")]+?)(?: \(_ssl\.c:\d+\))?['\")]")
 _CERT = re.compile(r"(certificate verify failed: [^'\")(]+)")
@@ -108,6 +109,8 @@ class HeraldClient:
         session: requests.Session | None = None,
     ) -> None:
         self.instance = normalize_instance(instance)
+        if token and not _TOKEN_CHARACTERS.match(token):
+            raise UsageProblem("The API token has characters no token has; copy it again.")
         self._token = token or None
         self.timeout = timeout
         self.session = session or requests.Session()

@@ -92,7 +92,8 @@ class ConfigStore:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=self.directory)
         try:
-            os.fchmod(descriptor, 0o600)  # mkstemp already uses 0600; make it explicit
+            if hasattr(os, "fchmod"):  # mkstemp already creates 0600; make it explicit
+                os.fchmod(descriptor, 0o600)
             with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
                 json.dump(data, handle, indent=2, sort_keys=True)
                 handle.write("\n")

@@ -80,7 +80,7 @@ class HeraldContext:
         if setting.value is None:
             return None
         profile = self.store.profile(setting.value)
-        if profile is None and setting.source != "current profile in config.json":
+        if profile is None:  # only a name from --profile or HERALD_PROFILE can be unknown
             raise UsageProblem(
                 f"No profile named {setting.value!r} ({setting.source}); "
                 "see `herald instance list` or create it with `herald instance add`."

@@ -29,6 +29,7 @@ from workspaces.models import Workspace
 
 RECENT_DAYS = 90
 RECENT_PUBLICATIONS = 40
+RECENT_DESTINATIONS = 2000  # bounds the delivery record read for the treatments
 PENDING = {
     Destination.Status.SCHEDULED,
     Destination.Status.QUEUED,
@@ -128,7 +129,7 @@ def delivery_stats(*, workspace: Workspace, providers: list[str]) -> dict[str, D
             account__provider__in=providers,
         )
         .order_by("-updated_at", "-id")
-        .values_list("account__provider", "status", "error_kind", "published_at")
+        .values_list("account__provider", "status", "error_kind", "published_at")[:RECENT_DESTINATIONS]
     )
     counts: dict[str, dict[str, Any]] = defaultdict(
         lambda: {"published": 0, "failed": 0, "pending": 0, "last_error_kind": "", "last_published_at": None}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -78,8 +78,8 @@ class Subject:
     operation: str
     policy_mode: str
 
-    @property
-    def digest(self) -> str:
+    @cached_property
+    def digest(self) -> str:  # computed once per subject (a projection asks many times)
         return digest(asdict(self))
 
     def as_dict(self) -> dict[str, str]:

@@ -256,8 +256,7 @@ def _advance(execution: RepostExecution, now: datetime) -> datetime | None:
         if all(s.status in (ST.SUCCEEDED, ST.SKIPPED) for s in stages) and execution.status == S.READY:
             _finish(execution, S.SUCCEEDED, now)
         else:
-            _finish(execution, S.SKIPPED, now, skip_reason="window_closed",
-                    unavailable_reason="The evaluation window closed first.")  # fmt: skip
+            _finish(execution, S.SKIPPED, now, skip_reason="window_closed")
         raise _Stop
     if execution.status == S.PENDING:
         if now < execution.evaluate_from:
@@ -304,6 +303,38 @@ def _evaluate(execution: RepostExecution, now: datetime) -> tuple[bool, datetime
         return True, now
     if execution.metrics_checked_at is not None and now < execution.metrics_checked_at + interval:
         return False, execution.metrics_checked_at + interval  # bounded cadence
+    values = _shared_reading(execution, now, interval) or _read_metrics(execution)
+    stable = execution.stable_checks + 1 if execution.last_metrics == values else 1
+    execution.checks += 1
+    execution.stable_checks = stable
+    execution.last_metrics = values
+    execution.metrics_checked_at = now
+    RepostExecution.objects.filter(pk=execution.pk).update(
+        checks=execution.checks, stable_checks=stable, last_metrics=values, metrics_checked_at=now
+    )
+    plateau = not rule.get("require_plateau") or stable >= int(rule["plateau_checks"])
+    return thresholds_met(rule, values) and plateau, now + interval
+
+
+def _shared_reading(execution: RepostExecution, now: datetime, interval: timedelta) -> dict[str, int] | None:
+    """A reading another execution of the same post took within the interval (and after this
+    execution's last one): one post is read at most once per interval, however many targets."""
+    found = (
+        RepostExecution.objects.filter(
+            destination_id=execution.destination_id,
+            metrics_checked_at__gt=max(now - interval, execution.metrics_checked_at or now - interval),
+            metrics_checked_at__lte=now,
+            last_metrics__isnull=False,
+        )
+        .exclude(pk=execution.pk)
+        .order_by("-metrics_checked_at")
+        .values_list("last_metrics", flat=True)
+        .first()
+    )
+    return dict(found) if found else None
+
+
+def _read_metrics(execution: RepostExecution) -> dict[str, int]:
     source = execution.destination.account
     if source.status != Account.Status.ACTIVE:
         raise _Unusable("source", "The source account must be reconnected.")
@@ -319,17 +350,7 @@ def _evaluate(execution: RepostExecution, now: datetime) -> tuple[bool, datetime
             account_mark_reconnect_required(account_id=source.pk, reason=exc.message)
             raise _Unusable("source", "The source account must be reconnected.") from exc
         raise
-    values = metrics_values(metrics)
-    stable = execution.stable_checks + 1 if execution.last_metrics == values else 1
-    execution.checks += 1
-    execution.stable_checks = stable
-    execution.last_metrics = values
-    execution.metrics_checked_at = now
-    RepostExecution.objects.filter(pk=execution.pk).update(
-        checks=execution.checks, stable_checks=stable, last_metrics=values, metrics_checked_at=now
-    )
-    plateau = not rule.get("require_plateau") or stable >= int(rule["plateau_checks"])
-    return thresholds_met(rule, values) and plateau, now + interval
+    return metrics_values(metrics)
 
 
 def _mark_ready(execution: RepostExecution, stages: list[RepostStage], now: datetime) -> None:

@@ -225,6 +225,19 @@ def _unique(values: Iterable[Any]) -> list[str]:
 # --- Grants -----------------------------------------------------------------------------------
 
 
+def _require_any_workspace(actor: Actor, workspace_ids: list[Any]) -> None:
+    """The actor administers at least one of ``workspace_ids`` (token binding included);
+    otherwise the first one's answer (403)."""
+    first, *others = workspace_ids
+    for workspace_id in others:
+        try:
+            require_workspace(actor, workspace_id, role="admin")
+        except PermissionDeniedError:
+            continue
+        return
+    require_workspace(actor, first, role="admin")
+
+
 def repost_grant_create(*, actor: Actor, source_workspace_id: Any, target_account_id: Any) -> RepostGrant:
     """Let ``source_workspace_id`` repost through an account of another workspace. The actor
     must administer both workspaces. Audited in both workspaces' access audit."""
@@ -300,7 +313,7 @@ def repost_grant_revoke(*, actor: Actor, grant_id: Any) -> RepostGrant:
         raise PermissionDeniedError(
             "Revoking a repost grant needs the workspace role admin.", code="role_too_low"
         )
-    require_workspace(actor, admin_of[0], role="admin")  # token workspace binding, same answers
+    _require_any_workspace(actor, admin_of)  # e.g. a token bound to a third workspace: 403
     now = timezone.now()
     with transaction.atomic():
         revoked = RepostGrant.objects.filter(pk=pk, revoked_at__isnull=True).update(

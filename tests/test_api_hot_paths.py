@@ -1,5 +1,5 @@
-"""The fast paths of the hottest API reads (bench/api.py) answer exactly as the plain ORM and DRF
-code would: compiled queries, the one-query access audit, and the orjson renderer."""
+"""The fast paths of the hottest reads (bench/api.py, bench/delivery.py) answer exactly as the
+plain ORM and DRF code would: compiled queries, the one-query access audit, the orjson renderer."""
 
 from __future__ import annotations
 
@@ -10,16 +10,17 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import TextChoices
+from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
 from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient
 
-from config.api.queries import CompiledQuery, Param
 from config.api.renderers import FastJSONRenderer
+from config.queries import CompiledQuery, Param
 from tests.problem_asserts import assert_problem
 from workspaces.access import Actor
 from workspaces.models import AccessAuditEvent, ApiToken, User, Workspace, WorkspaceMembership
@@ -101,6 +102,17 @@ def test_compiled_query_refuses_prefetching() -> None:
     query = CompiledQuery(lambda: ApiToken.objects.prefetch_related("user"))
     with pytest.raises(TypeError, match="plain reads"):
         query.instances()
+
+
+@pytest.mark.django_db(transaction=True)  # autocommit outside the atomic block, as in production
+def test_locking_compiled_query_runs_only_inside_a_transaction(user: User) -> None:
+    locked = CompiledQuery(
+        lambda: User.objects.select_for_update().filter(pk=Param("pk", User, "id")).values_list("email")
+    )
+    with transaction.atomic():
+        assert locked.values(pk=user.pk) == [(user.email,)]  # compiled here, inside
+    with pytest.raises(TransactionManagementError):
+        locked.values(pk=user.pk)
 
 
 def test_param_needs_a_concrete_field() -> None:

@@ -149,12 +149,45 @@ def test_precedence_flag_over_environment_over_profile(cli: Cli, url: str) -> No
     assert cli("instance", "health", "--instance", dead, env={"HERALD_INSTANCE": url}).exit_code == 1
 
 
+def test_the_installed_console_script(url: str, config_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    script = Path(sys.executable).with_name("herald")
+    completed = subprocess.run(
+        [str(script), "instance", "health", "--json", "--instance", url],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["readiness"] == "ready"
+
+
 def test_global_options_before_or_after_the_subcommand(cli: Cli, url: str) -> None:
     before = cli("--json", "--instance", url, "instance", "health")
     after = cli("instance", "health", "--instance", url, "--json")
 
     assert before.exit_code == after.exit_code == 0
     assert json_of(before) == json_of(after)
+
+
+def test_bad_urls_names_and_files_are_usage_errors(cli: Cli, config_dir: Path) -> None:
+    for args in (("instance", "add", "x", "ftp://example.com"),
+                 ("instance", "add", "x", "https://user:pw@example.com"),
+                 ("instance", "add", "bad name", "https://example.com")):
+        result = cli(*args)
+        assert result.exit_code == 2, args
+        assert "pw" not in one_line(result.stderr)
+
+    odd_token = cli("--instance", "http://127.0.0.1:9", "--token", "hrld_ab cd\u2026", "workspace", "list")
+    assert odd_token.exit_code == 2
+    assert "hrld_ab" not in one_line(odd_token.stderr)
+
+    config_dir.mkdir()
+    (config_dir / "config.json").write_text("{", encoding="utf-8")
+    broken = cli("instance", "list")
+    assert broken.exit_code == 2
+    assert "config.json is not valid JSON" in one_line(broken.stderr)
 
 
 def test_no_instance_is_a_usage_error(cli: Cli) -> None:
@@ -415,10 +448,16 @@ def test_publication_schedule_and_status_of_a_failed_destination(
     # A destination the provider refuses for good: status ends with exit 1 and the action.
     other = create_publication(owner_client, workspace, [hook["id"]], text="Broken")
     discord.faults.configure({"permanent": {"count": 5}})
-    assert cli(*base, "publication", "publish-now", other["id"]).exit_code == 0
     monkeypatch.setattr(publication_commands, "_sleep", lambda seconds: delivery_queue.run())
-    failed = cli(*base, "publication", "status", other["id"], "--json")
+    failed = cli(*base, "publication", "publish-now", other["id"], "--follow", "--json")
     assert failed.exit_code == 1
     body = json_of(failed)
     assert body["destinations"][0]["status"] == "failed"
     assert "queued → failed" in failed.stderr  # progress goes to stderr with --json
+    assert body["destinations"][0]["action"]
+    again = cli(*base, "publication", "status", other["id"], "--once")
+    assert again.exit_code == 1
+    row = again.stdout.splitlines()[2].split()
+    assert row[0] == body["destinations"][0]["id"]
+    assert body["destinations"][0]["action"] in row
+    assert "failed" in row

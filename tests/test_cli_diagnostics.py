@@ -77,6 +77,20 @@ def test_redact_removes_every_kind_of_secret() -> None:
     assert redact("postgres://db.internal:5432/herald") == "postgres://db.internal:5432/herald"
 
 
+def test_log_tail_reads_only_the_end_of_a_large_file(tmp_path: Path) -> None:
+    from cli.diagnostics import tail_lines
+
+    path = tmp_path / "big.log"
+    path.write_text("".join(f"{n:06d} {'x' * 90}\n" for n in range(20_000)), encoding="utf-8")
+
+    lines = tail_lines(path)
+
+    assert len(lines) == 100
+    assert lines[0].startswith("019900 ")
+    assert lines[-1].startswith("019999 ")
+    assert tail_lines(tmp_path / "big.log", 3) == [f"{n:06d} {'x' * 90}" for n in (19997, 19998, 19999)]
+
+
 def _log_file(tmp_path: Path) -> Path:
     lines = [f"line {n:03d} ordinary request handled" for n in range(1, 121)]
     lines += [f"line {121 + i:03d} {text}" for i, text in enumerate(LOG_LINES)]
@@ -255,4 +269,4 @@ def test_provider_readiness_table(
     assert rows["telegram"].split()[1:3] == ["disabled", "0"]
     for issue in telegram["blocking_issues"]:
         assert issue["code"] in rows["telegram"]
-    assert "re-enable it" in rows["telegram"]
+    assert "re-enable the provider" in rows["telegram"]

@@ -62,11 +62,13 @@ def mcp_session(url: str, config_dir: Path, tmp_path: Path) -> Callable[..., Any
 
         async def main() -> Any:
             with (tmp_path / "mcp-stderr.log").open("w") as errlog:
-                async with stdio_client(params, errlog=errlog) as (read, write):
-                    async with ClientSession(read, write) as session:
-                        await session.initialize()
-                        with anyio.fail_after(60):
-                            return await body(session)
+                async with (
+                    stdio_client(params, errlog=errlog) as (read, write),
+                    ClientSession(read, write) as session,
+                ):
+                    await session.initialize()
+                    with anyio.fail_after(60):
+                        return await body(session)
 
         return anyio.run(main)
 
@@ -128,7 +130,7 @@ def test_get_provider_readiness_returns_the_api_projection(
 
 
 def test_an_unauthenticated_call_is_a_tool_error_not_a_crash(
-    mcp_session: Callable[..., Any], workspace: Any
+    mcp_session: Callable[..., Any], workspace: Any, tmp_path: Path
 ) -> None:
     async def body(session: ClientSession) -> Any:
         first = await session.call_tool("get_provider_readiness", {"workspace_id": str(workspace.pk)})
@@ -145,6 +147,7 @@ def test_an_unauthenticated_call_is_a_tool_error_not_a_crash(
     assert bad_input.isError is True
     assert "publication_id" in text_of(bad_input)
     assert len(tools) == len(TOOL_NAMES)
+    assert "Traceback" not in (tmp_path / "mcp-stderr.log").read_text()
 
 
 def test_a_refused_token_is_a_tool_error(mcp_session: Callable[..., Any], workspace: Any) -> None:

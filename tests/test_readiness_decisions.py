@@ -1,7 +1,7 @@
 """The readiness decision (spec §1 "Provider readiness model", §3; decisions §6).
 
 Table-driven: every state and every blocker code is reached from one healthy baseline by
-changing one fact; consecutive states are paired to show the precedence; the enforcement flag ×
+changing one fact; consecutive states are paired to show the precedence; the enforcement flag by
 deployment matrix shows what always blocks; evidence is bound to its exact subject.
 """
 
@@ -140,7 +140,9 @@ def test_the_table_covers_every_state_and_every_blocker_code() -> None:
 def test_baseline_is_healthy_without_any_warning() -> None:
     decision = Case().decide()
     assert decision.state == HEALTHY
-    assert decision.executable and decision.publishable and decision.connectable
+    assert decision.executable
+    assert decision.publishable
+    assert decision.connectable
     assert decision.blockers == ()
     assert decision.as_dict()["blockers"] == []
     assert {name: fact["status"] for name, fact in decision.as_dict()["facts"].items()} == {
@@ -218,7 +220,7 @@ def test_the_most_restrictive_control_wins() -> None:
     assert Case(controls=(("", "", "enabled"), ("", "publish_scheduled", "disabled"))).decide().state == HEALTHY
 
 
-# --- Enforcement flag × deployment ---------------------------------------------------------------
+# --- Enforcement flag by deployment --------------------------------------------------------------
 
 ALWAYS_BLOCKING = {
     "explicit disable": ({"disabled": frozenset({"discord_webhook"})}, "disabled"),
@@ -251,9 +253,13 @@ def test_flag_matrix_in_the_evaluator(deployment: str, flag: bool) -> None:
         if not enforced:  # visible as a fact, never as a warning
             assert decision.blockers == ()
     for name, (changes, state) in ALWAYS_BLOCKING.items():
-        decision = Case(deployment=deployment, enforced=enforced, approval=None, controls=changes.get("controls", ()),
-                        local=None, live=None, **{k: v for k, v in changes.items() if k != "controls"}).decide()
+        # with complete evidence, and with no evidence at all: blocked either way
+        decision = Case(deployment=deployment, enforced=enforced, **changes).decide()
         assert decision.state == state, (name, deployment, flag)
+        bare = Case(deployment=deployment, enforced=enforced, approval=None, controls=changes.get("controls", ()),
+                    local=None, live=None, **{k: v for k, v in changes.items() if k != "controls"}).decide()
+        assert not bare.executable, (name, deployment, flag)
+        assert {b.code for b in decision.blockers} <= {b.code for b in bare.blockers}
 
 
 def test_production_identity_applies_on_cloud_regardless_of_the_flag() -> None:
@@ -293,7 +299,8 @@ def test_unknown_intent_or_operation_fails_loudly() -> None:
 def test_connect_decision_has_no_account_and_is_connectable() -> None:
     decision = Case(operation="connect", output_profile="", account=None).decide()
     assert decision.state == HEALTHY
-    assert decision.connectable and not decision.publishable
+    assert decision.connectable
+    assert not decision.publishable
     assert decision.facts["authorization"]["status"] == "not_applicable"
     blocked = Case(operation="publish_immediate", account=account(status="reconnect_required")).decide()
     assert blocked.connectable  # a reconnect is possible; the provider itself is fine

@@ -9,6 +9,8 @@ from typing import Any
 from unittest import mock
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from publishing.models import Account
@@ -33,6 +35,8 @@ from tests.repost_support import (
     settings_url,
     tick,
 )
+from tests.test_contract_openapi import SchemaChecker
+from tests.worker_harness import wait_until
 from workspaces.access import Actor
 from workspaces.services import workspace_create
 
@@ -282,7 +286,7 @@ def test_window_expiry_skips_the_execution(
     execution = run(t0, 2 * HOUR)
 
     assert (execution.status, execution.skip_reason) == (S.SKIPPED, "window_closed")
-    assert execution.unavailable_reason
+    assert execution.unavailable_reason == ""  # the target is fine; the post did not perform
     assert [s.status for s in stages(execution)] == [RepostStage.Status.SKIPPED]
     assert mastodon.counters["reblogs"] == 0
 
@@ -313,7 +317,10 @@ def test_revoked_grant_skips_pending_executions_with_the_reason(
     # Newer posts get no execution through the revoked grant.
     published(source)
     assert tick(t0 + timedelta(seconds=HOUR + 2 * INTERVAL))["created"] == 0
-    shown = owner_client.get(settings_url(workspace)).json()["executions"]
+    body = owner_client.get(settings_url(workspace)).json()
+    assert SchemaChecker().validate(body) == "RepostSettings"
+    shown = body["executions"]
+    assert shown[0]["next_check_at"] is None
     assert [(e["status"], e["unavailable_reason"]) for e in shown] == [
         ("skipped", "The repost grant for this account was revoked.")
     ]
@@ -412,15 +419,16 @@ def test_an_in_flight_repost_is_reconciled_not_repeated(
         real_repost(self, **kwargs)
         raise KeyboardInterrupt  # the process dies: nothing after the call runs
 
+    writes = Requests(mastodon if provider == "mastodon" else bluesky)
+    path = "/reblog" if provider == "mastodon" else "com.atproto.repo.createRecord"
+    before = writes.count("POST", path)  # the source post itself, on Bluesky
     with mock.patch.object(type(get_adapter(provider)), "repost", repost_then_die), pytest.raises(KeyboardInterrupt):
         tick(t0 + timedelta(seconds=60))
     execution = only_execution()
     (stage,) = stages(execution)
     assert (execution.status, stage.status) == (S.READY, RepostStage.Status.IN_FLIGHT)
     assert execution.claimed_until is not None
-    writes = Requests(mastodon if provider == "mastodon" else bluesky)
-    path = "/reblog" if provider == "mastodon" else "com.atproto.repo.createRecord"
-    assert writes.count("POST", path) == 1
+    assert writes.count("POST", path) == before + 1
 
     assert tick(t0 + timedelta(seconds=120))["dispatched"] == 0  # the lease still holds
     lease_over = execution.claimed_until + timedelta(seconds=1) - t0
@@ -430,7 +438,7 @@ def test_an_in_flight_repost_is_reconciled_not_repeated(
     (stage,) = stages(execution)
     assert (stage.status, stage.reconciled) == (RepostStage.Status.SUCCEEDED, True)
     assert stage.repost_id
-    assert writes.count("POST", path) == 1, "reposted again instead of asking the provider"
+    assert writes.count("POST", path) == before + 1, "reposted again instead of asking the provider"
     if provider == "mastodon":
         assert live_mastodon_boosts(mastodon, "2", post.external_id) == 1
     else:
@@ -467,7 +475,9 @@ def test_executions_are_shown_with_their_stage_history(
     mastodon.set_counts(post.external_id, favourites=1)
     run(post.published_at, HOUR)
 
-    (shown,) = owner_client.get(settings_url(workspace)).json()["executions"]
+    body = owner_client.get(settings_url(workspace)).json()
+    assert SchemaChecker().validate(body) == "RepostSettings"
+    (shown,) = body["executions"]
 
     assert shown["status"] == "ready"
     assert (shown["destination_id"], shown["publication_id"]) == (str(post.pk), str(post.publication_id))
@@ -507,7 +517,8 @@ def test_the_bluesky_adapter_finds_a_repost_by_its_record(
     made = adapter.repost(account=context, external_id=post.external_id, idempotency_key="k")
     by_key = adapter.find_repost(account=context, external_id=post.external_id, idempotency_key="k")
     by_view = adapter.find_repost(account=context, external_id="", source_url=post.external_url)
-    assert by_key is not None and by_view is not None
+    assert by_key is not None
+    assert by_view is not None
     assert by_key.external_id == by_view.external_id == made.external_id
     again = adapter.repost(account=context, external_id=post.external_id, idempotency_key="other")
     assert again.external_id == made.external_id  # one live repost per account and post
@@ -524,3 +535,96 @@ def test_the_engine_clock_defaults_to_now(
         counts = engine.engine_tick()
     assert counts == {"created": 1, "dispatched": 1}
     delay.assert_called_once_with(str(only_execution().pk))
+
+
+def test_one_post_is_read_once_per_interval_for_all_its_targets(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, bluesky: BlueskyStandIn, source: Account,
+    target: Account,
+) -> None:  # fmt: skip
+    third = Account.objects.create(
+        workspace=workspace, provider="mastodon", external_id="3", username="third@127.0.0.1",
+        instance_url=mastodon.url, app=target.app, credentials_encrypted=target.credentials_encrypted,
+    )  # fmt: skip
+    save(owner_client, workspace, policy([target, third], [source], min_likes=1))
+    post = published(source)
+    reads = Requests(mastodon)
+
+    tick(post.published_at + timedelta(seconds=HOUR))
+
+    assert RepostExecution.objects.count() == 2
+    assert set(RepostExecution.objects.values_list("checks", flat=True)) == {1}
+    assert reads.count("GET", f"/statuses/{post.external_id}") == 1
+
+
+def test_a_timed_out_boost_is_retried_by_asking_first(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account,
+    provider_settings: Any,
+) -> None:  # fmt: skip
+    provider_settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0))
+    post = published(source)
+    t0 = post.published_at
+    mastodon.set_faults(delay_ms=1500)  # the boost is made, the answer comes too late
+
+    execution = run(t0, 60)
+
+    assert (execution.status, execution.failures) == (S.READY, 1)
+    assert execution.error_message
+    assert stages(execution)[0].status == RepostStage.Status.IN_FLIGHT
+    assert execution.next_check_at > t0 + timedelta(seconds=60)
+    mastodon.set_faults(delay_ms=0)
+    wait_until(lambda: mastodon.counters["reblogs"] == 1, timeout=10, what="the late boost")
+    execution = run(t0, (execution.next_check_at - t0).total_seconds())
+    assert execution.status == S.SUCCEEDED
+    assert stages(execution)[0].reconciled is True
+    assert Requests(mastodon).count("POST", "/reblog") == 1
+    assert live_mastodon_boosts(mastodon, "2", post.external_id) == 1
+
+
+def test_a_refused_boost_fails_the_execution(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+) -> None:
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0))
+    post = published(source)
+    with mastodon.lock:
+        del mastodon.statuses[post.external_id]  # deleted at the provider meanwhile
+
+    execution = run(post.published_at, 60)
+
+    assert execution.status == S.FAILED
+    assert execution.error_message
+    assert stages(execution)[0].status == RepostStage.Status.FAILED
+
+
+def test_a_deleted_post_skips_metric_reading_executions(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+) -> None:
+    save(owner_client, workspace, policy([target], [source], min_likes=1))
+    post = published(source)
+    with mastodon.lock:
+        del mastodon.statuses[post.external_id]
+
+    execution = run(post.published_at, HOUR)
+
+    assert (execution.status, execution.skip_reason) == (S.SKIPPED, "source_unavailable")
+    assert "no longer exists" in execution.unavailable_reason
+
+
+def test_reading_the_settings_costs_the_same_queries_for_more_executions(
+    owner_client: APIClient, workspace: Any, source: Account, target: Account
+) -> None:
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0, stages=TWO_STAGES))
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert owner_client.get(settings_url(workspace)).status_code == 200
+        return len(captured)
+
+    post = published(source)
+    tick(post.published_at + timedelta(seconds=HOUR))
+    one = queries()
+    for _ in range(3):
+        post = published(source)
+        tick(post.published_at + timedelta(seconds=HOUR))
+    assert RepostExecution.objects.count() == 4
+    assert queries() == one

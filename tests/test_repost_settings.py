@@ -391,3 +391,26 @@ def test_revoking_a_grant(
     # The policy can be saved again only without the ungranted target.
     kept = [{k: v for k, v in p.items() if k not in ("created_at", "updated_at")} for p in body["policies"]]
     assert_invalid(put_policies(owner_client, workspace, kept, revision=1), "body.policies[0].target_account_ids[0]")
+
+
+def test_workspace_deletion_names_the_repost_data_and_keeps_the_grant_audit(
+    owner_client: APIClient, make_session_client: Callable[..., APIClient], csrf_headers: Callable[[Any], dict[str, str]],
+    user: User, workspace: Any, other: Any, accounts: dict[str, Account],
+) -> None:  # fmt: skip
+    partner = make_account(other, "mastodon", "9")
+    assert grant(owner_client, workspace, partner).status_code == 201
+    assert put_policies(owner_client, workspace, [policy([accounts["mastodon"], partner])], revision=0).status_code == 200
+    session = make_session_client(user)
+
+    preview = session.get(f"{API}/workspaces/{other.pk}/deletion-preview").json()
+    assert preview["data_loss"]["repost_grants"] == 1
+    assert preview["data_loss"]["repost_policies"] == 0
+    assert session.get(f"{API}/workspaces/{workspace.pk}/deletion-preview").json()["data_loss"]["repost_policies"] == 1
+
+    response = session.delete(f"{API}/workspaces/{other.pk}", {"confirm_name": "Partner"}, format="json",
+                              **csrf_headers(session))  # fmt: skip
+    assert response.status_code == 204, response.content
+    assert not RepostGrant.objects.exists()
+    (kept,) = RepostPolicy.objects.all()  # the policy stays, without the deleted workspace's account
+    assert list(kept.account_links.values_list("account_id", flat=True)) == [accounts["mastodon"].pk]
+    assert AccessAuditEvent.objects.filter(workspace_id=other.pk, action="repost_grant.created").exists()

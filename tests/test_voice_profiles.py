@@ -349,7 +349,7 @@ def test_the_service_serializes_replacements_under_a_row_lock(user: User, worksp
                 name=f"Name {n}", definition={}, expected_revision=1,
             )
             outcome = "ok"
-        except Exception as exc:  # noqa: BLE001 - the test records the domain error's code
+        except Exception as exc:  # the test records the domain error's code
             outcome = getattr(exc, "code", repr(exc))
         finally:
             connection.close()
@@ -470,3 +470,22 @@ def test_deletion_preview_counts_voice_profiles(workspace: Any, user: User) -> N
     from voice.lifecycle import data_summary
 
     assert data_summary(workspace) == {"voice_profiles": 1}
+
+
+def test_the_list_costs_the_same_queries_whatever_its_length(
+    owner_client: APIClient, workspace: Any, account: Account
+) -> None:
+    from django.db import connection as db
+    from django.test.utils import CaptureQueriesContext
+
+    def count() -> int:
+        with CaptureQueriesContext(db) as queries:
+            ok(owner_client.get(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk)}))
+        return len(queries)
+
+    count()  # warm-up: the token's last-use time is written once
+    few = count()
+    for n in range(5):
+        profile = create_profile(owner_client, workspace, f"Extra {n}")
+    ok(owner_client.put(f"{API}/voice-profile-assignments/{account.pk}", {"voice_profile_id": profile["id"]}, format="json"))
+    assert count() == few

@@ -229,7 +229,7 @@ def _hex_rgb(text: str) -> tuple[float, float, float]:
 RED, GREEN, AMBER, BLUE = Hue(27, 0.19), Hue(150, 0.14), Hue(75, 0.16), Hue(250, 0.14)
 
 
-def _colors(recipe: Recipe, scheme: str) -> dict[str, str]:  # noqa: PLR0915 - one table, read top to bottom
+def _colors(recipe: Recipe, scheme: str) -> dict[str, str]:
     p = Palette(recipe, scheme)
     dark = p.dark
     text = recipe.text_contrast
@@ -248,7 +248,6 @@ def _colors(recipe: Recipe, scheme: str) -> dict[str, str]:  # noqa: PLR0915 - o
     ink = p.solve(recipe.neutral, lvl(0.22, 0.96), grounds, strong, chroma_scale=1.5)
     muted = p.solve(recipe.neutral, lvl(0.48, 0.76), grounds, text, chroma_scale=1.5)
     light_ink = p.solve(recipe.neutral, 0.99, [css.BLACK], 4.5, chroma_scale=0.3)  # near-white
-    dark_ink = p.solve(recipe.neutral, 0.16, [css.WHITE], 4.5, chroma_scale=1.5)  # near-black
 
     def action(hue: Hue, light: float, dark_value: float) -> tuple[css.Rgba, css.Rgba, css.Rgba, css.Rgba]:
         """Rest, hover, active and ink of a filled action."""

@@ -137,7 +137,9 @@ def voice_profile_replace(
         )
     cleaned_name = _clean_name(name)
     cleaned = _clean(definition)
-    profile = VoiceProfile.objects.select_for_update().get(pk=pk)
+    profile = VoiceProfile.objects.select_for_update().filter(pk=pk).first()
+    if profile is None:  # deleted since it was looked up
+        raise NotFoundError(f"No voice profile with ID {pk}.")
     if profile.revision != expected_revision:
         raise RevisionConflictError(
             f"The voice profile is at revision {profile.revision}, not {expected_revision}; "
@@ -194,8 +196,11 @@ def voice_profile_make_default(*, actor: Actor, voice_profile_id: Any) -> VoiceP
 
 
 def _profile_in_workspace(voice_profile_id: Any, workspace_id: Any) -> VoiceProfile:
+    """The profile, locked so that a concurrent deletion cannot leave a reference behind."""
     pk = parse_id(voice_profile_id, what="voice profile")
-    profile = VoiceProfile.objects.filter(pk=pk, workspace_id=workspace_id).first()
+    profile = (
+        VoiceProfile.objects.select_for_update().filter(pk=pk, workspace_id=workspace_id).first()
+    )
     if profile is None:
         raise NotFoundError(f"No voice profile with ID {pk} in this workspace.")
     return profile
@@ -208,8 +213,11 @@ def voice_profile_assign(
     """``PUT /voice-profile-assignments/{account_id}``: the account writes with this profile;
     ``None`` removes the assignment (the account follows the workspace default again)."""
     pk = parse_id(account_id, what="account")
-    account = (
-        Account.objects.filter(pk=pk).exclude(status=Account.Status.DISCONNECTED).first()
+    account = (  # locked: concurrent assignments of one account are serialized
+        Account.objects.select_for_update()
+        .filter(pk=pk)
+        .exclude(status=Account.Status.DISCONNECTED)
+        .first()
     )
     if account is None:
         raise NotFoundError(f"No connected account with ID {pk}.")

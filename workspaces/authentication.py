@@ -11,8 +11,8 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from config.api.queries import CompiledQuery, Param
 from config.api.throttling import cache_get_int
+from config.queries import CompiledQuery, Param
 from workspaces.models import ApiToken, User
 from workspaces.tokens import parse_token, secret_matches
 

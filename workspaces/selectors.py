@@ -8,7 +8,7 @@ from typing import Any
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 
 from config.api.pagination import Page, keyset_page
-from config.api.queries import CompiledQuery, Param
+from config.queries import CompiledQuery, Param
 from workspaces.access import (
     WORKSPACE_ROLE_RANK,
     Actor,

@@ -13,7 +13,7 @@ from cli.output import echo_table, emit_json, shorten
 NEXT_ACTIONS = {
     "healthy": "",
     "unsupported": "none: Herald has no adapter for it",
-    "disabled": "re-enable it (HERALD_DISABLED_PROVIDERS, runtime control)",
+    "disabled": "re-enable the provider (setting or runtime control)",
     "needs_configuration": "configure the provider app",
     "reconnect_required": "reconnect the affected accounts",
     "degraded": "check the provider's status; retry later",

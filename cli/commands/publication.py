@@ -42,7 +42,7 @@ def _who(destination: dict[str, Any]) -> str:
     return f"{destination.get('provider')} @{destination.get('username')}"
 
 
-def _detail(destination: dict[str, Any]) -> str:
+def _detail(destination: dict[str, Any], *, with_action: bool = True) -> str:
     status = destination.get("status")
     if status == "published":
         return str(destination.get("external_url") or destination.get("external_id") or "")
@@ -53,17 +53,19 @@ def _detail(destination: dict[str, Any]) -> str:
         readiness = destination.get("readiness") or {}
         if not message and isinstance(readiness, dict):
             message = "; ".join(str(b.get("detail")) for b in readiness.get("blockers") or [])
-        action = destination.get("action")
+        action = destination.get("action") if with_action else None
         return f"{message} (action: {action})" if action else str(message)
     return ""
 
 
 def _destination_table(publication: dict[str, Any]) -> str:
     rows = [
-        (d.get("id"), _who(d), d.get("status"), d.get("attempts"), shorten(_detail(d), 70))
+        (d.get("id"), _who(d), d.get("status"), d.get("attempts"),
+         d.get("action") if d.get("status") != "published" else "",
+         shorten(_detail(d, with_action=False), 70))
         for d in publication.get("destinations") or []
     ]
-    return table(["DESTINATION", "ACCOUNT", "STATUS", "ATTEMPTS", "DETAIL"], rows)
+    return table(["DESTINATION", "ACCOUNT", "STATUS", "ATTEMPTS", "ACTION", "DETAIL"], rows)
 
 
 def _headline(publication: dict[str, Any]) -> str:

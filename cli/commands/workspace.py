@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from cli.client import normalize_instance
 from cli.errors import UsageProblem
 from cli.main import current, global_options
 from cli.output import echo_table, emit_json
@@ -42,7 +43,7 @@ def use(workspace_id: str) -> None:
     if profile is None:
         raise UsageProblem("`workspace use` saves into a profile: add one with `herald instance add`.")
     client = hx.client()
-    if client.instance != profile.instance:
+    if client.instance != normalize_instance(profile.instance):
         raise UsageProblem(
             f"Profile {profile.name!r} is for {profile.instance}, not {client.instance}."
         )

@@ -31,12 +31,14 @@ def get_engine() -> DiscoveryEngine:
     if choice == "llm":
         from discovery.engines.llm import LlmEngine
 
-        return LlmEngine(
+        engine = LlmEngine(
             url=str(getattr(settings, "HERALD_DISCOVERY_LLM_URL", "") or ""),
             model=str(getattr(settings, "HERALD_DISCOVERY_LLM_MODEL", "") or ""),
             api_key=str(getattr(settings, "HERALD_DISCOVERY_LLM_API_KEY", "") or ""),
             timeout=float(getattr(settings, "HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS", 30.0)),
         )
+        engine.check_configured()  # before the call is admitted and counted
+        return engine
     from discovery.engines.builtin import BuiltinEngine
 
     return BuiltinEngine()

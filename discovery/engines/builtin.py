@@ -27,7 +27,14 @@ from dataclasses import dataclass, field
 from datetime import date
 from typing import Any
 
-from discovery.cards import CardError, scrub, scrub_cards, stable_id, validate_opportunities
+from discovery.cards import (
+    MIN_ANGLES,
+    CardError,
+    scrub,
+    scrub_cards,
+    stable_id,
+    validate_opportunities,
+)
 from discovery.context import (
     DiscoveryContext,
     PastPublication,
@@ -53,9 +60,23 @@ _STOPWORDS = frozenset(
 _WORD = re.compile(r"[^\W\d_][\w'+#.-]*", re.UNICODE)
 
 
-def _tokens(text: str) -> set[str]:
+def _ordered_tokens(text: str) -> list[str]:
     words = (w.strip(".'-").casefold() for w in _WORD.findall(text))
-    return {w for w in words if len(w) >= 4 and w not in _STOPWORDS}
+    out: list[str] = []
+    for word in words:
+        if len(word) >= 4 and word not in _STOPWORDS and word not in out:
+            out.append(word)
+    return out
+
+
+def _tokens(text: str) -> set[str]:
+    return set(_ordered_tokens(text))
+
+
+def _relevance(topic: str, text: str) -> float:
+    """Shared words, the topic's leading words weighing a little more (its head noun phrase)."""
+    other = _tokens(text)
+    return sum(1 + 0.5 / (i + 1) for i, word in enumerate(_ordered_tokens(topic)) if word in other)
 
 
 def _covers(topic_tokens: set[str], text_tokens: set[str]) -> bool:
@@ -89,7 +110,14 @@ def _sentence(text: str) -> str:
 
 
 def _lower_first(text: str) -> str:
-    return text[:1].lower() + text[1:] if text[:2] != text[:2].upper() else text
+    """Lower-case the first letter for use mid-sentence, unless the first word looks like a
+    name or an acronym (a capital after its first letter: "PostgreSQL", "CI")."""
+    first = text.split(" ", 1)[0]
+    if first == "I" or first.startswith("I'"):
+        return text
+    if first[1:] == first[1:].lower():
+        return text[:1].lower() + text[1:]
+    return text
 
 
 def _join(items: list[str]) -> str:
@@ -147,10 +175,9 @@ class _Builder:
 
     def matching_opinion(self, topic: str, *, claim: bool = True) -> str:
         """The opinion that shares the most words with ``topic`` (first one on ties)."""
-        topic_tokens = _tokens(topic)
-        best, best_score = "", 0
+        best, best_score = "", 0.0
         for opinion in self.items("opinions"):
-            score = len(topic_tokens & _tokens(opinion))
+            score = _relevance(topic, opinion)
             if score > best_score and opinion not in self.used_opinions:
                 best, best_score = opinion, score
         if best and claim:
@@ -158,11 +185,10 @@ class _Builder:
         return best
 
     def matching_story(self, topic: str) -> str:
-        topic_tokens = _tokens(topic)
-        best, best_score = "", -1
+        best, best_score = "", 0.0
         for answer in self.items("interview_answers"):
             text = f"{answer.get('question', '')} {answer.get('answer', '')}"
-            score = len(topic_tokens & _tokens(text))
+            score = _relevance(topic, text)
             if score > best_score:
                 best, best_score = answer.get("answer", ""), score
         return best
@@ -204,8 +230,7 @@ class _Builder:
 
         expertise = list(self.items("expertise"))
         if ctx.focus:  # expertise closest to the focus first (stable for ties)
-            focus_tokens = _tokens(ctx.focus)
-            expertise.sort(key=lambda e: -len(focus_tokens & _tokens(e)))
+            expertise.sort(key=lambda e: -_relevance(ctx.focus, e))
         gaps: list[Seed] = []
         covered_seeds: list[Seed] = []
         for topic in expertise:
@@ -222,8 +247,9 @@ class _Builder:
             else:
                 best = max(covered, key=lambda p: (_score(p), p.created_at))
                 engaged = _engagement_phrase(best)
+                posts = "post" if len(covered) == 1 else "posts"
                 why = (
-                    f"You covered it in {len(covered)} recent post(s); the one from "
+                    f"You covered it in {len(covered)} recent {posts}; the one from "
                     f"{best.created_at.date().isoformat()}{engaged} shows the interest is there "
                     "for a deeper follow-up."
                 )
@@ -235,8 +261,15 @@ class _Builder:
                 )
 
         follow_ups: list[Seed] = []
+        # Posts that failed somewhere get a second run instead; posts a covered-expertise card
+        # already builds on are not repeated.
+        taken = {s.publication.id for s in covered_seeds if s.publication is not None}
         ranked = sorted(
-            (p for p in ctx.publications if _published_somewhere(p) and p.text.strip()),
+            (
+                p for p in ctx.publications
+                if _published_somewhere(p) and p.text.strip() and p.id not in taken
+                and not any(o.status == "failed" for o in p.outcomes)
+            ),
             key=lambda p: (-_score(p), -p.created_at.timestamp(), p.id),
         )
         for post in ranked[:4]:
@@ -386,6 +419,8 @@ class _Builder:
         for index, seed in enumerate(self.seeds()):
             if len(cards) >= self.ctx.limit:
                 break
+            if seed.kind == "opinion" and seed.opinion in self.used_opinions:
+                continue  # an earlier card already argues it
             title = scrub(seed.title, self.forbidden)
             if not title or title.casefold() in titles or not scrub(seed.topic, self.forbidden):
                 continue
@@ -435,6 +470,8 @@ class _Builder:
 
     def card(self, seed: Seed, index: int) -> dict[str, Any]:
         card_id = stable_id("opp", self.ctx.workspace_id, seed.key, self.ctx.focus, self.ctx.audience)
+        if seed.opinion:
+            self.used_opinions.add(seed.opinion)
         opinion = seed.opinion or (
             self.matching_opinion(seed.topic) if seed.kind not in {"starter"} else ""
         )
@@ -453,12 +490,24 @@ class _Builder:
             "platform_treatments": [self.treatment(p, seed) for p in self.ctx.platforms],
         }
 
+    def quoted(self, post: PastPublication | None) -> str:
+        """The post's first sentence in quotes, or "" when it carries a forbidden phrase (a
+        scrubbed quote would put words in the author's mouth)."""
+        if post is None:
+            return ""
+        gist = _gist(post.text, 90)
+        return f"“{gist}”" if gist and self.allowed(gist) else ""
+
     def hook(self, seed: Seed, opinion: str, index: int) -> str:
         topic = _clip(seed.topic, 120)
+        quote = self.quoted(seed.publication)
         if seed.kind in {"follow_up", "covered"} and seed.publication is not None:
-            line = f"A while ago I wrote about {_lower_first(_gist(seed.publication.text, 90))}. Here is what I have learned since."
+            created = seed.publication.created_at
+            when = f"{created:%B} {created.day}"
+            about = quote or f"about {_lower_first(topic)}"
+            line = f"On {when} I wrote {about}. Here is what I have learned since."
         elif seed.kind == "second_chance":
-            line = f"Some of you missed this one: {_gist(seed.topic, 120)}."
+            line = f"Some of you never saw this one: {quote or _lower_first(topic)}."
         elif seed.kind == "interview" and seed.story:
             line = _sentence(_gist(seed.story, 160))
         elif opinion:
@@ -469,7 +518,10 @@ class _Builder:
             line = f"The one thing about {_lower_first(topic)} I wish someone had told me earlier."
         expression = self.expression(index)
         if expression and self.allowed(expression) and len(expression) + len(line) < 380:
-            line = f"{_sentence(expression)} {line}" if expression[-1:] in ".!?" else f"{expression}: {_lower_first(line)}"
+            if expression[-1:] in ".!?":
+                line = f"{expression} {line}"
+            else:
+                line = f"{expression}: {_lower_first(line)}"
         return _clip(line, 400)
 
     def why_it_fits(self, seed: Seed, opinion: str) -> str:
@@ -514,101 +566,170 @@ class _Builder:
             bits.append(f"write in {language}")
         return _sentence("; ".join(bits)) if bits else ""
 
-    def guardrails(self) -> str:
-        bits: list[str] = []
-        boundaries = self.items("boundaries")[:2]
-        if boundaries:
-            bits.append(f"Stay within your boundaries: {_join([_clip(b, 90) for b in boundaries])}.")
-        disliked = self.items("disliked_patterns")[:2]
-        if disliked:
-            bits.append(f"Avoid {_join([_clip(d, 80) for d in disliked])}.")
-        lessons = [c.get("lesson", "") for c in self.items("corrections") if c.get("lesson")][:1]
-        if lessons:
-            bits.append(f"Remember: {_sentence(_clip(lessons[0], 120))}")
-        return " ".join(bits)
-
     def angles(self, seed: Seed, opinion: str, story: str, index: int) -> list[dict[str, str]]:
-        topic = _clip(seed.topic, 100)
-        register = self.register()
-        guard = self.guardrails()
+        """3 to 5 angles. The profile's guidance is spread where it matters most rather than
+        repeated: the register on the stand, vocabulary on the how-to, boundaries on the
+        story, disliked patterns on the myth and the audience question."""
+        topic = _lower_first(_clip(seed.topic, 100))
+        quote = self.quoted(seed.publication)
+        about_post = seed.kind in {"follow_up", "covered", "second_chance"} and seed.publication is not None
+        subject = quote if about_post and seed.kind != "covered" and quote else topic
         expression = self.expression(index + 1)
+        vocabulary = self.items("vocabulary")[:3]
+        boundaries = self.items("boundaries")[:2]
+        disliked = self.items("disliked_patterns")[:2]
+        lessons = [c.get("lesson", "") for c in self.items("corrections") if c.get("lesson")][:1]
 
-        def approach(core: str, *, tone: bool = True) -> str:
-            text = core
-            if tone and register:
-                text += " " + register
-            if guard:
-                text += " " + guard
-            return _clip(text, 700)
+        def with_(core: str, *extras: str) -> str:
+            return _clip(" ".join([core, *[e for e in extras if e]]), 700)
 
-        angles: list[dict[str, str]] = []
-        stand_thesis = (
-            _sentence(_clip(opinion, 400))
-            if opinion
-            else f"Say plainly where you stand on {_lower_first(topic)} and why."
+        register = self.register()
+        stay = (
+            f"Stay within your boundaries: {_join([_clip(b, 90) for b in boundaries])}."
+            if boundaries else ""
         )
+        avoid = f"Avoid {_join([_clip(d, 80) for d in disliked])}." if disliked else ""
+        lesson = f"Remember: {_sentence(_clip(lessons[0], 120))}" if lessons else ""
+
+        if seed.kind == "opinion":
+            return self.opinion_angles(seed, register, stay, avoid, expression, index)
+        if seed.kind == "interview":
+            return self.interview_angles(seed, register, stay, lesson)
+        angles: list[dict[str, str]] = []
+        if opinion:
+            stand = _sentence(_clip(opinion, 400))
+        elif about_post:
+            stand = f"Where you stand now on {subject}, with what you know today."
+        else:
+            stand = f"Say plainly where you stand on {topic} and why."
         angles.append({
             "label": "Take a stand",
-            "thesis": stand_thesis,
-            "approach": approach(
+            "thesis": stand,
+            "approach": with_(
                 "Open with the claim in one line, back it with one reason from your own work, "
-                "and end by inviting disagreement."
+                "and end by inviting disagreement.",
+                register, lesson,
             ),
         })
-        if seed.kind in {"follow_up", "covered", "second_chance"} and seed.publication is not None:
+        if about_post:
             angles.append({
                 "label": "What happened next",
-                "thesis": f"What changed since you posted “{_gist(seed.publication.text, 80)}”.",
-                "approach": approach(
+                "thesis": f"What changed since you posted {quote or f'about {topic}'}.",
+                "approach": with_(
                     "Quote or link the earlier post, then give the update: one result, one "
                     "surprise, one thing you would do differently."
                 ),
             })
         else:
+            words = (
+                f"Use your own terms ({_join([f'“{v}”' for v in vocabulary])}) where they fit."
+                if vocabulary else ""
+            )
             angles.append({
                 "label": "Show how",
-                "thesis": f"A concrete, repeatable way to handle {_lower_first(topic)}, taken from how you work.",
-                "approach": approach(
+                "thesis": f"A concrete, repeatable way to handle {topic}, taken from how you work.",
+                "approach": with_(
                     "Three short numbered steps, each with a real example; keep theory to one "
-                    "sentence."
+                    "sentence.",
+                    words,
                 ),
             })
         example = self.example(index)
         if story:
-            story_core = f"Retell it in first person: {_clip(story, 220)}"
+            story_core = f"Retell it in the first person: {_clip(story, 220)}"
         elif example is not None:
             where = f" for {example['platform']}" if example.get("platform") else ""
             story_core = (
-                f"Anchor it in one specific moment; match the rhythm of the example you saved{where}: "
-                f"“{_clip(example['text'], 160)}”"
+                "Anchor it in one specific moment and match the rhythm of the example you "
+                f"saved{where}: “{_clip(example['text'], 160)}”"
             )
         else:
             story_core = "Anchor it in one specific moment: who was there, what went wrong, what you learned."
-        angles.append({
-            "label": "Story from the work",
-            "thesis": f"A real moment from your work where {_lower_first(topic)} mattered.",
-            "approach": approach(story_core),
-        })
-        if self.items("disliked_patterns") or len(self.items("opinions")) >= 2 or seed.kind == "gap":
+        story_thesis = (
+            f"The moment behind {subject} that the first post left out."
+            if about_post and subject != topic
+            else f"A real moment from your work where {topic} mattered."
+        )
+        angles.append({"label": "Story from the work", "thesis": story_thesis,
+                       "approach": with_(story_core, stay)})
+        if disliked or len(self.items("opinions")) >= 2 or seed.kind in {"gap", "focus"}:
             angles.append({
                 "label": "Myth vs. reality",
-                "thesis": f"A common belief about {_lower_first(topic)} that your experience contradicts.",
-                "approach": approach(
+                "thesis": f"A common belief about {topic} that your experience contradicts.",
+                "approach": with_(
                     "State the myth fairly in one line, then correct it with evidence from your "
-                    "own work." + (f" Work in your phrase “{expression}”." if expression else "")
+                    "own work.",
+                    f"Work in your phrase “{expression}”." if expression else "",
+                    avoid,
                 ),
             })
         if self.ctx.audience and len(angles) < 5:
             angles.append({
                 "label": "Ask your audience",
-                "thesis": f"What {_clip(self.ctx.audience, 120)} find hardest about {_lower_first(topic)}.",
-                "approach": approach(
+                "thesis": f"What {_clip(self.ctx.audience, 120)} find hardest about {topic}.",
+                "approach": with_(
                     "Share your own answer in two sentences, then ask one specific question "
                     "people can answer in a reply.",
-                    tone=False,
+                    avoid,
                 ),
             })
+        if len(angles) < MIN_ANGLES:
+            angles.append({
+                "label": "Lessons learned",
+                "thesis": f"Three things you would tell someone about to take on {topic}.",
+                "approach": with_("One short paragraph per lesson, each ending in a concrete action.", stay),
+            })
         return angles[:5]
+
+    def opinion_angles(
+        self, seed: Seed, register: str, stay: str, avoid: str, expression: str, index: int
+    ) -> list[dict[str, str]]:
+        claim = _sentence(_clip(seed.opinion, 400))
+        example = self.example(index)
+        rhythm = (
+            f"Match the rhythm of the example you saved: “{_clip(example['text'], 160)}”"
+            if example is not None else ""
+        )
+        angles = [
+            {"label": "Take a stand", "thesis": claim, "approach": _clip(
+                "Open with the claim in one line, back it with one reason from your own work, "
+                f"and end by inviting disagreement. {register}", 700).strip()},
+            {"label": "The evidence", "thesis": "The strongest case from your own work for this view.",
+             "approach": _clip(f"Lead with one specific case, then the general point; numbers beat adjectives. {rhythm}", 700).strip()},
+            {"label": "Story from the work", "thesis": "The moment that convinced you.",
+             "approach": _clip(f"Tell it in the first person, from before you held this view to after. {stay}", 700).strip()},
+            {"label": "Steelman the other side",
+             "thesis": "The best argument against this view, and why you still hold it.",
+             "approach": _clip(
+                 "State the opposing view so fairly its holders would sign it, then answer it."
+                 + (f" Work in your phrase “{expression}”." if expression else "") + f" {avoid}", 700).strip()},
+        ]
+        if self.ctx.audience:
+            angles.append({
+                "label": "Ask your audience",
+                "thesis": f"Whether {_clip(self.ctx.audience, 120)} agree, and where they have seen the opposite.",
+                "approach": _clip(f"State your view in one line, then ask for counter-examples. {avoid}", 700).strip(),
+            })
+        return angles
+
+    def interview_angles(self, seed: Seed, register: str, stay: str, lesson: str) -> list[dict[str, str]]:
+        question = _sentence(_clip(seed.topic, 300)).rstrip(".")
+        angles = [
+            {"label": "The short version", "thesis": _sentence(_gist(seed.story, 300)) or question,
+             "approach": _clip(f"Answer the question in the first sentence, then give the one detail that makes it real. {register}", 700).strip()},
+            {"label": "Story from the work", "thesis": "The full story behind your answer.",
+             "approach": _clip(f"Retell it in the first person: {_clip(seed.story, 220)} {stay}", 700).strip()},
+            {"label": "What you would do differently",
+             "thesis": "What you would change if it happened again tomorrow.",
+             "approach": _clip(f"Name the decision, what you know now, and the one change you would make. {lesson}", 700).strip()},
+        ]
+        if self.ctx.audience:
+            angles.append({
+                "label": "Ask your audience",
+                "thesis": f"Ask {_clip(self.ctx.audience, 120)} the same question: {question}",
+                "approach": "Give your answer in two sentences first, so replies have something to build on.",
+            })
+        return angles
 
     def treatment(self, platform: PlatformInfo, seed: Seed) -> dict[str, str]:
         fmt = _pick_format(platform.formats, seed)

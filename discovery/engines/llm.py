@@ -195,13 +195,16 @@ class LlmEngine:
     def configured(self) -> bool:
         return bool(self.url and self.model)
 
-    def discover(self, context: DiscoveryContext) -> EngineResult:
+    def check_configured(self) -> None:
         if not self.configured:
             raise ServiceUnavailableError(
                 "The LLM discovery engine is not configured (HERALD_DISCOVERY_LLM_URL and "
                 "HERALD_DISCOVERY_LLM_MODEL).",
                 code="discovery_unavailable",
             )
+
+    def discover(self, context: DiscoveryContext) -> EngineResult:
+        self.check_configured()
         body = {
             "model": self.model,
             "messages": [

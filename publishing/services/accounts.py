@@ -82,17 +82,18 @@ def normalize_instance_url(url: str) -> str:
     return url.strip().rstrip("/")
 
 
-def _require_provider(provider: str) -> None:
+def _require_provider(provider: str, instance_url: str = "") -> None:
     if provider not in PROVIDERS:
         raise FieldValidationError(
             [{"location": "body.provider", "message": f"Unknown provider; one of {', '.join(PROVIDERS)}.",
               "value": provider}]
         )
-    _require_connectable(provider)
+    _require_connectable(provider, instance_url)
 
 
-def _require_connectable(provider: str) -> None:
-    decision = readiness.decide_provider(provider=provider, operation="connect")
+def _require_connectable(provider: str, instance_url: str = "") -> None:
+    # The exact subject: a federated provider's connect is decided for the chosen instance.
+    decision = readiness.decide_provider(provider=provider, operation="connect", instance_url=instance_url)
     if not decision.executable:
         raise ReadinessBlockedError(
             f"{provider} cannot be connected now ({decision.state}).", decision=decision.as_dict()
@@ -114,7 +115,7 @@ def account_connect(
 ) -> tuple[Account | None, str | None]:
     """Returns ``(account, None)`` for credential providers or ``(None, authorization_url)``."""
     access = require_workspace(actor, workspace_id, role="editor")
-    _require_provider(provider)
+    _require_provider(provider, instance_url)
     workspace = access.workspace
     live = Account.objects.filter(workspace=workspace).exclude(status=Account.Status.DISCONNECTED)
     plan_check_current(workspace=workspace, metric="connected_accounts", current=live.count())
@@ -204,7 +205,7 @@ def account_oauth_complete(*, state: str, code: str) -> Account:
     # readiness, the plan.
     actor = Actor(user=pending_copy.user)
     access = require_workspace(actor, pending_copy.workspace_id, role="editor")
-    _require_connectable(pending_copy.provider)
+    _require_connectable(pending_copy.provider, pending_copy.instance_url)
     adapter = get_adapter(pending_copy.provider)
     verifier = credentials.decrypt(pending_copy.code_verifier_encrypted).get("v", "")
     app = pending_copy.app

@@ -17,9 +17,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
+from django.db.models import F, Q, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from config.queries import CompiledQuery, Param
 from publishing import tasks
 from publishing.models import Destination, Media, Publication, PublicationEvent, SchedulerHeartbeat
 from publishing.providers import get_adapter
@@ -65,6 +67,24 @@ def _claim(destination_id: Any) -> bool:
     )
 
 
+# The destination to send, with everything the send needs (one query, compiled once per process).
+DESTINATION_FOR_SEND = CompiledQuery(
+    lambda: Destination.objects.select_related("publication", "account", "account__app").filter(
+        pk=Param("destination_id", Destination, "id"))
+)
+
+
+# Settling a publication (inside the transaction that records a destination's outcome).
+PUBLICATION_STATUS_LOCKED = CompiledQuery(
+    lambda: Publication.objects.select_for_update().filter(
+        pk=Param("publication_id", Publication, "id")).values_list("status")
+)
+DESTINATION_STATUSES = CompiledQuery(
+    lambda: Destination.objects.filter(
+        publication_id=Param("publication_id", Destination, "publication")).values_list("status", "action")
+)
+
+
 def _request_for(destination: Destination) -> PublishRequest:
     publication = destination.publication
     text = destination.text if destination.text is not None else publication.text
@@ -86,7 +106,7 @@ def delivery_send(*, destination_id: Any) -> None:
     """Idempotent: a second message for the same destination finds nothing to claim."""
     if not _claim(destination_id):
         return
-    destination = Destination.objects.select_related("publication", "account", "account__app").get(pk=destination_id)
+    destination = DESTINATION_FOR_SEND.instances(destination_id=destination_id)[0]
     operation = "publish_scheduled" if destination.publication.scheduled_at else "publish_immediate"
     decision = readiness.decide_account(account=destination.account, operation=operation, profile=destination.profile,
                                         intent=destination.publication.execution_intent)
@@ -110,9 +130,10 @@ def delivery_send(*, destination_id: Any) -> None:
         destination.first_attempt_at = started
     request = _request_for(destination)
     # The write is recorded before the call: if this worker dies from here on, the outcome is
-    # unknown and the destination is reconciled, never re-sent blindly.
-    Destination.objects.filter(pk=destination.pk).update(write_started_at=started)
-    Destination.objects.filter(pk=destination.pk, first_attempt_at__isnull=True).update(first_attempt_at=started)
+    # unknown and the destination is reconciled, never re-sent blindly. (One statement: the
+    # first attempt's time is kept if there was one.)
+    Destination.objects.filter(pk=destination.pk).update(
+        write_started_at=started, first_attempt_at=Coalesce(F("first_attempt_at"), Value(started)))
     try:
         result = adapter.publish(account=context, request=request)
     except ProviderError as exc:
@@ -126,22 +147,18 @@ def delivery_send(*, destination_id: Any) -> None:
 
 
 def _publish_succeeded(destination: Destination, result: PublishResult) -> None:
+    now = timezone.now()
     with transaction.atomic():
-        locked = Destination.objects.select_for_update().get(pk=destination.pk)
-        if locked.status == S.PUBLISHED:
+        # One conditional UPDATE locks the row and records the outcome; none when another
+        # delivery of the same destination (e.g. a reconcile) recorded it first.
+        if not Destination.objects.filter(pk=destination.pk).exclude(status=S.PUBLISHED).update(
+                status=S.PUBLISHED, external_id=result.external_id, external_url=result.external_url,
+                published_at=now, error_kind="", error_message="", action="", readiness=None,
+                claim_expires_at=None, next_attempt_at=None, updated_at=now):
             return
-        locked.status = S.PUBLISHED
-        locked.external_id = result.external_id
-        locked.external_url = result.external_url
-        locked.published_at = timezone.now()
-        locked.error_kind = locked.error_message = locked.action = ""
-        locked.readiness = None
-        locked.claim_expires_at = None
-        locked.next_attempt_at = None
-        locked.save()
-        event_record(publication_id=locked.publication_id, destination=locked, kind="destination.published",
+        event_record(publication_id=destination.publication_id, destination=destination, kind="destination.published",
                      status=S.PUBLISHED, data={"external_id": result.external_id, "external_url": result.external_url})
-        _aggregate(locked.publication_id)
+        _aggregate(destination.publication_id)
 
 
 def _handle_failure(destination: Destination, exc: ProviderError) -> None:
@@ -193,21 +210,23 @@ def _settle(destination: Destination, status: str, *, kind: str, message: str, a
 
 def _aggregate(publication_id: Any) -> None:
     """Settle the publication once every destination has settled (call inside a transaction)."""
-    publication = Publication.objects.select_for_update().get(pk=publication_id)
-    if publication.status != P.PUBLISHING:
+    # The lock serializes the last destinations of a publication settling at the same time: the
+    # one that locks second sees the other's committed status.
+    locked = PUBLICATION_STATUS_LOCKED.values(publication_id=publication_id)
+    if not locked or locked[0][0] != P.PUBLISHING:
         return
-    statuses = list(publication.destinations.values_list("status", "action"))
+    statuses = DESTINATION_STATUSES.values(publication_id=publication_id)
     if any(s not in SETTLED and not (s == S.AMBIGUOUS and a == "contact_support") for s, a in statuses):
         return
     published = sum(1 for s, _ in statuses if s == S.PUBLISHED)
     if published == len(statuses):
-        publication.status = P.PUBLISHED
+        status = P.PUBLISHED
     elif published:
-        publication.status = P.PARTIALLY_PUBLISHED
+        status = P.PARTIALLY_PUBLISHED
     else:
-        publication.status = P.FAILED
-    publication.save(update_fields=["status", "updated_at"])
-    event_record(publication_id=publication.pk, kind=f"publication.{publication.status}", status=publication.status)
+        status = P.FAILED
+    Publication.objects.filter(pk=publication_id).update(status=status, updated_at=timezone.now())
+    event_record(publication_id=publication_id, kind=f"publication.{status}", status=status)
 
 
 # --- Reconcile ------------------------------------------------------------------------------

@@ -31,7 +31,8 @@ class ReadinessBlockerSerializer(serializers.Serializer):  # type: ignore[type-a
 
 class ReadinessFactSerializer(serializers.Serializer):  # type: ignore[type-arg]
     status = serializers.CharField(help_text="The fact's normalized status, e.g. present, passed, valid, enabled")
-    source = serializers.CharField(required=False, help_text="configuration/control: where it comes from")
+    source = serializers.CharField(  # type: ignore[assignment]  # a field named like Field.source
+        required=False, help_text="configuration/control: where it comes from")
     mode = serializers.CharField(required=False, help_text="policy: the policy mode")
     tested_at = serializers.DateTimeField(required=False, allow_null=True)
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
@@ -140,7 +141,7 @@ class CertificationInputSerializer(StrictSerializer):
     account_kind = serializers.CharField(max_length=40, required=False, default="")
     instance_url = serializers.URLField(max_length=300, required=False, default="",
                                         help_text="Federated providers without account_id (stored as a hash)")
-    checks = CertificationCheckInputSerializer(many=True, allow_empty=False, max_length=6)
+    checks = CertificationCheckInputSerializer(many=True, allow_empty=False, max_length=6)  # type: ignore[call-arg]
     external_result_reference = serializers.CharField(max_length=500, required=False, default="",
                                                       help_text="Stored only as a one-way fingerprint")
     tested_at = serializers.DateTimeField(required=False)

@@ -24,7 +24,8 @@ def create_triggers(apps, schema_editor):
             "CREATE OR REPLACE FUNCTION readiness_ledger_append_only() RETURNS trigger "
             "LANGUAGE plpgsql AS $$ BEGIN "
             f"RAISE EXCEPTION '{MESSAGE}: % on %', TG_OP, TG_TABLE_NAME "
-            "USING ERRCODE = 'insufficient_privilege'; END $$"
+            "USING ERRCODE = 'insufficient_privilege'; END $$",
+            params=None,  # no parameters: the % placeholders belong to RAISE
         )
         for table in TABLES:
             schema_editor.execute(

@@ -249,7 +249,10 @@ class RepostExecutionSerializer(serializers.Serializer):  # type: ignore[type-ar
         help_text="window_closed, target_unavailable, source_unavailable, policy_removed, policy_disabled "
                   "or target_removed; empty unless skipped."
     )  # fmt: skip
-    unavailable_reason = serializers.CharField()
+    unavailable_reason = serializers.CharField(
+        help_text="Why the target (target_unavailable) or the source post (source_unavailable) "
+                  "cannot be used; empty otherwise."
+    )  # fmt: skip
     error_message = serializers.CharField()
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)

@@ -404,9 +404,9 @@ class BlueskyStandIn(StandIn):
     def _viewer_repost(self, viewer: str, uri: str) -> str | None:
         """The viewer's repost record of ``uri`` (``viewer.repost`` of a post view)."""
         for (did, collection, _), stored in self.records.items():
-            if did == viewer and collection == REPOST:
-                if (stored["value"].get("subject") or {}).get("uri") == uri:
-                    return str(stored["uri"])
+            subject = (stored["value"].get("subject") or {}).get("uri")
+            if did == viewer and collection == REPOST and subject == uri:
+                return str(stored["uri"])
         return None
 
     def get_posts(self, request: Request) -> Reply:

@@ -2,7 +2,7 @@
 easings and shadows, parsed into numbers so that bounds and contrast can be checked.
 
 Parsers raise ``CssValueError`` with a message meant for the person who wrote the manifest.
-Colors are resolved to sRGB (0–1 floats plus alpha) the way a browser would show them: OKLab and
+Colors are resolved to sRGB (0-1 floats plus alpha) the way a browser would show them: OKLab and
 OKLCH through the OKLab matrices, gamut-mapped by clipping; ``color-mix(in oklch, …)`` with
 premultiplied alpha and the shorter hue arc (CSS Color 5).
 """
@@ -483,7 +483,7 @@ def check_easing(value: str) -> None:
 
 
 def check_shadow(value: str) -> None:
-    """``none`` or ``x y blur spread <color>`` with |x|, |y|, |spread| ≤ 256 px, blur 0–256 px."""
+    """``none`` or ``x y blur spread <color>`` with |x|, |y|, |spread| ≤ 256 px, blur 0-256 px."""
     text = value.strip()
     if text == "none":
         return

@@ -26,7 +26,7 @@ from themes.manifest import vocabulary as v
 
 UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 ASSET_SOURCE_PATTERN = rf"^asset:{UUID_PATTERN}$"
-CSS_TEXT_PATTERN = r"^(?![\s\S]*[uU][rR][lL]\()[^;{}<>@\r\n]+$"
+CSS_TEXT_PATTERN = r"^(?![\s\S]*[uU][rR][lL]\()[^;{}<>@\r\n\x00]+$"
 
 
 # --- Value fields ----------------------------------------------------------------------------
@@ -48,6 +48,8 @@ class ManifestValueField(serializers.Field):  # type: ignore[type-arg]
     def to_internal_value(self, data: Any) -> Any:
         if not self.accepts(data):
             raise serializers.ValidationError(f"Must be {self.type_name}.")
+        if isinstance(data, str) and "\x00" in data:
+            raise serializers.ValidationError("Must not contain a NUL character.")
         try:
             return self.clean(data)
         except css.CssValueError as exc:
@@ -226,7 +228,7 @@ class ShadowField(CssField):
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault(
-            "description", "none, or 'x y blur spread <color>' (|x|, |y|, |spread| ≤ 256 px, blur 0–256 px)"
+            "description", "none, or 'x y blur spread <color>' (|x|, |y|, |spread| ≤ 256 px, blur 0-256 px)"
         )
         super().__init__(**kwargs)
 

@@ -75,10 +75,10 @@ def read_font(data: bytes) -> FontMetadata:
         if "fvar" in tables:
             raise _invalid("file", "Variable fonts are not accepted: upload one static WOFF2 per weight and style.")
         for tag in tables:
-            font[tag]  # noqa: B018 - decode every table: a font must decode fully
+            font[tag]  # decode every table: a font must decode fully
         names = font["name"]
         family = str(names.getBestFamilyName() or "")
-        os2 = font["OS/2"] if "OS/2" in font else None
+        os2 = font.get("OS/2")
         weight = int(os2.usWeightClass) if os2 is not None else 400
         italic = bool(os2.fsSelection & 1) if os2 is not None else bool(font["head"].macStyle & 2)
     except FieldValidationError:
@@ -105,7 +105,7 @@ def read_image(data: bytes, media_type: str) -> ImageMetadata:
             width, height = image.size
             side, pixels = settings.HERALD_THEME_IMAGE_MAX_SIDE, settings.HERALD_THEME_IMAGE_MAX_PIXELS
             if width > side or height > side:
-                raise _invalid("file", f"The image is {width}×{height} px; at most {side} px per side.")
+                raise _invalid("file", f"The image is {width} x {height} px; at most {side} px per side.")
             if width * height > pixels:
                 raise _invalid("file", f"The image has {width * height} pixels; at most {pixels}.")
             image.load()

@@ -1,10 +1,11 @@
-"""Hot read queries whose SQL the ORM compiles once per process, then runs with new parameters.
+"""Hot queries whose SQL the ORM compiles once per process, then runs with new parameters.
 
 Building and compiling a queryset costs the ORM 0.25 to 0.5 ms of CPU per query (cloning, lookups,
 joins, quoting), several times what PostgreSQL spends running a small indexed query. On the
-requests every API call makes (the bearer-token lookup) and on the largest read (the access
-audit), that was most of the CPU of a request. ``CompiledQuery`` keeps the ORM as the one place
-that writes the SQL, and pays for it once:
+query every API call makes (the bearer-token lookup), on the largest read (the access audit)
+and on the read of every delivery (the destination with its publication, account and app),
+that was a large part of the CPU. ``CompiledQuery`` keeps the ORM as the one place that writes
+the SQL, and pays for it once:
 
     page = CompiledQuery(lambda limit: Event.objects.filter(
         workspace_id=Param("workspace_id", Event, "workspace")).order_by("-created_at")[:limit])
@@ -32,6 +33,7 @@ from typing import Any
 from django.db import connections
 from django.db.models import Expression, Field, Model, QuerySet
 from django.db.models.query import get_related_populators
+from django.db.transaction import TransactionManagementError
 
 
 class Param(Expression):
@@ -57,6 +59,7 @@ class _Compiled:
     sql: str
     params: tuple[Any, ...]  # constants, and a Param in each run-time slot
     converters: dict[int, Any]
+    locking: bool = False  # SELECT ... FOR UPDATE: only inside a transaction, as the ORM demands
     model: Any = None  # for instances(): ModelIterable's bookkeeping, computed once
     fields: tuple[int, int, list[str]] | None = None
     populators: list[Any] | None = None
@@ -89,6 +92,8 @@ class CompiledQuery:
 
     def _execute(self, compiled: _Compiled, values: dict[str, Any]) -> list[Any]:
         connection = connections[self.using]
+        if compiled.locking and connection.get_autocommit():
+            raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
         params = [
             item.bind(values[item.name], connection) if isinstance(item, Param) else item
             for item in compiled.params
@@ -128,13 +133,14 @@ class CompiledQuery:
         sql, params = compiler.as_sql()
         fields = [column[0] for column in compiler.select[: compiler.col_count]]
         converters = compiler.get_converters(fields)
+        locking = bool(query.select_for_update)
         if not instances:
-            return _Compiled(sql, tuple(params), converters)
+            return _Compiled(sql, tuple(params), converters, locking)
         klass_info = compiler.klass_info
         select_fields = klass_info["select_fields"]
         start, end = select_fields[0], select_fields[-1] + 1
         names = [column[0].target.attname for column in compiler.select[start:end]]
         return _Compiled(
-            sql, tuple(params), converters, model=klass_info["model"],
+            sql, tuple(params), converters, locking, model=klass_info["model"],
             fields=(start, end, names), populators=get_related_populators(klass_info, compiler.select, self.using),
         )  # fmt: skip

@@ -1,0 +1,166 @@
+"""What both benchmarks share: their PostgreSQL databases, CPU readings from ``/proc``, the
+description of the machine, and the results file."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- Databases -----------------------------------------------------------------------------
+
+
+def database_name(database_url: str) -> str:
+    """The database of ``database_url``; only databases named ``herald_bench*`` are managed."""
+    name = urlsplit(database_url).path.lstrip("/")
+    if not name.startswith("herald_bench"):
+        raise SystemExit(f"refusing to manage database {name!r}: its name must start with herald_bench")
+    return name
+
+
+def _admin_url(database_url: str) -> str:
+    return urlsplit(database_url)._replace(path="/postgres").geturl()
+
+
+def ensure_database(database_url: str, *, fresh: bool) -> None:
+    """Create the database; with ``fresh``, drop it first."""
+    import psycopg
+    from psycopg import sql
+
+    name = database_name(database_url)
+    with psycopg.connect(_admin_url(database_url), autocommit=True, connect_timeout=5) as conn:
+        if fresh:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+
+
+def drop_database(database_url: str) -> None:
+    """Drop the database if it exists; errors (e.g. PostgreSQL already gone) are ignored."""
+    import psycopg
+    from psycopg import sql
+
+    name = database_name(database_url)
+    with (
+        contextlib.suppress(psycopg.Error),
+        psycopg.connect(_admin_url(database_url), autocommit=True, connect_timeout=5) as conn,
+    ):
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+# --- CPU from /proc (Linux; 0.0 or nothing elsewhere) ----------------------------------------
+
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def _stat_cpu_seconds(stat: str) -> float:
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+def process_tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its direct children (gunicorn's or Celery's workers)."""
+    pids = [pid]
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            pids.extend(int(child) for child in (task / "children").read_text().split())
+    except OSError:
+        return 0.0
+    total = 0.0
+    for each in pids:
+        with contextlib.suppress(OSError):
+            total += _stat_cpu_seconds(Path(f"/proc/{each}/stat").read_text())
+    return total
+
+
+def database_backends_cpu(database: str) -> dict[int, float]:
+    """CPU seconds of each PostgreSQL backend serving ``database`` (on this machine), by pid.
+
+    A backend that exits between two readings takes its CPU with it: the difference of two
+    readings is a lower bound."""
+    found: dict[int, float] = {}
+    needle = f" {database} ".encode()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle not in (proc / "cmdline").read_bytes().replace(b"\0", b" ") + b" ":
+                continue
+            found[int(proc.name)] = _stat_cpu_seconds((proc / "stat").read_text())
+        except OSError:
+            continue
+    return found
+
+
+def backends_cpu_since(database: str, before: dict[int, float]) -> float:
+    """CPU seconds the backends of ``database`` used since the ``before`` reading."""
+    return sum(cpu - before.get(pid, 0.0) for pid, cpu in database_backends_cpu(database).items())
+
+
+# --- Figures and report --------------------------------------------------------------------
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    memory = ""
+    with contextlib.suppress(OSError, IndexError):
+        kib = int(Path("/proc/meminfo").read_text().split()[1])
+        memory = f"{kib / 1024 / 1024:.1f} GiB"
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": model,
+        "memory": memory,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def loadavg() -> list[float]:
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return []
+
+
+def git_revision() -> str:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return result.stdout.strip()
+
+
+def write_results(payload: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".json.tmp")
+    temporary.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def tail(path: Path, lines: int = 30) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

@@ -1,0 +1,135 @@
+"""Schemathesis against the served contract, for the theme API (decisions §4 "Themes"), through
+the WSGI app: generated requests (valid ones, ones that use the IDs of real resources, and
+deliberately invalid ones) must never answer 500, and every answer must use a declared status
+code, a declared content type and the declared schema.
+
+The world, made afresh for each operation (``transaction=True``): an organization owned by the
+bearer token's user, a workspace, a theme with a published revision and an image asset. This
+module runs on PostgreSQL only: between transactional tests the database is emptied, and on
+SQLite that is a ``DELETE`` that the immutable-revision triggers refuse (PostgreSQL empties
+tables with ``TRUNCATE``, which row triggers do not see).
+
+``HERALD_FUZZ_EXAMPLES`` (default 10) sets the examples per operation and generation mode.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.wsgi import get_wsgi_application
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from tests.test_themes_support import image_bytes
+from workspaces.access import Actor
+
+pytestmark = pytest.mark.postgres
+
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+FUZZED_PATHS = ("/api/v1/themes", "/api/v1/theme-settings", "/api/v1/theme-assignments", "/api/v1/theme-assets")
+MAX_EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "10"))
+SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
+
+
+def _label(operation: Any) -> str:
+    return f"{operation.method.upper()} {operation.path}"
+
+
+OPERATIONS = sorted(
+    (
+        operation
+        for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
+        if any(operation.path == root or operation.path.startswith(f"{root}/") for root in FUZZED_PATHS)
+    ),
+    key=_label,
+)
+
+
+@dataclass(frozen=True)
+class World:
+    authorization: str
+    ids: dict[str, str]
+
+
+@pytest.fixture
+def world(make_user: Any, media_storage: Any) -> World:
+    from themes import services
+    from workspaces.services import api_token_create, organization_create, workspace_create
+
+    owner = make_user("fuzz-themes@example.com")
+    actor = Actor(user=owner)
+    organization = organization_create(actor=actor, name="Fuzz Org")
+    workspace = workspace_create(actor=actor, organization_id=organization.pk, name="Fuzz WS")
+    theme = services.theme_create(actor=actor, organization_id=organization.pk, name="Fuzz theme")
+    services.theme_publish(actor=actor, theme_id=theme.pk, organization_id=organization.pk,
+                           expected_draft_revision=1, expected_published_revision=None)
+    asset = services.theme_asset_upload(
+        actor=actor, organization_id=organization.pk, kind="image", name="Texture",
+        upload=SimpleUploadedFile("t.png", image_bytes(8, 8)),
+    )
+    _, full = api_token_create(user=owner, name="fuzz", permissions=["api:read", "api:write"])
+    return World(
+        authorization=f"Bearer {full}",
+        ids={"organization_id": str(organization.pk), "workspace_id": str(workspace.pk),
+             "theme_id": str(theme.pk), "asset_id": str(asset.pk), "revision": "1"},
+    )
+
+
+def _strategy(operation: Any, world: World) -> st.SearchStrategy[Any]:
+    from schemathesis import GenerationMode
+
+    names = [p.name for p in operation.path_parameters]
+    fixed = {name: world.ids[name] for name in names} or None
+    query = {p.name: world.ids[p.name] for p in operation.query if p.name in world.ids}
+    strategies = [
+        operation.as_strategy(GenerationMode.POSITIVE),
+        operation.as_strategy(GenerationMode.NEGATIVE),
+        operation.as_strategy(GenerationMode.NEGATIVE, path_parameters=fixed),
+        operation.as_strategy(GenerationMode.POSITIVE, path_parameters=fixed, query=query or None).map(
+            lambda case: _with_real_body_ids(case, world)
+        ),
+    ]
+    return st.one_of(strategies)
+
+
+def _with_real_body_ids(case: Any, world: World) -> Any:
+    if isinstance(case.body, dict):
+        real = {name: world.ids[name] for name in ("organization_id",) if isinstance(case.body.get(name), str)}
+        case.body = {**case.body, **real}
+    return case
+
+
+def test_every_theme_operation_is_fuzzed() -> None:
+    assert len(OPERATIONS) == 18
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("operation", OPERATIONS, ids=_label)
+def test_theme_operation_honours_its_contract(operation: Any, world: World) -> None:
+    headers = {"Authorization": world.authorization}
+
+    @settings(
+        max_examples=MAX_EXAMPLES * 2,
+        derandomize=True,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=_strategy(operation, world))
+    def run(case: Any) -> None:
+        response = case.call(headers=headers)
+        case.validate_response(response, checks=CHECKS, headers=headers)
+
+    run()

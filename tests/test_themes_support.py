@@ -1,0 +1,124 @@
+"""Helpers of the theme tests (no tests here): real fonts and images made in memory, and the
+API calls every theme test needs."""
+
+from __future__ import annotations
+
+import copy
+import io
+import os
+from datetime import timedelta
+from typing import Any
+
+from django.core.files.uploadedfile import SimpleUploadedFile
+from fontTools.fontBuilder import FontBuilder
+from fontTools.pens.ttGlyphPen import TTGlyphPen
+from PIL import Image
+
+from themes.builtins import built_in_manifest
+from themes.models import ThemeAsset
+
+
+def woff2_font(
+    *, family: str = "Herald Test Sans", weight: int = 400, italic: bool = False, variable: bool = False
+) -> bytes:
+    """A real (tiny) WOFF2 font with one glyph, built with fontTools."""
+    builder = FontBuilder(1000, isTTF=True)
+    builder.setupGlyphOrder([".notdef", "A"])
+    builder.setupCharacterMap({0x41: "A"})
+    pen = TTGlyphPen(None)
+    pen.moveTo((0, 0))
+    pen.lineTo((500, 0))
+    pen.lineTo((250, 700))
+    pen.closePath()
+    builder.setupGlyf({".notdef": TTGlyphPen(None).glyph(), "A": pen.glyph()})
+    builder.setupHorizontalMetrics({".notdef": (500, 0), "A": (500, 0)})
+    builder.setupHorizontalHeader(ascent=800, descent=-200)
+    builder.setupNameTable({"familyName": family, "styleName": "Italic" if italic else "Regular"})
+    builder.setupOS2(usWeightClass=weight, fsSelection=0x01 if italic else 0x40)
+    builder.setupPost()
+    builder.font["head"].macStyle = 0b10 if italic else 0
+    if variable:
+        builder.setupFvar(axes=[("wght", 100, 400, 900, "Weight")], instances=[])
+    builder.font.flavor = "woff2"
+    out = io.BytesIO()
+    builder.save(out)
+    return out.getvalue()
+
+
+def image_bytes(width: int = 64, height: int = 48, image_format: str = "PNG", *, noise: bool = False) -> bytes:
+    if noise:
+        image = Image.frombytes("RGB", (width, height), os.urandom(width * height * 3))
+    else:
+        image = Image.new("RGB", (width, height), (200, 120, 40))
+    out = io.BytesIO()
+    image.save(out, image_format)
+    return out.getvalue()
+
+
+def upload(data: bytes, name: str = "file.bin", content_type: str = "application/octet-stream") -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, data, content_type=content_type)
+
+
+def manifest(built_in_id: str = "neutral", **changes: Any) -> dict[str, Any]:
+    """A deep copy of a built-in's manifest with top-level ``changes``."""
+    data = copy.deepcopy(built_in_manifest(built_in_id))
+    data.update(changes)
+    return data
+
+
+def create_theme(client: Any, organization: Any, name: str = "Brand") -> dict[str, Any]:
+    response = client.post(
+        "/api/v1/themes", {"name": name, "organization_id": str(organization.pk)}, format="json"
+    )
+    assert response.status_code == 201, response.content[:500]
+    return response.json()  # type: ignore[no-any-return]
+
+
+def replace_draft(
+    client: Any, organization: Any, theme: dict[str, Any], body_manifest: dict[str, Any], *,
+    expected_revision: int | None = None, name: str | None = None,
+) -> Any:
+    return client.put(
+        f"/api/v1/themes/{theme['draft']['theme_id']}/draft",
+        {
+            "organization_id": str(organization.pk),
+            "expected_revision": expected_revision or theme["draft"]["revision"],
+            "name": name or theme["summary"]["name"],
+            "manifest": body_manifest,
+        },
+        format="json",
+    )
+
+
+def publish(
+    client: Any, organization: Any, theme_id: str, *, draft: int, published: int | None
+) -> Any:
+    return client.post(
+        f"/api/v1/themes/{theme_id}/publish",
+        {
+            "organization_id": str(organization.pk),
+            "expected_draft_revision": draft,
+            "expected_published_revision": published,
+        },
+        format="json",
+    )
+
+
+def upload_asset(client: Any, organization: Any, data: bytes, *, kind: str = "image", **fields: Any) -> Any:
+    body = {"organization_id": str(organization.pk), "kind": kind, "name": fields.pop("name", "Asset"),
+            "file": upload(data, fields.pop("filename", "upload.bin")), **fields}
+    return client.post("/api/v1/theme-assets", body, format="multipart")
+
+
+def make_assets(organization: Any, user: Any, count: int, *, start: Any, step: timedelta) -> list[str]:
+    """Asset rows (the listing reads rows only). In each group of five, two neighbours share a
+    timestamp, so the ID must break ties."""
+    rows = []
+    for number in range(count):
+        created_at = start + step * (number - number % 5 // 3)
+        rows.append(ThemeAsset(organization=organization, name=f"asset {number}", kind="image",
+                               media_type="image/png", size_bytes=10, checksum_sha256="0" * 64,
+                               file=f"theme-assets/{organization.pk}/{number}.png", width=1, height=1,
+                               created_at=created_at, created_by=str(user.pk)))
+    ThemeAsset.objects.bulk_create(rows)
+    return [str(row.pk) for row in rows]
