@@ -331,7 +331,9 @@ class HeraldClient:
             body["media_ids"] = media_ids
         if voice_profile_id:
             body["voice_profile_id"] = voice_profile_id
-        return self.request("POST", "/publications", body=body, headers=_idempotency(idempotency_key))
+        return self.request(
+            "POST", "/publications", body=body, headers=_idempotency(idempotency_key)
+        )
 
     def publication_schedule(
         self, publication_id: str, *, scheduled_at: str, expected_revision: int | None = None

@@ -118,7 +118,10 @@ class ConfigStore:
     def _credentials(self) -> dict[str, Any]:
         data = self._read(self.credentials_path)
         profiles = data.get("profiles")
-        return {"version": FORMAT_VERSION, "profiles": profiles if isinstance(profiles, dict) else {}}
+        return {
+            "version": FORMAT_VERSION,
+            "profiles": profiles if isinstance(profiles, dict) else {},
+        }
 
     # --- profiles ---------------------------------------------------------------------------
 

@@ -91,7 +91,9 @@ def collect_diagnostics(
     for entry in ("profiles_file", "credentials_file"):
         mode = report["config"][entry]["mode"]
         if mode is not None and int(mode, 8) & 0o077:
-            problems.append(f"{report['config'][entry]['path']} has mode {mode}; it should be 0600.")
+            problems.append(
+                f"{report['config'][entry]['path']} has mode {mode}; it should be 0600."
+            )
 
     try:
         profile = hx.profile_setting
@@ -116,7 +118,9 @@ def collect_diagnostics(
     client = HeraldClient(instance.value, token.value)
     liveness, readiness = client.health(), client.ready()
     report["probes"] = health_report(client.instance, liveness, readiness)
-    problems.extend(f"{probe.name}: {probe.error}" for probe in (liveness, readiness) if not probe.ok)
+    problems.extend(
+        f"{probe.name}: {probe.error}" for probe in (liveness, readiness) if not probe.ok
+    )
 
     if token.is_set and liveness.reachable:
         _authenticated(client, report, problems, workspace.value, workspace.source, provider)
@@ -141,13 +145,15 @@ def _authenticated(
         problems.append(f"API token refused: {exc}")
         return
     token_info = me.get("token") or {}
-    report["token"].update({
-        "accepted": True,
-        "name": token_info.get("name"),
-        "permissions": token_info.get("permissions"),
-        "workspace_id": token_info.get("workspace_id"),
-        "expires_at": token_info.get("expires_at"),
-    })
+    report["token"].update(
+        {
+            "accepted": True,
+            "name": token_info.get("name"),
+            "permissions": token_info.get("permissions"),
+            "workspace_id": token_info.get("workspace_id"),
+            "expires_at": token_info.get("expires_at"),
+        }
+    )
     user = me.get("user") or {}
     workspaces = me.get("workspaces") or []
     report["user"] = {"id": user.get("id"), "is_instance_admin": user.get("is_instance_admin")}
@@ -162,13 +168,15 @@ def _authenticated(
         entry["name"] = names.get(workspace_id)
         try:
             usage = client.workspace_usage(workspace_id)
-            entry.update({
-                "plan": usage.get("plan"),
-                "limits": usage.get("limits"),
-                "usage": usage.get("usage"),
-                "period_start": usage.get("period_start"),
-                "period_end": usage.get("period_end"),
-            })
+            entry.update(
+                {
+                    "plan": usage.get("plan"),
+                    "limits": usage.get("limits"),
+                    "usage": usage.get("usage"),
+                    "period_start": usage.get("period_start"),
+                    "period_end": usage.get("period_end"),
+                }
+            )
         except HeraldError as exc:
             problems.append(f"workspace {workspace_id}: {exc}")
         report["workspace"] = entry
@@ -188,7 +196,9 @@ def _authenticated(
         "states": dict(sorted(states.items())),
     }
     if provider:
-        report["provider"] = _provider_status(client, catalogue, catalogue_workspace, provider, problems)
+        report["provider"] = _provider_status(
+            client, catalogue, catalogue_workspace, provider, problems
+        )
 
 
 def _state(entry: dict[str, Any]) -> str:
@@ -217,8 +227,12 @@ def _provider_status(
 ) -> dict[str, Any]:
     entry = next((e for e in catalogue if e.get("provider") == provider), None)
     if entry is None:
-        return {"name": provider, "offered": False, "state": "unsupported",
-                "detail": "This instance offers no such provider."}
+        return {
+            "name": provider,
+            "offered": False,
+            "state": "unsupported",
+            "detail": "This instance offers no such provider.",
+        }
     status: dict[str, Any] = {
         "name": provider,
         "offered": True,
@@ -236,12 +250,14 @@ def _provider_status(
         return status
     match = next((p for p in projection if p.get("provider") == provider), None)
     if match is not None:
-        status.update({
-            "state": str(match.get("state", status["state"])),
-            "connectable": match.get("connectable"),
-            "connected_accounts": match.get("connected_accounts"),
-            "blockers": _blockers(match) or status["blockers"],
-        })
+        status.update(
+            {
+                "state": str(match.get("state", status["state"])),
+                "connectable": match.get("connectable"),
+                "connected_accounts": match.get("connected_accounts"),
+                "blockers": _blockers(match) or status["blockers"],
+            }
+        )
     return status
 
 
@@ -272,13 +288,20 @@ def render_diagnostics(report: dict[str, Any]) -> str:
     os_info = report["os"]
     pairs: list[tuple[str, Any]] = [
         ("CLI version", f"{report['cli_version']} (Python {report['python_version']})"),
-        ("OS / architecture", f"{os_info['system']} {os_info['release']} / {os_info['architecture']}"),
+        (
+            "OS / architecture",
+            f"{os_info['system']} {os_info['release']} / {os_info['architecture']}",
+        ),
         ("Deployment", report.get("deployment") or "not given (--deployment)"),
     ]
     profile = report.get("profile") or {}
-    pairs.append(("Profile", f"{profile.get('name') or 'none'} ({profile.get('source', 'not set')})"))
+    pairs.append(
+        ("Profile", f"{profile.get('name') or 'none'} ({profile.get('source', 'not set')})")
+    )
     instance = report.get("instance") or {}
-    pairs.append(("Instance URL", f"{instance.get('url') or 'none'} ({instance.get('source', 'not set')})"))
+    pairs.append(
+        ("Instance URL", f"{instance.get('url') or 'none'} ({instance.get('source', 'not set')})")
+    )
     config = report["config"]
     pairs += [
         ("Config directory", config["directory"]),
@@ -304,8 +327,13 @@ def render_diagnostics(report: dict[str, Any]) -> str:
         pairs.append(("Token", text))
         if token.get("accepted"):
             scope = token.get("workspace_id") or "all of the user's workspaces"
-            pairs.append(("Token scope", f"{', '.join(token.get('permissions') or [])}; {scope}; "
-                                         f"expires {token.get('expires_at') or 'never'}"))
+            pairs.append(
+                (
+                    "Token scope",
+                    f"{', '.join(token.get('permissions') or [])}; {scope}; "
+                    f"expires {token.get('expires_at') or 'never'}",
+                )
+            )
     if user := report.get("user"):
         admin = "yes" if user.get("is_instance_admin") else "no"
         pairs.append(("User", f"{user.get('id')} (instance administrator: {admin})"))
@@ -323,12 +351,21 @@ def render_diagnostics(report: dict[str, Any]) -> str:
                 f"{metric} {count}/{limits.get(metric) if limits.get(metric) is not None else '∞'}"
                 for metric, count in sorted(usage.items())
             )
-            pairs.append(("Usage", f"{used or 'none'} ({workspace.get('period_start')} to "
-                                   f"{workspace.get('period_end')})"))
+            pairs.append(
+                (
+                    "Usage",
+                    f"{used or 'none'} ({workspace.get('period_start')} to "
+                    f"{workspace.get('period_end')})",
+                )
+            )
     if providers := report.get("account_providers"):
         states = ", ".join(f"{state} {count}" for state, count in providers["states"].items())
-        pairs.append(("Account providers", f"{providers['total']} ({states}) in workspace "
-                                           f"{providers['workspace_id']}"))
+        pairs.append(
+            (
+                "Account providers",
+                f"{providers['total']} ({states}) in workspace {providers['workspace_id']}",
+            )
+        )
     if provider := report.get("provider"):
         text = str(provider.get("state") or provider.get("status"))
         if provider.get("connected_accounts") is not None:

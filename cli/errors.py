@@ -46,8 +46,7 @@ class NotSignedIn(HeraldError):
 
     def __init__(self, message: str = "") -> None:
         super().__init__(
-            message
-            or "No API token: run `herald auth login`, or pass --token / set HERALD_TOKEN."
+            message or "No API token: run `herald auth login`, or pass --token / set HERALD_TOKEN."
         )
 
 
@@ -88,7 +87,9 @@ class ApiError(HeraldError):
             parts = []
             for error in self.errors[:10]:
                 if isinstance(error, dict):
-                    parts.append(f"{error.get('location', '?')}: {error.get('message', '')}".strip())
+                    parts.append(
+                        f"{error.get('location', '?')}: {error.get('message', '')}".strip()
+                    )
             more = f" (+{len(self.errors) - 10} more)" if len(self.errors) > 10 else ""
             text += " — " + "; ".join(parts) + more
         if self.code:

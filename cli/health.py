@@ -21,9 +21,11 @@ def health_report(instance: str, liveness: ProbeResult, readiness: ProbeResult) 
         database = "unknown"
     report: dict[str, Any] = {
         "instance": instance,
-        "liveness": str(liveness.body.get("status", "ok")) if liveness.ok
+        "liveness": str(liveness.body.get("status", "ok"))
+        if liveness.ok
         else ("failed" if liveness.reachable else "unreachable"),
-        "readiness": "ready" if readiness.ok
+        "readiness": "ready"
+        if readiness.ok
         else ("not_ready" if readiness.reachable else "unreachable"),
         "database": database,
     }

@@ -39,17 +39,43 @@ def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]
 def global_options(f: F) -> F:
     """The global options, accepted before or after the subcommand (decisions §7)."""
     decorators = [
-        click.option("--json", "json_output", is_flag=True, default=False, expose_value=False,
-                     callback=_remember("json"), help="Print JSON instead of text."),
-        click.option("--token", metavar="TOKEN", expose_value=False, callback=_remember("token"),
-                     help="API token (env HERALD_TOKEN; prefer `herald auth login`)."),
-        click.option("--workspace", metavar="ID", expose_value=False,
-                     callback=_remember("workspace"), help="Workspace ID (env HERALD_WORKSPACE)."),
-        click.option("--profile", metavar="NAME", expose_value=False,
-                     callback=_remember("profile"), help="Saved profile (env HERALD_PROFILE)."),
-        click.option("--instance", metavar="URL", expose_value=False,
-                     callback=_remember("instance"),
-                     help="Instance URL, without saved state (env HERALD_INSTANCE)."),
+        click.option(
+            "--json",
+            "json_output",
+            is_flag=True,
+            default=False,
+            expose_value=False,
+            callback=_remember("json"),
+            help="Print JSON instead of text.",
+        ),
+        click.option(
+            "--token",
+            metavar="TOKEN",
+            expose_value=False,
+            callback=_remember("token"),
+            help="API token (env HERALD_TOKEN; prefer `herald auth login`).",
+        ),
+        click.option(
+            "--workspace",
+            metavar="ID",
+            expose_value=False,
+            callback=_remember("workspace"),
+            help="Workspace ID (env HERALD_WORKSPACE).",
+        ),
+        click.option(
+            "--profile",
+            metavar="NAME",
+            expose_value=False,
+            callback=_remember("profile"),
+            help="Saved profile (env HERALD_PROFILE).",
+        ),
+        click.option(
+            "--instance",
+            metavar="URL",
+            expose_value=False,
+            callback=_remember("instance"),
+            help="Instance URL, without saved state (env HERALD_INSTANCE).",
+        ),
     ]
     for decorate in decorators:
         f = decorate(f)

@@ -30,7 +30,13 @@ from cli.redact import redact
 logger = logging.getLogger("herald.mcp")
 
 PUBLICATION_STATUSES = [
-    "draft", "scheduled", "publishing", "published", "partially_published", "failed", "canceled",
+    "draft",
+    "scheduled",
+    "publishing",
+    "published",
+    "partially_published",
+    "failed",
+    "canceled",
 ]
 
 INSTRUCTIONS = (
@@ -105,7 +111,9 @@ def _workspace(client: HeraldClient, hx: HeraldContext, arguments: dict[str, Any
     return str(selected) if selected else hx.require_workspace(client)
 
 
-def _get_provider_readiness(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
+def _get_provider_readiness(
+    client: HeraldClient, hx: HeraldContext, a: dict[str, Any]
+) -> dict[str, Any]:
     return client.provider_readiness(_workspace(client, hx, a))
 
 
@@ -114,20 +122,32 @@ def _list_workspaces(client: HeraldClient, hx: HeraldContext, a: dict[str, Any])
 
 
 def _list_accounts(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
-    return client.accounts(_workspace(client, hx, a), limit=a.get("limit", 20),
-                           cursor=a.get("cursor"), provider=a.get("provider"))
+    return client.accounts(
+        _workspace(client, hx, a),
+        limit=a.get("limit", 20),
+        cursor=a.get("cursor"),
+        provider=a.get("provider"),
+    )
 
 
-def _list_publications(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
-    return client.publications(_workspace(client, hx, a), limit=a.get("limit", 20),
-                               cursor=a.get("cursor"), status=a.get("status"))
+def _list_publications(
+    client: HeraldClient, hx: HeraldContext, a: dict[str, Any]
+) -> dict[str, Any]:
+    return client.publications(
+        _workspace(client, hx, a),
+        limit=a.get("limit", 20),
+        cursor=a.get("cursor"),
+        status=a.get("status"),
+    )
 
 
 def _get_publication(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
     return client.publication(a["publication_id"])
 
 
-def _create_publication(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
+def _create_publication(
+    client: HeraldClient, hx: HeraldContext, a: dict[str, Any]
+) -> dict[str, Any]:
     return client.publication_create(
         workspace_id=_workspace(client, hx, a),
         text=a.get("text", ""),
@@ -138,24 +158,35 @@ def _create_publication(client: HeraldClient, hx: HeraldContext, a: dict[str, An
     )
 
 
-def _schedule_publication(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
+def _schedule_publication(
+    client: HeraldClient, hx: HeraldContext, a: dict[str, Any]
+) -> dict[str, Any]:
     return client.publication_schedule(
-        a["publication_id"], scheduled_at=a["scheduled_at"],
+        a["publication_id"],
+        scheduled_at=a["scheduled_at"],
         expected_revision=a.get("expected_revision"),
     )
 
 
-def _publish_publication_now(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
+def _publish_publication_now(
+    client: HeraldClient, hx: HeraldContext, a: dict[str, Any]
+) -> dict[str, Any]:
     return client.publication_publish_now(
         a["publication_id"], expected_revision=a.get("expected_revision")
     )
 
 
-def _list_voice_profiles(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
-    return client.voice_profiles(_workspace(client, hx, a), limit=a.get("limit"), cursor=a.get("cursor"))
+def _list_voice_profiles(
+    client: HeraldClient, hx: HeraldContext, a: dict[str, Any]
+) -> dict[str, Any]:
+    return client.voice_profiles(
+        _workspace(client, hx, a), limit=a.get("limit"), cursor=a.get("cursor")
+    )
 
 
-def _discover_opportunities(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
+def _discover_opportunities(
+    client: HeraldClient, hx: HeraldContext, a: dict[str, Any]
+) -> dict[str, Any]:
     return client.discover_opportunities(
         workspace_id=_workspace(client, hx, a),
         platforms=list(a["platforms"]),
@@ -168,7 +199,8 @@ def _discover_opportunities(client: HeraldClient, hx: HeraldContext, a: dict[str
 
 TOOLS: tuple[ToolSpec, ...] = (
     ToolSpec(
-        "get_provider_readiness", "Provider readiness",
+        "get_provider_readiness",
+        "Provider readiness",
         "The provider readiness projection, exactly as GET /provider-readiness returns it: per "
         "provider its state, facts, connected accounts, blocking issues and per-profile decisions "
         "for immediate and scheduled publishing.",
@@ -176,109 +208,169 @@ TOOLS: tuple[ToolSpec, ...] = (
         _get_provider_readiness,
     ),
     ToolSpec(
-        "list_workspaces", "List workspaces",
+        "list_workspaces",
+        "List workspaces",
         "The workspaces the token can access, with the caller's role and the plan.",
         _object({}),
         _list_workspaces,
     ),
     ToolSpec(
-        "list_accounts", "List connected accounts",
+        "list_accounts",
+        "List connected accounts",
         "A page of the workspace's connected social accounts (IDs to publish to).",
-        _object({"workspace_id": _WORKSPACE, "provider": {"type": "string", "maxLength": 40},
-                 "limit": _LIMIT, "cursor": _CURSOR}),
+        _object(
+            {
+                "workspace_id": _WORKSPACE,
+                "provider": {"type": "string", "maxLength": 40},
+                "limit": _LIMIT,
+                "cursor": _CURSOR,
+            }
+        ),
         _list_accounts,
     ),
     ToolSpec(
-        "list_publications", "List publications",
+        "list_publications",
+        "List publications",
         "A page of the workspace's publications, newest first, with destination statuses.",
-        _object({"workspace_id": _WORKSPACE,
-                 "status": {"type": "string", "enum": PUBLICATION_STATUSES},
-                 "limit": _LIMIT, "cursor": _CURSOR}),
+        _object(
+            {
+                "workspace_id": _WORKSPACE,
+                "status": {"type": "string", "enum": PUBLICATION_STATUSES},
+                "limit": _LIMIT,
+                "cursor": _CURSOR,
+            }
+        ),
         _list_publications,
     ),
     ToolSpec(
-        "get_publication", "Get a publication",
+        "get_publication",
+        "Get a publication",
         "One publication with each destination's delivery status (published, failed with an "
         "action, retry_wait, blocked by readiness, …).",
         _object({"publication_id": _PUBLICATION_ID}, ["publication_id"]),
         _get_publication,
     ),
     ToolSpec(
-        "create_publication", "Create a draft publication",
+        "create_publication",
+        "Create a draft publication",
         "Create a DRAFT publication with one destination per connected account. Nothing is sent: "
         "schedule_publication or publish_publication_now does that, after the user confirms.",
-        _object({
-            "workspace_id": _WORKSPACE,
-            "text": {"type": "string", "maxLength": 100_000},
-            "destinations": {
-                "type": "array", "minItems": 1, "maxItems": 50,
-                "items": _object({
-                    "account_id": {"type": "string", "maxLength": 64},
-                    "profile": {"type": "string", "maxLength": 80,
-                                "description": "Output profile, e.g. mastodon.status"},
-                    "text": {"type": "string", "maxLength": 100_000,
-                             "description": "Text for this destination only."},
-                }, ["account_id"]),
+        _object(
+            {
+                "workspace_id": _WORKSPACE,
+                "text": {"type": "string", "maxLength": 100_000},
+                "destinations": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 50,
+                    "items": _object(
+                        {
+                            "account_id": {"type": "string", "maxLength": 64},
+                            "profile": {
+                                "type": "string",
+                                "maxLength": 80,
+                                "description": "Output profile, e.g. mastodon.status",
+                            },
+                            "text": {
+                                "type": "string",
+                                "maxLength": 100_000,
+                                "description": "Text for this destination only.",
+                            },
+                        },
+                        ["account_id"],
+                    ),
+                },
+                "media_ids": {
+                    "type": "array",
+                    "maxItems": 20,
+                    "items": {"type": "string", "maxLength": 64},
+                },
+                "voice_profile_id": {
+                    "type": "string",
+                    "maxLength": 64,
+                    "description": "Write with this voice profile (see list_voice_profiles).",
+                },
+                "idempotency_key": {
+                    "type": "string",
+                    "maxLength": 200,
+                    "description": "Repeating a call with the same key creates nothing new.",
+                },
             },
-            "media_ids": {"type": "array", "maxItems": 20,
-                          "items": {"type": "string", "maxLength": 64}},
-            "voice_profile_id": {"type": "string", "maxLength": 64,
-                                 "description": "Write with this voice profile (see list_voice_profiles)."},
-            "idempotency_key": {"type": "string", "maxLength": 200,
-                                "description": "Repeating a call with the same key creates nothing new."},
-        }, ["text", "destinations"]),
+            ["text", "destinations"],
+        ),
         _create_publication,
         read_only=False,
     ),
     ToolSpec(
-        "schedule_publication", "Schedule a publication",
+        "schedule_publication",
+        "Schedule a publication",
         "Schedule a publication for delivery to its accounts at scheduled_at. Requires "
         "confirm: true after the user agreed to what will be sent, where and when.",
-        _object({
-            "publication_id": _PUBLICATION_ID,
-            "scheduled_at": {"type": "string", "format": "date-time",
-                             "description": "ISO 8601 with an offset, e.g. 2030-01-31T09:00:00Z"},
-            "expected_revision": _EXPECTED_REVISION,
-            "confirm": _CONFIRM,
-        }, ["publication_id", "scheduled_at", "confirm"]),
+        _object(
+            {
+                "publication_id": _PUBLICATION_ID,
+                "scheduled_at": {
+                    "type": "string",
+                    "format": "date-time",
+                    "description": "ISO 8601 with an offset, e.g. 2030-01-31T09:00:00Z",
+                },
+                "expected_revision": _EXPECTED_REVISION,
+                "confirm": _CONFIRM,
+            },
+            ["publication_id", "scheduled_at", "confirm"],
+        ),
         _schedule_publication,
         read_only=False,
         needs_confirm=True,
     ),
     ToolSpec(
-        "publish_publication_now", "Publish a publication now",
+        "publish_publication_now",
+        "Publish a publication now",
         "Queue a publication for immediate delivery to its accounts; it cannot be unsent. "
         "Requires confirm: true after the user agreed. Queued is not delivered: follow with "
         "get_publication.",
-        _object({
-            "publication_id": _PUBLICATION_ID,
-            "expected_revision": _EXPECTED_REVISION,
-            "confirm": _CONFIRM,
-        }, ["publication_id", "confirm"]),
+        _object(
+            {
+                "publication_id": _PUBLICATION_ID,
+                "expected_revision": _EXPECTED_REVISION,
+                "confirm": _CONFIRM,
+            },
+            ["publication_id", "confirm"],
+        ),
         _publish_publication_now,
         read_only=False,
         needs_confirm=True,
     ),
     ToolSpec(
-        "list_voice_profiles", "List voice profiles",
+        "list_voice_profiles",
+        "List voice profiles",
         "The workspace's voice profiles (writing-style definitions).",
         _object({"workspace_id": _WORKSPACE, "limit": _LIMIT, "cursor": _CURSOR}),
         _list_voice_profiles,
     ),
     ToolSpec(
-        "discover_opportunities", "Discover publication opportunities",
+        "discover_opportunities",
+        "Discover publication opportunities",
         "Idea cards with angles and platform treatments for the given platforms. Never drafts "
         "or publishes anything.",
-        _object({
-            "workspace_id": _WORKSPACE,
-            "platforms": {"type": "array", "minItems": 1, "maxItems": 5, "uniqueItems": True,
-                          "items": {"type": "string", "maxLength": 40},
-                          "description": "Providers to plan for, e.g. mastodon, bluesky."},
-            "focus": {"type": "string", "maxLength": 1000},
-            "audience": {"type": "string", "maxLength": 500},
-            "voice_profile_id": {"type": "string", "maxLength": 64},
-            "limit": {"type": "integer", "minimum": 1, "maximum": 8, "default": 5},
-        }, ["platforms"]),
+        _object(
+            {
+                "workspace_id": _WORKSPACE,
+                "platforms": {
+                    "type": "array",
+                    "minItems": 1,
+                    "maxItems": 5,
+                    "uniqueItems": True,
+                    "items": {"type": "string", "maxLength": 40},
+                    "description": "Providers to plan for, e.g. mastodon, bluesky.",
+                },
+                "focus": {"type": "string", "maxLength": 1000},
+                "audience": {"type": "string", "maxLength": 500},
+                "voice_profile_id": {"type": "string", "maxLength": 64},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 8, "default": 5},
+            },
+            ["platforms"],
+        ),
         _discover_opportunities,
     ),
 )
@@ -314,7 +406,9 @@ def build_server(context_factory: Callable[[], HeraldContext]) -> Server[Any, An
         return [tool.definition() for tool in TOOLS]
 
     @server.call_tool()  # type: ignore[untyped-decorator]
-    async def call_tool(name: str, arguments: dict[str, Any]) -> dict[str, Any] | types.CallToolResult:
+    async def call_tool(
+        name: str, arguments: dict[str, Any]
+    ) -> dict[str, Any] | types.CallToolResult:
         try:
             return await anyio.to_thread.run_sync(run_tool, context_factory(), name, arguments)
         except HeraldError as exc:

@@ -24,7 +24,9 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
         [("-" if value in (None, "") else str(value)) for value in row] for row in rows
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = ["  ".join(value.ljust(widths[i]) for i, value in enumerate(row)).rstrip() for row in cells]
+    lines = [
+        "  ".join(value.ljust(widths[i]) for i, value in enumerate(row)).rstrip() for row in cells
+    ]
     return "\n".join(lines)
 
 

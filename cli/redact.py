@@ -46,7 +46,9 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
         r"\1" + REDACTED + r"\2",
     ),
     (
-        re.compile(rf"(?i)(\b{_SENSITIVE}\s*[=:]\s*)(?!\[REDACTED\])(\"[^\"]*\"|'[^']*'|[^\s,;&}}\"']+)"),
+        re.compile(
+            rf"(?i)(\b{_SENSITIVE}\s*[=:]\s*)(?!\[REDACTED\])(\"[^\"]*\"|'[^']*'|[^\s,;&}}\"']+)"
+        ),
         r"\1" + REDACTED,
     ),
 ]

@@ -137,6 +137,10 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {})
     # Bounded statements: a wedged query must not hold a web worker forever.
     DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        # Django's backend; its connection health check skips the SELECT 1 round trip while the
+        # connection is quiet (config/db/postgresql/base.py).
+        DATABASES["default"]["ENGINE"] = "config.db.postgresql"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, broker -------------------------------------------------------------------------

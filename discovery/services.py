@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError
@@ -80,12 +79,11 @@ def discovery_run(
     _check_platforms(platforms)
     profile = _voice_profile(workspace.pk, voice_profile_id, platforms)
     engine = get_engine()
-    timeout = float(getattr(settings, "HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS", 30.0))
-    budget = timeout if engine.name != "herald-builtin" else 5.0
+    budget = engine.time_budget_seconds
     with one_in_flight(
         actor.user.pk,
         ttl_seconds=budget + IN_FLIGHT_MARGIN_SECONDS,
-        retry_after=min(10, math.ceil(budget)),
+        retry_after=min(10, max(1, math.ceil(budget / 3))),
     ):
         usage_consume(workspace=workspace, metric="discovery_calls")
         context = selectors.discovery_context(

@@ -30,22 +30,23 @@ from functools import partial
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from publishing.models import Account, Destination
+from publishing.models import Account
 from publishing.providers import get_adapter
-from publishing.providers.base import ErrorKind, Metrics, NotSupported, ProviderError, PublishResult
+from publishing.providers.base import ErrorKind, NotSupported, ProviderError, PublishResult
 from publishing.services.accounts import account_context, account_mark_reconnect_required
 from publishing.services.delivery import backoff_seconds
 from readiness import services as readiness
 from reposts import tasks
-from reposts.models import RepostExecution, RepostPolicy, RepostStage
+from reposts.executions import executions_create
+from reposts.models import RepostExecution, RepostStage
+from reposts.rules import metrics_values, needs_metrics, thresholds_met
 from reposts.selectors import (
     READINESS_OPERATION,
     readiness_profile,
-    supported_platforms,
     target_unavailable_reason,
 )
 from reposts.services import executions_skip
@@ -54,113 +55,6 @@ logger = logging.getLogger(__name__)
 
 S = RepostExecution.Status
 ST = RepostStage.Status
-GATES = (("min_likes", "likes"), ("min_comments", "comments"), ("min_reposts", "reposts"), ("min_views", "views"))
-
-
-# --- Rule evaluation (pure) -------------------------------------------------------------------
-
-
-def metrics_values(metrics: Metrics) -> dict[str, int]:
-    return {"likes": metrics.likes, "comments": metrics.comments, "reposts": metrics.reposts, "views": metrics.views}
-
-
-def thresholds_met(rule: dict[str, Any], metrics: dict[str, int]) -> bool:
-    """``all``: every non-zero gate is met; ``any``: at least one is. No gate: met."""
-    results = [metrics.get(key, 0) >= int(rule[field]) for field, key in GATES if int(rule.get(field) or 0)]
-    if not results:
-        return True
-    return all(results) if rule.get("threshold_mode", "all") == "all" else any(results)
-
-
-def needs_metrics(rule: dict[str, Any]) -> bool:
-    return bool(rule.get("require_plateau")) or any(int(rule.get(field) or 0) for field, _ in GATES)
-
-
-def rule_stages(rule: dict[str, Any]) -> list[dict[str, Any]]:
-    """The stages of a rule; a rule without stages reposts once, at ``delay_seconds``."""
-    return list(rule.get("stages") or []) or [{"delay_seconds": rule["delay_seconds"], "unrepost_previous": False}]
-
-
-# --- Creating executions ----------------------------------------------------------------------
-
-
-def executions_create(*, now: datetime, batch: int = 500) -> int:
-    """One execution per (published destination, target account) of every enabled policy, for
-    destinations published since the policy was created and still inside its window."""
-    created = 0
-    platforms = supported_platforms()
-    policies = RepostPolicy.objects.filter(enabled=True).prefetch_related("account_links__account")
-    for policy in policies:
-        links = list(policy.account_links.all())
-        targets = [
-            link.account
-            for link in links
-            if link.role == "target" and link.account.status == Account.Status.ACTIVE
-            and link.account.provider in platforms
-            and (
-                link.account.workspace_id == policy.workspace_id
-                or target_unavailable_reason(
-                    account=link.account, workspace_id=policy.workspace_id, check_readiness=False
-                ) == ""
-            )
-        ]  # fmt: skip
-        if not targets:
-            continue
-        source_ids = [link.account_id for link in links if link.role == "source"]
-        sources = Account.objects.filter(workspace_id=policy.workspace_id, provider__in=platforms)
-        if source_ids:
-            sources = sources.filter(pk__in=source_ids)
-        horizon = max(policy.created_at, now - timedelta(seconds=policy.evaluation_window_seconds))
-        rule = policy.rule()
-        for target in targets:
-            destinations = (
-                Destination.objects.filter(
-                    status=Destination.Status.PUBLISHED,
-                    account__in=sources.filter(provider=target.provider).exclude(pk=target.pk),
-                    published_at__gte=horizon,
-                    published_at__lte=now,
-                )
-                .exclude(external_id="")
-                .exclude(Exists(RepostExecution.objects.filter(destination=OuterRef("pk"), target_account=target)))
-                .order_by("published_at")[:batch]
-            )
-            for destination in destinations:
-                created += _execution_create(policy=policy, rule=rule, destination=destination, target=target)
-    return created
-
-
-def _execution_create(*, policy: RepostPolicy, rule: dict[str, Any], destination: Destination, target: Account) -> int:
-    published_at = destination.published_at
-    if published_at is None:  # excluded by the query; a published destination has its time
-        return 0
-    evaluate_from = published_at + timedelta(seconds=int(rule["delay_seconds"]))
-    try:
-        with transaction.atomic():
-            execution = RepostExecution.objects.create(
-                workspace_id=policy.workspace_id,
-                policy=policy,
-                destination=destination,
-                target_account=target,
-                rule=rule,
-                published_at=published_at,
-                evaluate_from=evaluate_from,
-                window_ends_at=published_at + timedelta(seconds=int(rule["evaluation_window_seconds"])),
-                next_check_at=evaluate_from,
-            )
-            RepostStage.objects.bulk_create(
-                RepostStage(
-                    execution=execution,
-                    index=index,
-                    delay_seconds=int(stage["delay_seconds"]),
-                    unrepost_previous=bool(stage["unrepost_previous"]),
-                    due_at=published_at + timedelta(seconds=int(stage["delay_seconds"])),
-                )
-                for index, stage in enumerate(rule_stages(rule))
-            )
-    except IntegrityError:  # another tick created it first (one per destination and target)
-        return 0
-    return 1
-
 
 # --- The tick ---------------------------------------------------------------------------------
 
@@ -245,7 +139,9 @@ def _advance(execution: RepostExecution, now: datetime) -> datetime | None:
         _finish(execution, S.SKIPPED, now, skip_reason=reason)
         raise _Stop
     target = execution.target_account
-    unavailable = target_unavailable_reason(account=target, workspace_id=execution.workspace_id, check_readiness=False)
+    unavailable = target_unavailable_reason(
+        account=target, workspace_id=execution.workspace_id, check_readiness=False
+    )
     if unavailable:
         raise _Unusable("target", unavailable)
     stages = list(RepostStage.objects.filter(execution=execution).order_by("index"))
@@ -253,7 +149,10 @@ def _advance(execution: RepostExecution, now: datetime) -> datetime | None:
         if stage.status == ST.IN_FLIGHT:
             _reconcile_stage(execution, stage, now)
     if now >= execution.window_ends_at:
-        if all(s.status in (ST.SUCCEEDED, ST.SKIPPED) for s in stages) and execution.status == S.READY:
+        if (
+            all(s.status in (ST.SUCCEEDED, ST.SKIPPED) for s in stages)
+            and execution.status == S.READY
+        ):
             _finish(execution, S.SUCCEEDED, now)
         else:
             _finish(execution, S.SKIPPED, now, skip_reason="window_closed")
@@ -281,7 +180,9 @@ def _policy_reason(execution: RepostExecution) -> str:
         return "policy_removed"
     if not policy.enabled:
         return "policy_disabled"
-    if not policy.account_links.filter(role="target", account_id=execution.target_account_id).exists():
+    if not policy.account_links.filter(
+        role="target", account_id=execution.target_account_id
+    ).exists():
         return "target_removed"
     return ""
 
@@ -316,13 +217,17 @@ def _evaluate(execution: RepostExecution, now: datetime) -> tuple[bool, datetime
     return thresholds_met(rule, values) and plateau, now + interval
 
 
-def _shared_reading(execution: RepostExecution, now: datetime, interval: timedelta) -> dict[str, int] | None:
+def _shared_reading(
+    execution: RepostExecution, now: datetime, interval: timedelta
+) -> dict[str, int] | None:
     """A reading another execution of the same post took within the interval (and after this
     execution's last one): one post is read at most once per interval, however many targets."""
     found = (
         RepostExecution.objects.filter(
             destination_id=execution.destination_id,
-            metrics_checked_at__gt=max(now - interval, execution.metrics_checked_at or now - interval),
+            metrics_checked_at__gt=max(
+                now - interval, execution.metrics_checked_at or now - interval
+            ),
             metrics_checked_at__lte=now,
             last_metrics__isnull=False,
         )
@@ -382,19 +287,28 @@ def _subject(execution: RepostExecution) -> dict[str, str]:
     federated = get_adapter(target.provider).capabilities.federated
     if federated and source.instance_url.rstrip("/") != target.instance_url.rstrip("/"):
         return {"external_id": "", "source_url": execution.destination.external_url}
-    return {"external_id": execution.destination.external_id, "source_url": execution.destination.external_url}
+    return {
+        "external_id": execution.destination.external_id,
+        "source_url": execution.destination.external_url,
+    }
 
 
 def _stage_key(execution: RepostExecution, stage: RepostStage) -> str:
     return f"{execution.pk}:{stage.index}"
 
 
-def _run_stage(execution: RepostExecution, stage: RepostStage, stages: list[RepostStage], now: datetime) -> None:
+def _run_stage(
+    execution: RepostExecution, stage: RepostStage, stages: list[RepostStage], now: datetime
+) -> None:
     target = execution.target_account
     adapter = get_adapter(target.provider)
     subject = _subject(execution)
     if stage.unrepost_previous:
-        live = [s for s in stages if s.index < stage.index and s.status == ST.SUCCEEDED and s.unreposted_at is None]
+        live = [
+            s
+            for s in stages
+            if s.index < stage.index and s.status == ST.SUCCEEDED and s.unreposted_at is None
+        ]
         if live:
             previous = live[-1]
             _require_ready(target, "target")
@@ -409,7 +323,9 @@ def _run_stage(execution: RepostExecution, stage: RepostStage, stages: list[Repo
                     s.unreposted_at = now
     _require_ready(target, "target")
     # The intent is recorded before the call: from here on, a dead worker's stage is reconciled.
-    if not RepostStage.objects.filter(pk=stage.pk, status=ST.PENDING).update(status=ST.IN_FLIGHT, intent_at=now):
+    if not RepostStage.objects.filter(pk=stage.pk, status=ST.PENDING).update(
+        status=ST.IN_FLIGHT, intent_at=now
+    ):
         raise _Stop
     stage.status = ST.IN_FLIGHT
     result = _target_call(target, lambda: adapter.repost(
@@ -427,14 +343,22 @@ def _reconcile_stage(execution: RepostExecution, stage: RepostStage, now: dateti
             **_subject(execution)))  # fmt: skip
     except NotSupported:
         RepostStage.objects.filter(pk=stage.pk).update(
-            status=ST.FAILED, error_message="The provider cannot confirm whether the repost was made."
+            status=ST.FAILED,
+            error_message="The provider cannot confirm whether the repost was made.",
         )
-        _finish(execution, S.FAILED, now, error="The provider cannot confirm whether the repost was made; check the account.")
+        _finish(
+            execution,
+            S.FAILED,
+            now,
+            error="The provider cannot confirm whether the repost was made; check the account.",
+        )
         raise _Stop from None
     if found is not None:
         _stage_succeeded(stage, found, now, reconciled=True)
         return
-    RepostStage.objects.filter(pk=stage.pk, status=ST.IN_FLIGHT).update(status=ST.PENDING, intent_at=None)
+    RepostStage.objects.filter(pk=stage.pk, status=ST.IN_FLIGHT).update(
+        status=ST.PENDING, intent_at=None
+    )
     stage.status = ST.PENDING  # the provider has none: reposting again is safe
 
 
@@ -448,7 +372,9 @@ def _target_call(target: Account, call: Callable[[], Any]) -> Any:
         raise
 
 
-def _stage_succeeded(stage: RepostStage, result: PublishResult, now: datetime, *, reconciled: bool) -> None:
+def _stage_succeeded(
+    stage: RepostStage, result: PublishResult, now: datetime, *, reconciled: bool
+) -> None:
     RepostStage.objects.filter(pk=stage.pk, status=ST.IN_FLIGHT).update(
         status=ST.SUCCEEDED,
         repost_id=result.external_id[:300],
@@ -480,15 +406,19 @@ def _finish(
                 now=now,
             )
             return
-        updated = RepostExecution.objects.filter(pk=execution.pk, status__in=RepostExecution.ACTIVE).update(
-            status=status, error_message=error[:500], finished_at=now, updated_at=now
-        )
+        updated = RepostExecution.objects.filter(
+            pk=execution.pk, status__in=RepostExecution.ACTIVE
+        ).update(status=status, error_message=error[:500], finished_at=now, updated_at=now)
         if updated and status == S.FAILED:
-            RepostStage.objects.filter(execution=execution, status=ST.PENDING).update(status=ST.SKIPPED)
+            RepostStage.objects.filter(execution=execution, status=ST.PENDING).update(
+                status=ST.SKIPPED
+            )
     execution.status = status
 
 
-def _provider_failure(execution: RepostExecution, exc: ProviderError, now: datetime) -> datetime | None:
+def _provider_failure(
+    execution: RepostExecution, exc: ProviderError, now: datetime
+) -> datetime | None:
     if exc.kind == ErrorKind.PERMANENT:
         RepostStage.objects.filter(execution=execution, status=ST.IN_FLIGHT).update(
             status=ST.FAILED, error_message=exc.message[:500]
@@ -500,13 +430,19 @@ def _provider_failure(execution: RepostExecution, exc: ProviderError, now: datet
     return _retry_later(execution, now, exc.message, retry_after=exc.retry_after)
 
 
-def _retry_later(execution: RepostExecution, now: datetime, message: str, *, retry_after: float | None = None) -> datetime | None:
+def _retry_later(
+    execution: RepostExecution, now: datetime, message: str, *, retry_after: float | None = None
+) -> datetime | None:
     failures = execution.failures + 1
     if failures >= settings.HERALD_REPOST_MAX_FAILURES:
         RepostStage.objects.filter(execution=execution, status=ST.IN_FLIGHT).update(
             status=ST.FAILED, error_message=message[:500]
         )
-        _finish(execution, S.FAILED, now, error=f"Gave up after {failures} failed attempts: {message}")
+        _finish(
+            execution, S.FAILED, now, error=f"Gave up after {failures} failed attempts: {message}"
+        )
         return None
-    RepostExecution.objects.filter(pk=execution.pk).update(failures=failures, error_message=message[:500])
+    RepostExecution.objects.filter(pk=execution.pk).update(
+        failures=failures, error_message=message[:500]
+    )
     return now + timedelta(seconds=backoff_seconds(failures, retry_after))

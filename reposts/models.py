@@ -49,14 +49,18 @@ class RepostPolicy(models.Model):
         ANY = "any"  # at least one non-zero gate is met
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="repost_policies")
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="repost_policies"
+    )
     position = models.PositiveSmallIntegerField(default=0)
     name = models.CharField(max_length=80)
     enabled = models.BooleanField(default=True)
     # The rule (spec RepostRule). Stages: [{"delay_seconds": int, "unrepost_previous": bool}].
     delay_seconds = models.PositiveIntegerField(default=86_400)
     evaluation_window_seconds = models.PositiveIntegerField(default=604_800)
-    threshold_mode = models.CharField(max_length=8, choices=ThresholdMode.choices, default=ThresholdMode.ALL)
+    threshold_mode = models.CharField(
+        max_length=8, choices=ThresholdMode.choices, default=ThresholdMode.ALL
+    )
     min_comments = models.PositiveBigIntegerField(default=0)
     min_likes = models.PositiveBigIntegerField(default=0)
     min_reposts = models.PositiveBigIntegerField(default=0)
@@ -73,7 +77,8 @@ class RepostPolicy(models.Model):
         constraints: ClassVar = [
             models.UniqueConstraint(fields=["workspace", "name"], name="repost_policy_unique_name"),
             models.CheckConstraint(
-                condition=Q(plateau_checks__gte=2, plateau_checks__lte=12), name="repost_policy_plateau_checks"
+                condition=Q(plateau_checks__gte=2, plateau_checks__lte=12),
+                name="repost_policy_plateau_checks",
             ),
             models.CheckConstraint(
                 condition=Q(delay_seconds__lte=MAX_SECONDS)
@@ -117,7 +122,9 @@ class RepostPolicyAccount(models.Model):
     class Meta:
         ordering: ClassVar = ["role", "position"]
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["policy", "role", "account"], name="repost_policy_account_once"),
+            models.UniqueConstraint(
+                fields=["policy", "role", "account"], name="repost_policy_account_once"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -148,7 +155,9 @@ class RepostGrant(models.Model):
                 name="one_active_repost_grant",
             ),
         ]
-        indexes: ClassVar = [models.Index(fields=["source_workspace", "revoked_at"], name="repost_grant_source")]
+        indexes: ClassVar = [
+            models.Index(fields=["source_workspace", "revoked_at"], name="repost_grant_source")
+        ]
 
     def __str__(self) -> str:
         return f"grant {self.source_workspace_id} → {self.target_account_id}"
@@ -171,11 +180,15 @@ class RepostExecution(models.Model):
     ACTIVE = (Status.PENDING, Status.READY)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="repost_executions")
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="repost_executions"
+    )
     policy = models.ForeignKey(
         RepostPolicy, on_delete=models.SET_NULL, null=True, blank=True, related_name="executions"
     )
-    destination = models.ForeignKey(Destination, on_delete=models.CASCADE, related_name="repost_executions")
+    destination = models.ForeignKey(
+        Destination, on_delete=models.CASCADE, related_name="repost_executions"
+    )
     target_account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.PENDING)
     rule = models.JSONField(default=dict)  # the policy's rule when the execution was created
@@ -242,7 +255,9 @@ class RepostStage(models.Model):
     class Meta:
         ordering: ClassVar = ["index"]
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["execution", "index"], name="one_repost_stage_per_index"),
+            models.UniqueConstraint(
+                fields=["execution", "index"], name="one_repost_stage_per_index"
+            ),
         ]
 
     def __str__(self) -> str:

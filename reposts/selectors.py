@@ -42,7 +42,9 @@ def readiness_profile(account: Account) -> str:
 def active_grant(*, source_workspace_id: Any, account_id: Any) -> RepostGrant | None:
     return (
         RepostGrant.objects.filter(
-            source_workspace_id=source_workspace_id, target_account_id=account_id, revoked_at__isnull=True
+            source_workspace_id=source_workspace_id,
+            target_account_id=account_id,
+            revoked_at__isnull=True,
         )
         .order_by("-created_at")
         .first()
@@ -50,7 +52,11 @@ def active_grant(*, source_workspace_id: Any, account_id: Any) -> RepostGrant | 
 
 
 def target_unavailable_reason(
-    *, account: Account, workspace_id: Any, grant_active: bool | None = None, check_readiness: bool = True
+    *,
+    account: Account,
+    workspace_id: Any,
+    grant_active: bool | None = None,
+    check_readiness: bool = True,
 ) -> str:
     """Why ``workspace_id`` cannot repost through ``account`` now ("" when it can)."""
     if account.status == Account.Status.DISCONNECTED:
@@ -61,7 +67,9 @@ def target_unavailable_reason(
         return f"{account.provider} accounts cannot repost."
     if str(account.workspace_id) != str(workspace_id):
         if grant_active is None:
-            grant_active = active_grant(source_workspace_id=workspace_id, account_id=account.pk) is not None
+            grant_active = (
+                active_grant(source_workspace_id=workspace_id, account_id=account.pk) is not None
+            )
         if not grant_active:
             return "No active repost grant from the account's workspace."
     if check_readiness:
@@ -133,7 +141,10 @@ def repost_settings_get(*, actor: Actor, workspace_id: Any) -> SettingsView:
     workspace = access.workspace
     platforms = supported_platforms()
     revision = (
-        RepostSettings.objects.filter(workspace=workspace).values_list("revision", flat=True).first() or 0
+        RepostSettings.objects.filter(workspace=workspace)
+        .values_list("revision", flat=True)
+        .first()
+        or 0
     )
     policies = policies_for_workspace(workspace.pk)
     grants = list(
@@ -146,7 +157,10 @@ def repost_settings_get(*, actor: Actor, workspace_id: Any) -> SettingsView:
     referenced = {link.account_id for p in policies for link in p.account_links.all()}
     accounts = list(
         Account.objects.filter(
-            Q(workspace=workspace, status__in=[Account.Status.ACTIVE, Account.Status.RECONNECT_REQUIRED])
+            Q(
+                workspace=workspace,
+                status__in=[Account.Status.ACTIVE, Account.Status.RECONNECT_REQUIRED],
+            )
             | Q(pk__in=list(outbound))
             | Q(pk__in=referenced)
         )

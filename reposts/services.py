@@ -54,7 +54,11 @@ S = RepostExecution.Status
 
 
 def executions_skip(
-    executions: QuerySet[RepostExecution], *, reason: str, unavailable_reason: str = "", now: Any = None
+    executions: QuerySet[RepostExecution],
+    *,
+    reason: str,
+    unavailable_reason: str = "",
+    now: Any = None,
 ) -> int:
     """Skip the still active ones of ``executions`` with ``reason`` (call inside a transaction).
 
@@ -159,10 +163,16 @@ def repost_settings_replace(
                 f"The repost settings are at revision {settings.revision}; reload them and try again.",
                 current_revision=settings.revision,
             )
-        existing = {str(p.pk): p for p in RepostPolicy.objects.select_for_update().filter(workspace=workspace)}
+        existing = {
+            str(p.pk): p
+            for p in RepostPolicy.objects.select_for_update().filter(workspace=workspace)
+        }
         id_errors = [
-            {"location": f"body.policies[{i}].id", "message": "No policy of this workspace has this ID.",
-             "value": incoming["id"]}
+            {
+                "location": f"body.policies[{i}].id",
+                "message": "No policy of this workspace has this ID.",
+                "value": incoming["id"],
+            }
             for i, incoming in enumerate(policies)
             if incoming.get("id") and _canonical(incoming["id"]) not in existing
         ]
@@ -170,7 +180,9 @@ def repost_settings_replace(
             raise FieldValidationError(id_errors)
         kept = {_canonical(incoming.get("id") or "") for incoming in policies} - {""}
         removed = [pk for pk in existing if pk not in kept]
-        executions_skip(RepostExecution.objects.filter(policy_id__in=removed), reason="policy_removed", now=now)
+        executions_skip(
+            RepostExecution.objects.filter(policy_id__in=removed), reason="policy_removed", now=now
+        )
         RepostPolicy.objects.filter(pk__in=removed).delete()
         # Names are unique per workspace, and the new set may swap them: park the kept
         # policies under their IDs first.
@@ -196,15 +208,22 @@ def repost_settings_replace(
             RepostPolicyAccount.objects.bulk_create(
                 [
                     RepostPolicyAccount(policy=policy, account=accounts[pk], role=role, position=n)
-                    for role, key in (("source", "source_account_ids"), ("target", "target_account_ids"))
+                    for role, key in (
+                        ("source", "source_account_ids"),
+                        ("target", "target_account_ids"),
+                    )
                     for n, pk in enumerate(_unique(incoming.get(key) or []))
                 ]
             )
             if not policy.enabled:
-                executions_skip(RepostExecution.objects.filter(policy=policy), reason="policy_disabled", now=now)
+                executions_skip(
+                    RepostExecution.objects.filter(policy=policy), reason="policy_disabled", now=now
+                )
             targets = _unique(incoming.get("target_account_ids") or [])
             executions_skip(
-                RepostExecution.objects.filter(policy=policy).exclude(target_account_id__in=targets),
+                RepostExecution.objects.filter(policy=policy).exclude(
+                    target_account_id__in=targets
+                ),
                 reason="target_removed",
                 now=now,
             )
@@ -238,7 +257,9 @@ def _require_any_workspace(actor: Actor, workspace_ids: list[Any]) -> None:
     require_workspace(actor, first, role="admin")
 
 
-def repost_grant_create(*, actor: Actor, source_workspace_id: Any, target_account_id: Any) -> RepostGrant:
+def repost_grant_create(
+    *, actor: Actor, source_workspace_id: Any, target_account_id: Any
+) -> RepostGrant:
     """Let ``source_workspace_id`` repost through an account of another workspace. The actor
     must administer both workspaces. Audited in both workspaces' access audit."""
     source = require_workspace(actor, source_workspace_id, role="admin").workspace
@@ -308,7 +329,11 @@ def repost_grant_revoke(*, actor: Actor, grant_id: Any) -> RepostGrant:
     active = [m for m in memberships.values() if m.status == WorkspaceMembership.Status.ACTIVE]
     if not active:
         raise NotFoundError(f"No active repost grant with ID {pk}.")
-    admin_of = [m.workspace_id for m in active if WORKSPACE_ROLE_RANK[m.role] >= WORKSPACE_ROLE_RANK["admin"]]
+    admin_of = [
+        m.workspace_id
+        for m in active
+        if WORKSPACE_ROLE_RANK[m.role] >= WORKSPACE_ROLE_RANK["admin"]
+    ]
     if not admin_of:
         raise PermissionDeniedError(
             "Revoking a repost grant needs the workspace role admin.", code="role_too_low"

@@ -19,7 +19,10 @@ def nudge(task: Task[Any, Any], execution_id: str) -> None:
         task.delay(execution_id)
     except (KombuError, OSError) as exc:
         logger.warning(
-            "Could not enqueue %s for %s (%s); a later tick will.", task.name, execution_id, type(exc).__name__
+            "Could not enqueue %s for %s (%s); a later tick will.",
+            task.name,
+            execution_id,
+            type(exc).__name__,
         )
 
 
@@ -30,7 +33,9 @@ def engine_tick() -> dict[str, int]:
     return engine.engine_tick()
 
 
-@shared_task(name="reposts.execution_advance", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(
+    name="reposts.execution_advance", acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
 def execution_advance(execution_id: str) -> None:
     from reposts import engine
 

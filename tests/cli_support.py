@@ -24,9 +24,13 @@ class Cli:
     def __init__(self, config_dir: Path) -> None:
         self.config_dir = config_dir
 
-    def __call__(self, *args: str, input: str | None = None, env: dict[str, str] | None = None) -> Result:
+    def __call__(
+        self, *args: str, input: str | None = None, env: dict[str, str] | None = None
+    ) -> Result:
         environment = {"HERALD_CONFIG_DIR": str(self.config_dir), **(env or {})}
-        return CliRunner().invoke(herald, list(args), input=input, env=environment, catch_exceptions=False)
+        return CliRunner().invoke(
+            herald, list(args), input=input, env=environment, catch_exceptions=False
+        )
 
 
 def isolated_config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:

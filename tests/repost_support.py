@@ -42,7 +42,9 @@ def mastodon_account(workspace: Any, server: MastodonStandIn, *, friend: bool = 
     )  # fmt: skip
 
 
-def bluesky_account(workspace: Any, server: BlueskyStandIn, *, handle: str = "herald.test") -> Account:
+def bluesky_account(
+    workspace: Any, server: BlueskyStandIn, *, handle: str = "herald.test"
+) -> Account:
     connected = get_adapter("bluesky").connect_with_credentials(
         fields={"handle": handle, "app_password": BLUESKY_ACCOUNTS[handle]["password"]}
     )
@@ -52,13 +54,17 @@ def bluesky_account(workspace: Any, server: BlueskyStandIn, *, handle: str = "he
     )  # fmt: skip
 
 
-def published(account: Account, *, at: datetime | None = None, text: str | None = None) -> Destination:
+def published(
+    account: Account, *, at: datetime | None = None, text: str | None = None
+) -> Destination:
     """A destination published from ``account``: the post really exists at the stand-in."""
     profile = f"{account.provider}.post"
     key = uuid.uuid4().hex
     result = get_adapter(account.provider).publish(
         account=account_context(account),
-        request=PublishRequest(profile=profile, text=text or f"Post {key[:8]}", idempotency_key=key),
+        request=PublishRequest(
+            profile=profile, text=text or f"Post {key[:8]}", idempotency_key=key
+        ),
     )
     publication = Publication.objects.create(
         workspace=account.workspace, status=Publication.Status.PUBLISHED, text="x"
@@ -80,7 +86,12 @@ def rule(**overrides: Any) -> dict[str, Any]:
     return base
 
 
-def policy(targets: list[Any], sources: list[Any] | None = None, name: str = "Best posts", **rule_overrides: Any) -> dict[str, Any]:
+def policy(
+    targets: list[Any],
+    sources: list[Any] | None = None,
+    name: str = "Best posts",
+    **rule_overrides: Any,
+) -> dict[str, Any]:
     return {
         "name": name,
         "enabled": True,
@@ -94,7 +105,13 @@ def settings_url(workspace: Any) -> str:
     return f"{API}/repost-automation?workspace_id={workspace.pk}"
 
 
-def put_policies(client: APIClient, workspace: Any, policies: list[dict[str, Any]], *, revision: int | None = None) -> Any:
+def put_policies(
+    client: APIClient,
+    workspace: Any,
+    policies: list[dict[str, Any]],
+    *,
+    revision: int | None = None,
+) -> Any:
     if revision is None:
         revision = client.get(settings_url(workspace)).json()["revision"]
     return client.put(
@@ -107,7 +124,8 @@ def put_policies(client: APIClient, workspace: Any, policies: list[dict[str, Any
 def tick(now: datetime) -> dict[str, int]:
     """One engine tick at ``now``, every due execution advanced inline (no broker)."""
     return engine.engine_tick(
-        now=now, dispatch=lambda execution_id: engine.execution_advance(execution_id=execution_id, now=now)
+        now=now,
+        dispatch=lambda execution_id: engine.execution_advance(execution_id=execution_id, now=now),
     )
 
 
@@ -117,12 +135,20 @@ class Requests:
 
     def count(self, method: str, path_part: str) -> int:
         with self.server.lock:
-            return sum(1 for r in self.server.request_log if r["method"] == method and path_part in r["path"])
+            return sum(
+                1
+                for r in self.server.request_log
+                if r["method"] == method and path_part in r["path"]
+            )
 
 
 def live_mastodon_boosts(server: MastodonStandIn, account_id: str, status_id: str) -> int:
     with server.lock:
-        return sum(1 for s in server.statuses.values() if s["account_id"] == account_id and s["reblog_of"] == status_id)
+        return sum(
+            1
+            for s in server.statuses.values()
+            if s["account_id"] == account_id and s["reblog_of"] == status_id
+        )
 
 
 def live_bluesky_reposts(server: BlueskyStandIn, did: str, subject_uri: str) -> int:
@@ -130,5 +156,7 @@ def live_bluesky_reposts(server: BlueskyStandIn, did: str, subject_uri: str) -> 
         return sum(
             1
             for (owner, collection, _), stored in server.records.items()
-            if owner == did and collection == REPOST and stored["value"]["subject"]["uri"] == subject_uri
+            if owner == did
+            and collection == REPOST
+            and stored["value"]["subject"]["uri"] == subject_uri
         )

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection, transaction
+from django.db import close_old_connections, connection, transaction
 from django.db.models import TextChoices
 from django.db.transaction import TransactionManagementError
 from django.test.utils import CaptureQueriesContext
@@ -118,6 +119,42 @@ def test_locking_compiled_query_runs_only_inside_a_transaction(user: User) -> No
 def test_param_needs_a_concrete_field() -> None:
     with pytest.raises(TypeError, match="not a concrete field"):
         Param("x", User, "workspace_memberships")
+
+
+# --- The PostgreSQL health check ---------------------------------------------------------------
+
+
+def _backend_pid() -> int:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        return int(cursor.fetchone()[0])
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)  # health checks apply to autocommit connections
+def test_a_quiet_connection_is_reused_without_a_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
+    pid = _backend_pid()
+    close_old_connections()  # what request_started does
+    monkeypatch.setattr(connection, "is_usable", lambda: pytest.fail("SELECT 1 for a quiet connection"))
+    assert _backend_pid() == pid
+    assert connection.health_check_done
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_connection_the_server_ended_is_replaced_before_the_next_query() -> None:
+    pid = _backend_pid()
+    other = connection.copy()
+    try:
+        with other.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    finally:
+        other.close()
+    deadline = time.monotonic() + 5
+    while connection._quiet() and time.monotonic() < deadline:  # the notice is on its way
+        time.sleep(0.05)
+    close_old_connections()
+    assert _backend_pid() != pid  # reconnected; no error reached the caller
 
 
 # --- Bearer authentication still reads validity every time -----------------------------------

@@ -61,7 +61,10 @@ def test_health_json_output(cli: Cli, url: str) -> None:
 
     assert result.exit_code == 0, result.output
     assert json_of(result) == {
-        "instance": url, "liveness": "ok", "readiness": "ready", "database": "ok",
+        "instance": url,
+        "liveness": "ok",
+        "readiness": "ready",
+        "database": "ok",
     }
 
 
@@ -80,7 +83,10 @@ def test_health_exits_non_zero_when_readiness_fails(
     result = cli("instance", "health", "--json", "--instance", url)
     assert result.exit_code == 1
     assert json_of(result) == {
-        "instance": url, "liveness": "ok", "readiness": "not_ready", "database": "unavailable",
+        "instance": url,
+        "liveness": "ok",
+        "readiness": "not_ready",
+        "database": "unavailable",
     }
     assert "ready: 503" in result.stderr
 
@@ -97,7 +103,10 @@ def test_health_of_an_unreachable_instance(cli: Cli) -> None:
 
     assert result.exit_code == 1
     assert json_of(result) == {
-        "instance": dead, "liveness": "unreachable", "readiness": "unreachable", "database": "unknown",
+        "instance": dead,
+        "liveness": "unreachable",
+        "readiness": "unreachable",
+        "database": "unknown",
     }
     assert f"Cannot reach {dead}: Connection refused" in result.stderr
 
@@ -146,7 +155,9 @@ def test_precedence_flag_over_environment_over_profile(cli: Cli, url: str) -> No
     assert cli("instance", "health", env={"HERALD_INSTANCE": url}).exit_code == 0  # env > profile
     both = cli("instance", "health", "--instance", url, env={"HERALD_INSTANCE": dead})
     assert both.exit_code == 0  # flag > env
-    assert cli("instance", "health", "--instance", dead, env={"HERALD_INSTANCE": url}).exit_code == 1
+    assert (
+        cli("instance", "health", "--instance", dead, env={"HERALD_INSTANCE": url}).exit_code == 1
+    )
 
 
 def test_the_installed_console_script(url: str, config_dir: Path) -> None:
@@ -156,7 +167,10 @@ def test_the_installed_console_script(url: str, config_dir: Path) -> None:
     script = Path(sys.executable).with_name("herald")
     completed = subprocess.run(
         [str(script), "instance", "health", "--json", "--instance", url],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
 
     assert completed.returncode == 0, completed.stderr
@@ -172,14 +186,18 @@ def test_global_options_before_or_after_the_subcommand(cli: Cli, url: str) -> No
 
 
 def test_bad_urls_names_and_files_are_usage_errors(cli: Cli, config_dir: Path) -> None:
-    for args in (("instance", "add", "x", "ftp://example.com"),
-                 ("instance", "add", "x", "https://user:pw@example.com"),
-                 ("instance", "add", "bad name", "https://example.com")):
+    for args in (
+        ("instance", "add", "x", "ftp://example.com"),
+        ("instance", "add", "x", "https://user:pw@example.com"),
+        ("instance", "add", "bad name", "https://example.com"),
+    ):
         result = cli(*args)
         assert result.exit_code == 2, args
         assert "pw" not in one_line(result.stderr)
 
-    odd_token = cli("--instance", "http://127.0.0.1:9", "--token", "hrld_ab cd\u2026", "workspace", "list")
+    odd_token = cli(
+        "--instance", "http://127.0.0.1:9", "--token", "hrld_ab cd\u2026", "workspace", "list"
+    )
     assert odd_token.exit_code == 2
     assert "hrld_ab" not in one_line(odd_token.stderr)
 
@@ -209,7 +227,10 @@ def test_profile_and_credentials_files_are_created_with_mode_0600(
     assert mode(config_dir / "config.json") == 0o600
     assert mode(config_dir / "credentials.json") == 0o600
     assert token not in (config_dir / "config.json").read_text()
-    assert json.loads((config_dir / "credentials.json").read_text())["profiles"]["local"]["token"] == token
+    assert (
+        json.loads((config_dir / "credentials.json").read_text())["profiles"]["local"]["token"]
+        == token
+    )
     assert sorted(p.name for p in config_dir.iterdir()) == ["config.json", "credentials.json"]
 
     # Rewrites keep the mode, even of a file someone loosened.
@@ -235,7 +256,10 @@ def test_auth_login_status_logout(cli: Cli, url: str, token: str, config_dir: Pa
     assert status.exit_code == 0, status.output
     assert "present (credentials.json (profile 'local'))" in status.stdout
     assert token not in status.output
-    assert json_of(cli("auth", "status", "--json"))["token"]["source"] == "credentials.json (profile 'local')"
+    assert (
+        json_of(cli("auth", "status", "--json"))["token"]["source"]
+        == "credentials.json (profile 'local')"
+    )
 
     logout = cli("auth", "logout")
     assert logout.exit_code == 0
@@ -245,7 +269,25 @@ def test_auth_login_status_logout(cli: Cli, url: str, token: str, config_dir: Pa
     assert "No API token" in one_line(after.stderr)
 
 
-def test_auth_login_refuses_a_bad_token_and_saves_nothing(cli: Cli, url: str, config_dir: Path) -> None:
+def test_auth_login_prompt_hides_the_token(
+    cli: Cli, url: str, token: str, config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli.commands import auth
+
+    monkeypatch.setattr(auth, "_interactive", lambda: True)
+
+    result = cli("--instance", url, "auth", "login", input=token + "\n")
+
+    assert result.exit_code == 0, result.output
+    assert "API token (input hidden):" in result.stderr
+    assert token not in result.output
+    assert ConfigStore(config_dir).token("default") == token
+    assert ConfigStore(config_dir).current_profile() == "default"
+
+
+def test_auth_login_refuses_a_bad_token_and_saves_nothing(
+    cli: Cli, url: str, config_dir: Path
+) -> None:
     bad = "hrld_0123abcd_" + "x" * 43
 
     result = cli("--instance", url, "auth", "login", input=bad + "\n")
@@ -285,14 +327,26 @@ def test_a_saved_token_is_never_sent_to_another_instance(
 def test_errors_are_one_clear_line_with_documented_exit_codes(
     cli: Cli, url: str, token: str, make_token: Callable[..., str], user: User, workspace: Any
 ) -> None:
-    unauthorized = cli("--instance", url, "--token", "hrld_0123abcd_" + "y" * 43, "workspace", "list")
+    unauthorized = cli(
+        "--instance", url, "--token", "hrld_0123abcd_" + "y" * 43, "workspace", "list"
+    )
     assert unauthorized.exit_code == 3
     assert one_line(unauthorized.stderr).startswith("herald: error: 401 Unauthorized")
     assert "hrld_0123abcd" not in unauthorized.output
 
     read_only = make_token(user, permissions=("api:read",))
-    forbidden = cli("--instance", url, "--token", read_only, "publication", "create",
-                    "--text", "hi", "--account", "00000000-0000-0000-0000-000000000000")
+    forbidden = cli(
+        "--instance",
+        url,
+        "--token",
+        read_only,
+        "publication",
+        "create",
+        "--text",
+        "hi",
+        "--account",
+        "00000000-0000-0000-0000-000000000000",
+    )
     assert forbidden.exit_code == 3
     assert one_line(forbidden.stderr).startswith("herald: error: 403 Forbidden")
 
@@ -307,7 +361,9 @@ def test_errors_are_one_clear_line_with_documented_exit_codes(
     assert unreachable.exit_code == 5
     assert "Connection refused" in one_line(unreachable.stderr)
 
-    tls = cli("--instance", url.replace("http://", "https://"), "--token", token, "workspace", "list")
+    tls = cli(
+        "--instance", url.replace("http://", "https://"), "--token", token, "workspace", "list"
+    )
     assert tls.exit_code == 5
     assert one_line(tls.stderr).startswith("herald: error: TLS failure talking to https://")
     assert token not in tls.output
@@ -317,15 +373,23 @@ def test_help_documents_the_exit_codes(cli: Cli) -> None:
     result = cli("--help")
 
     assert result.exit_code == 0
-    for line in ("0  success", "1  a check failed", "2  usage error", "3  not signed in",
-                 "4  request rejected", "5  instance unreachable"):
+    for line in (
+        "0  success",
+        "1  a check failed",
+        "2  usage error",
+        "3  not signed in",
+        "4  request rejected",
+        "5  instance unreachable",
+    ):
         assert line in result.stdout
 
 
 # --- workspaces, accounts, publications ------------------------------------------------------
 
 
-def test_workspace_list_and_use(cli: Cli, url: str, token: str, workspace: Any, config_dir: Path) -> None:
+def test_workspace_list_and_use(
+    cli: Cli, url: str, token: str, workspace: Any, config_dir: Path
+) -> None:
     cli("instance", "add", "local", url)
     cli("auth", "login", input=token + "\n")
 
@@ -354,8 +418,19 @@ def test_account_list(cli: Cli, url: str, token: str, workspace: Any) -> None:
     assert str(account.pk) in result.stdout
     assert "discord_webhook" in result.stdout
 
-    page = json_of(cli("--instance", url, "--token", token, "--workspace", str(workspace.pk),
-                       "account", "list", "--json"))
+    page = json_of(
+        cli(
+            "--instance",
+            url,
+            "--token",
+            token,
+            "--workspace",
+            str(workspace.pk),
+            "account",
+            "list",
+            "--json",
+        )
+    )
     assert [item["id"] for item in page["items"]] == [str(account.pk)]
 
 
@@ -382,8 +457,14 @@ def discord(provider_settings: Any) -> Any:
 
 
 def test_publication_create_publish_now_and_follow_status(
-    cli: Cli, url: str, token: str, workspace: Any, discord: Any, delivery_queue: Any,
-    monkeypatch: pytest.MonkeyPatch, owner_client: Any,
+    cli: Cli,
+    url: str,
+    token: str,
+    workspace: Any,
+    discord: Any,
+    delivery_queue: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    owner_client: Any,
 ) -> None:
     from cli.commands import publication as publication_commands
     from tests.publishing_support import connect
@@ -391,7 +472,16 @@ def test_publication_create_publish_now_and_follow_status(
     hook = connect(owner_client, workspace, "discord_webhook", discord)
     base = ["--instance", url, "--token", token]
 
-    created = cli(*base, "publication", "create", "--text", "Release 1.0 is out", "--account", hook["id"], "--json")
+    created = cli(
+        *base,
+        "publication",
+        "create",
+        "--text",
+        "Release 1.0 is out",
+        "--account",
+        hook["id"],
+        "--json",
+    )
     assert created.exit_code == 0, created.output
     publication = json_of(created)
     assert publication["status"] == "draft"
@@ -423,8 +513,14 @@ def test_publication_create_publish_now_and_follow_status(
 
 
 def test_publication_schedule_and_status_of_a_failed_destination(
-    cli: Cli, url: str, token: str, workspace: Any, discord: Any, delivery_queue: Any,
-    monkeypatch: pytest.MonkeyPatch, owner_client: Any,
+    cli: Cli,
+    url: str,
+    token: str,
+    workspace: Any,
+    discord: Any,
+    delivery_queue: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    owner_client: Any,
 ) -> None:
     from cli.commands import publication as publication_commands
     from tests.publishing_support import connect, create_publication
@@ -433,7 +529,9 @@ def test_publication_schedule_and_status_of_a_failed_destination(
     base = ["--instance", url, "--token", token]
     draft = create_publication(owner_client, workspace, [hook["id"]], text="Later")
 
-    scheduled = cli(*base, "publication", "schedule", draft["id"], "--at", "2099-01-31T09:00:00+01:00", "--json")
+    scheduled = cli(
+        *base, "publication", "schedule", draft["id"], "--at", "2099-01-31T09:00:00+01:00", "--json"
+    )
     assert scheduled.exit_code == 0, scheduled.output
     assert json_of(scheduled)["scheduled_at"].startswith("2099-01-31T08:00:00")
     # Nothing is in flight: status shows the schedule and returns at once.

@@ -73,7 +73,10 @@ def test_redact_removes_every_kind_of_secret() -> None:
             assert secret not in cleaned, (what, cleaned)
         assert "[REDACTED]" in cleaned
     # What is not secret stays readable.
-    assert redact("GET /api/v1/publications?limit=5 200 (12 ms)") == "GET /api/v1/publications?limit=5 200 (12 ms)"
+    assert (
+        redact("GET /api/v1/publications?limit=5 200 (12 ms)")
+        == "GET /api/v1/publications?limit=5 200 (12 ms)"
+    )
     assert redact("postgres://db.internal:5432/herald") == "postgres://db.internal:5432/herald"
 
 
@@ -88,7 +91,9 @@ def test_log_tail_reads_only_the_end_of_a_large_file(tmp_path: Path) -> None:
     assert len(lines) == 100
     assert lines[0].startswith("019900 ")
     assert lines[-1].startswith("019999 ")
-    assert tail_lines(tmp_path / "big.log", 3) == [f"{n:06d} {'x' * 90}" for n in (19997, 19998, 19999)]
+    assert tail_lines(tmp_path / "big.log", 3) == [
+        f"{n:06d} {'x' * 90}" for n in (19997, 19998, 19999)
+    ]
 
 
 def _log_file(tmp_path: Path) -> Path:
@@ -104,10 +109,25 @@ def _log_file(tmp_path: Path) -> Path:
 def test_diagnostics_redacts_the_log_tail(cli: Cli, url: str, token: str, tmp_path: Path) -> None:
     log = _log_file(tmp_path)
 
-    human = cli("instance", "diagnostics", "--instance", url, "--logs-file", str(log),
-                env={"HERALD_TOKEN": token})
-    as_json = cli("instance", "diagnostics", "--instance", url, "--logs-file", str(log), "--json",
-                  env={"HERALD_TOKEN": token})
+    human = cli(
+        "instance",
+        "diagnostics",
+        "--instance",
+        url,
+        "--logs-file",
+        str(log),
+        env={"HERALD_TOKEN": token},
+    )
+    as_json = cli(
+        "instance",
+        "diagnostics",
+        "--instance",
+        url,
+        "--logs-file",
+        str(log),
+        "--json",
+        env={"HERALD_TOKEN": token},
+    )
 
     assert human.exit_code == as_json.exit_code == 0, human.output + as_json.output
     for output in (human.output, as_json.output):
@@ -136,17 +156,26 @@ def test_diagnostics_without_a_token(cli: Cli, url: str, config_dir: Path) -> No
     report = json_of(result)
     assert report["cli_version"] == cli_version()
     assert report["os"] == {
-        "system": platform.system(), "release": platform.release(), "architecture": platform.machine(),
+        "system": platform.system(),
+        "release": platform.release(),
+        "architecture": platform.machine(),
     }
     assert report["deployment"] == "docker-compose"
     assert report["profile"] == {"name": "local", "source": "current profile in config.json"}
     assert report["instance"] == {"url": url, "source": "profile 'local'"}
     assert report["config"]["directory"] == str(config_dir)
     assert report["config"]["profiles_file"] == {
-        "path": str(config_dir / "config.json"), "exists": True, "mode": "0600",
+        "path": str(config_dir / "config.json"),
+        "exists": True,
+        "mode": "0600",
     }
     assert report["config"]["credentials_file"]["exists"] is False
-    assert report["probes"] == {"instance": url, "liveness": "ok", "readiness": "ready", "database": "ok"}
+    assert report["probes"] == {
+        "instance": url,
+        "liveness": "ok",
+        "readiness": "ready",
+        "database": "ok",
+    }
     assert report["token"] == {"present": False, "source": "not set"}
     for absent in ("user", "counts", "account_providers", "workspace", "provider"):
         assert absent not in report
@@ -154,11 +183,21 @@ def test_diagnostics_without_a_token(cli: Cli, url: str, config_dir: Path) -> No
 
     human = cli("instance", "diagnostics", "--deployment", "docker-compose")
     assert human.exit_code == 0
-    for label, value in [("CLI version", cli_version()), ("Profile", "local"), ("Instance URL", url),
-                         ("Deployment", "docker-compose"), ("Liveness", "ok"), ("Readiness", "ready"),
-                         ("Database", "ok"), ("Token", "absent"), ("Profiles file", "mode 0600"),
-                         ("OS / architecture", platform.machine())]:
-        assert any(line.startswith(label) and value in line for line in human.stdout.splitlines()), label
+    for label, value in [
+        ("CLI version", cli_version()),
+        ("Profile", "local"),
+        ("Instance URL", url),
+        ("Deployment", "docker-compose"),
+        ("Liveness", "ok"),
+        ("Readiness", "ready"),
+        ("Database", "ok"),
+        ("Token", "absent"),
+        ("Profiles file", "mode 0600"),
+        ("OS / architecture", platform.machine()),
+    ]:
+        assert any(
+            line.startswith(label) and value in line for line in human.stdout.splitlines()
+        ), label
 
 
 @pytest.mark.django_db(transaction=True)
@@ -168,13 +207,27 @@ def test_diagnostics_with_a_token(
     from tests.publishing_support import make_account
 
     make_account(workspace, "discord_webhook")
-    catalogue = owner_client.get(f"{API}/account-providers", {"workspace_id": str(workspace.pk)}).json()
+    catalogue = owner_client.get(
+        f"{API}/account-providers", {"workspace_id": str(workspace.pk)}
+    ).json()
     usage = owner_client.get(f"{API}/workspaces/{workspace.pk}/usage").json()
-    projection = owner_client.get(f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)}).json()
+    projection = owner_client.get(
+        f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)}
+    ).json()
     discord = next(p for p in projection["providers"] if p["provider"] == "discord_webhook")
 
-    result = cli("instance", "diagnostics", "--json", "--instance", url, "--workspace", str(workspace.pk),
-                 "--provider", "discord_webhook", env={"HERALD_TOKEN": token})
+    result = cli(
+        "instance",
+        "diagnostics",
+        "--json",
+        "--instance",
+        url,
+        "--workspace",
+        str(workspace.pk),
+        "--provider",
+        "discord_webhook",
+        env={"HERALD_TOKEN": token},
+    )
 
     assert result.exit_code == 0, result.output
     assert token not in result.output
@@ -191,7 +244,9 @@ def test_diagnostics_with_a_token(
         state = (entry.get("readiness") or entry)["state"]
         states[state] = states.get(state, 0) + 1
     assert report["account_providers"] == {
-        "workspace_id": str(workspace.pk), "total": len(catalogue["providers"]), "states": states,
+        "workspace_id": str(workspace.pk),
+        "total": len(catalogue["providers"]),
+        "states": states,
     }
     assert report["provider"]["name"] == "discord_webhook"
     assert report["provider"]["state"] == discord["state"]
@@ -204,25 +259,55 @@ def test_diagnostics_with_a_token(
     assert report["workspace"]["usage"] == usage["usage"]
     assert report["workspace"]["limits"] == usage["limits"]
 
-    human = cli("instance", "diagnostics", "--instance", url, "--workspace", str(workspace.pk),
-                "--provider", "discord_webhook", env={"HERALD_TOKEN": token})
+    human = cli(
+        "instance",
+        "diagnostics",
+        "--instance",
+        url,
+        "--workspace",
+        str(workspace.pk),
+        "--provider",
+        "discord_webhook",
+        env={"HERALD_TOKEN": token},
+    )
     assert human.exit_code == 0
     text = human.stdout
     assert token not in human.output
-    for label in ("Token ", "Token scope", "User", "Organizations", "Workspaces", "Active workspace",
-                  "Plan", "Usage", "Account providers", "Provider discord_webhook"):
+    for label in (
+        "Token ",
+        "Token scope",
+        "User",
+        "Organizations",
+        "Workspaces",
+        "Active workspace",
+        "Plan",
+        "Usage",
+        "Account providers",
+        "Provider discord_webhook",
+    ):
         assert any(line.startswith(label) for line in text.splitlines()), label
     assert "present (environment HERALD_TOKEN), accepted" in text
 
 
 @pytest.mark.django_db(transaction=True)
-def test_diagnostics_reports_a_refused_token_and_an_unreachable_instance(cli: Cli, url: str) -> None:
-    refused = cli("instance", "diagnostics", "--json", "--instance", url,
-                  "--token", "hrld_0123abcd_" + "z" * 43)
+def test_diagnostics_reports_a_refused_token_and_an_unreachable_instance(
+    cli: Cli, url: str
+) -> None:
+    refused = cli(
+        "instance",
+        "diagnostics",
+        "--json",
+        "--instance",
+        url,
+        "--token",
+        "hrld_0123abcd_" + "z" * 43,
+    )
     report = json_of(refused)
     assert refused.exit_code == 0
     assert report["token"]["accepted"] is False
-    assert any(problem.startswith("API token refused: 401 Unauthorized") for problem in report["problems"])
+    assert any(
+        problem.startswith("API token refused: 401 Unauthorized") for problem in report["problems"]
+    )
     assert "zzzz" not in refused.output
 
     dead = closed_port_url()
@@ -235,14 +320,20 @@ def test_diagnostics_reports_a_refused_token_and_an_unreachable_instance(cli: Cl
 
 
 @pytest.mark.django_db(transaction=True)
-def test_provider_readiness_json_equals_the_api(cli: Cli, url: str, token: str, workspace: Any) -> None:
+def test_provider_readiness_json_equals_the_api(
+    cli: Cli, url: str, token: str, workspace: Any
+) -> None:
     from tests.publishing_support import make_account
 
     make_account(workspace, "discord_webhook")
 
     result = cli("provider", "readiness", "--json", "--instance", url, "--token", token)
-    expected = requests.get(f"{url}{API}/provider-readiness", params={"workspace_id": str(workspace.pk)},
-                            headers={"Authorization": f"Bearer {token}"}, timeout=10)
+    expected = requests.get(
+        f"{url}{API}/provider-readiness",
+        params={"workspace_id": str(workspace.pk)},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    )
 
     assert result.exit_code == 0, result.output
     assert expected.status_code == 200
@@ -255,7 +346,9 @@ def test_provider_readiness_table(
     cli: Cli, url: str, token: str, workspace: Any, owner_client: Any, settings: Any
 ) -> None:
     settings.HERALD_DISABLED_PROVIDERS = ["telegram"]
-    projection = owner_client.get(f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)}).json()
+    projection = owner_client.get(
+        f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)}
+    ).json()
 
     result = cli("provider", "readiness", "--instance", url, "--token", token)
 

@@ -409,3 +409,47 @@ def unknown_engine(settings: Any) -> None:
 
 def test_an_unknown_engine_setting_is_503(owner_client: APIClient, workspace: Any, unknown_engine: None) -> None:
     assert_problem(discover(owner_client, workspace), 503, "discovery_unavailable")
+
+
+def _redis() -> Any:
+    from django.core.cache import caches
+
+    from config.api.throttling import redis_client
+
+    return redis_client(caches["default"])
+
+
+@pytest.mark.skipif(_redis() is None, reason="needs REDIS_URL (the limits are then shared through Redis)")
+def test_both_limits_are_shared_through_redis(owner_client: APIClient, workspace: Any, user: User) -> None:
+    from django.core.cache import caches
+
+    backend, client = caches["default"], _redis()
+    in_flight = backend.make_and_validate_key(f"discovery:in-flight:{user.pk}")
+    with one_in_flight(user.pk, ttl_seconds=30, retry_after=1):
+        assert client.exists(in_flight) == 1
+        assert 0 < client.ttl(in_flight) <= 30
+    assert client.exists(in_flight) == 0
+    ok(discover(owner_client, workspace))
+    assert int(client.get(backend.make_and_validate_key(f"throttle:discovery:{user.pk}"))) == 1
+
+
+def test_forbidden_phrases_are_kept_out_even_when_the_profile_itself_uses_them(
+    owner_client: APIClient, workspace: Any, realistic: Any
+) -> None:
+    from voice.definition import clean_definition
+
+    profile = realistic["profile"]
+    profile.definition = clean_definition({
+        **PROFILE,
+        "recurring_expressions": ["Honestly, synergy"],
+        "opinions": ["Synergy is a symptom of unclear ownership", *PROFILE["opinions"]],
+        "expertise": ["Incident response synergy", *PROFILE["expertise"]],
+        # Even the engine's own words: labels and templates.
+        "forbidden_phrases": ["synergy", "Take a stand", "Show how", "expertise", "A real moment"],
+    })
+    profile.save()
+    result = ok(discover(owner_client, workspace, limit=8, audience="platform teams"))
+    assert_card_invariants(result, ["mastodon", "bluesky"], 8)
+    text = json.dumps(result["opportunities"]).casefold()
+    for phrase in ("synergy", "take a stand", "show how", "expertise", "a real moment"):
+        assert phrase not in text

@@ -23,9 +23,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 API = "/api/v1"
 ROOT = Path(__file__).resolve().parent.parent
 TOOL_NAMES = {
-    "get_provider_readiness", "list_workspaces", "list_accounts", "list_publications",
-    "get_publication", "create_publication", "schedule_publication", "publish_publication_now",
-    "list_voice_profiles", "discover_opportunities",
+    "get_provider_readiness",
+    "list_workspaces",
+    "list_accounts",
+    "list_publications",
+    "get_publication",
+    "create_publication",
+    "schedule_publication",
+    "publish_publication_now",
+    "list_voice_profiles",
+    "discover_opportunities",
 }
 
 
@@ -56,8 +63,10 @@ def mcp_session(url: str, config_dir: Path, tmp_path: Path) -> Callable[..., Any
         if token is not None:
             env["HERALD_TOKEN"] = token
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "cli", "--instance", url, *extra_args, "mcp"],
-            env=env, cwd=str(ROOT),
+            command=sys.executable,
+            args=["-m", "cli", "--instance", url, *extra_args, "mcp"],
+            env=env,
+            cwd=str(ROOT),
         )
 
         async def main() -> Any:
@@ -76,8 +85,13 @@ def mcp_session(url: str, config_dir: Path, tmp_path: Path) -> Callable[..., Any
 
 
 def api(url: str, token: str, method: str, path: str, **kwargs: Any) -> Any:
-    response = requests.request(method, f"{url}{API}{path}", headers={"Authorization": f"Bearer {token}"},
-                                timeout=10, **kwargs)
+    response = requests.request(
+        method,
+        f"{url}{API}{path}",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+        **kwargs,
+    )
     assert response.status_code < 300, response.text
     return response.json()
 
@@ -102,8 +116,15 @@ def test_tools_are_listed_with_input_schemas(mcp_session: Callable[..., Any]) ->
         assert "confirm" in tools[name].inputSchema["required"]
         assert tools[name].inputSchema["properties"]["confirm"]["type"] == "boolean"
         assert tools[name].annotations.destructiveHint is True
-    for name in ("get_provider_readiness", "list_workspaces", "list_accounts", "list_publications",
-                 "get_publication", "list_voice_profiles", "discover_opportunities"):
+    for name in (
+        "get_provider_readiness",
+        "list_workspaces",
+        "list_accounts",
+        "list_publications",
+        "get_publication",
+        "list_voice_profiles",
+        "discover_opportunities",
+    ):
         assert tools[name].annotations.readOnlyHint is True
         assert "confirm" not in tools[name].inputSchema["properties"]
     assert tools["get_publication"].inputSchema["required"] == ["publication_id"]
@@ -122,7 +143,9 @@ def test_get_provider_readiness_returns_the_api_projection(
         return await session.call_tool("get_provider_readiness", {})
 
     result = mcp_session(body, token=token)
-    expected = api(url, token, "GET", "/provider-readiness", params={"workspace_id": str(workspace.pk)})
+    expected = api(
+        url, token, "GET", "/provider-readiness", params={"workspace_id": str(workspace.pk)}
+    )
 
     assert result.isError is False, text_of(result)
     assert result.structuredContent == expected
@@ -133,7 +156,9 @@ def test_an_unauthenticated_call_is_a_tool_error_not_a_crash(
     mcp_session: Callable[..., Any], workspace: Any, tmp_path: Path
 ) -> None:
     async def body(session: ClientSession) -> Any:
-        first = await session.call_tool("get_provider_readiness", {"workspace_id": str(workspace.pk)})
+        first = await session.call_tool(
+            "get_provider_readiness", {"workspace_id": str(workspace.pk)}
+        )
         second = await session.call_tool("list_workspaces", {})
         bad_input = await session.call_tool("get_publication", {})
         tools = (await session.list_tools()).tools  # the server is still serving
@@ -171,18 +196,32 @@ def test_publishing_tools_act_only_with_confirm(
     account = make_account(workspace, "discord_webhook")
 
     async def body(session: ClientSession) -> Any:
-        created = await session.call_tool("create_publication", {
-            "text": "Hello from an agent", "destinations": [{"account_id": str(account.pk)}],
-        })
+        created = await session.call_tool(
+            "create_publication",
+            {
+                "text": "Hello from an agent",
+                "destinations": [{"account_id": str(account.pk)}],
+            },
+        )
         publication_id = created.structuredContent["id"]
-        missing = await session.call_tool("publish_publication_now", {"publication_id": publication_id})
+        missing = await session.call_tool(
+            "publish_publication_now", {"publication_id": publication_id}
+        )
         declined = await session.call_tool(
-            "publish_publication_now", {"publication_id": publication_id, "confirm": False})
-        unscheduled = await session.call_tool("schedule_publication", {
-            "publication_id": publication_id, "scheduled_at": "2099-01-01T09:00:00Z", "confirm": False})
+            "publish_publication_now", {"publication_id": publication_id, "confirm": False}
+        )
+        unscheduled = await session.call_tool(
+            "schedule_publication",
+            {
+                "publication_id": publication_id,
+                "scheduled_at": "2099-01-01T09:00:00Z",
+                "confirm": False,
+            },
+        )
         still = await session.call_tool("get_publication", {"publication_id": publication_id})
         confirmed = await session.call_tool(
-            "publish_publication_now", {"publication_id": publication_id, "confirm": True})
+            "publish_publication_now", {"publication_id": publication_id, "confirm": True}
+        )
         return created, missing, declined, unscheduled, still, confirmed
 
     created, missing, declined, unscheduled, still, confirmed = mcp_session(body, token=token)
@@ -212,16 +251,23 @@ def test_schedule_tool_with_confirm(
     draft = create_publication(owner_client, workspace, [str(account.pk)], text="Later")
 
     async def body(session: ClientSession) -> Any:
-        return await session.call_tool("schedule_publication", {
-            "publication_id": draft["id"], "scheduled_at": "2099-01-01T09:00:00Z", "confirm": True,
-            "expected_revision": draft["revision"],
-        })
+        return await session.call_tool(
+            "schedule_publication",
+            {
+                "publication_id": draft["id"],
+                "scheduled_at": "2099-01-01T09:00:00Z",
+                "confirm": True,
+                "expected_revision": draft["revision"],
+            },
+        )
 
     result = mcp_session(body, token=token)
 
     assert result.isError is False, text_of(result)
     assert result.structuredContent["status"] == "scheduled"
-    assert api(url, token, "GET", f"/publications/{draft['id']}")["scheduled_at"].startswith("2099-01-01T09:00:00")
+    assert api(url, token, "GET", f"/publications/{draft['id']}")["scheduled_at"].startswith(
+        "2099-01-01T09:00:00"
+    )
 
 
 def test_list_tools_return_the_api_pages(
@@ -238,9 +284,13 @@ def test_list_tools_return_the_api_pages(
             "workspaces": await session.call_tool("list_workspaces", {}),
             "accounts": await session.call_tool("list_accounts", {"workspace_id": workspace_id}),
             "publications": await session.call_tool("list_publications", {"status": "draft"}),
-            "publication": await session.call_tool("get_publication", {"publication_id": draft["id"]}),
+            "publication": await session.call_tool(
+                "get_publication", {"publication_id": draft["id"]}
+            ),
             "voice": await session.call_tool("list_voice_profiles", {}),
-            "discover": await session.call_tool("discover_opportunities", {"platforms": ["mastodon"], "limit": 2}),
+            "discover": await session.call_tool(
+                "discover_opportunities", {"platforms": ["mastodon"], "limit": 2}
+            ),
         }
 
     results = mcp_session(body, token=token)
@@ -248,12 +298,18 @@ def test_list_tools_return_the_api_pages(
     for name, result in results.items():
         assert result.isError is False, (name, text_of(result))
     assert [w["id"] for w in results["workspaces"].structuredContent["items"]] == [workspace_id]
-    assert results["accounts"].structuredContent == api(url, token, "GET", "/accounts",
-                                                        params={"workspace_id": workspace_id})
+    assert results["accounts"].structuredContent == api(
+        url, token, "GET", "/accounts", params={"workspace_id": workspace_id}
+    )
     assert [p["id"] for p in results["publications"].structuredContent["items"]] == [draft["id"]]
-    assert results["publication"].structuredContent == api(url, token, "GET", f"/publications/{draft['id']}")
-    assert results["voice"].structuredContent == api(url, token, "GET", "/voice-profiles",
-                                                     params={"workspace_id": workspace_id})
+    assert results["publication"].structuredContent == api(
+        url, token, "GET", f"/publications/{draft['id']}"
+    )
+    assert results["voice"].structuredContent == api(
+        url, token, "GET", "/voice-profiles", params={"workspace_id": workspace_id}
+    )
     discovered = results["discover"].structuredContent
     assert len(discovered["opportunities"]) == 2
-    assert {t["platform"] for o in discovered["opportunities"] for t in o["platform_treatments"]} == {"mastodon"}
+    assert {
+        t["platform"] for o in discovered["opportunities"] for t in o["platform_treatments"]
+    } == {"mastodon"}

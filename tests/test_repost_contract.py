@@ -25,7 +25,12 @@ OPERATIONS = {
     "repost_automation_get": ("/api/v1/repost-automation", "get", "200", "RepostSettings"),
     "repost_automation_replace": ("/api/v1/repost-automation", "put", "200", "RepostSettings"),
     "repost_account_grants_create": ("/api/v1/repost-account-grants", "post", "201", "RepostGrant"),
-    "repost_account_grants_delete": ("/api/v1/repost-account-grants/{grant_id}", "delete", "204", None),
+    "repost_account_grants_delete": (
+        "/api/v1/repost-account-grants/{grant_id}",
+        "delete",
+        "204",
+        None,
+    ),
 }
 
 
@@ -54,7 +59,9 @@ def test_repost_operations_declare_schemas_and_problems(contract: dict[str, Any]
         errors = {code for code in operation["responses"] if code[0] in "45"}
         assert not _expected_problems(path, operation) - errors, operation_id
         for code in errors:
-            assert operation["responses"][code]["content"] == {PROBLEM_CONTENT_TYPE: {"schema": ERROR_MODEL_REF}}
+            assert operation["responses"][code]["content"] == {
+                PROBLEM_CONTENT_TYPE: {"schema": ERROR_MODEL_REF}
+            }
     settings = components["RepostSettings"]
     assert set(settings["required"]) >= {
         "$schema", "workspace_id", "can_manage", "supported_platforms", "accounts", "grants", "policies",
@@ -67,7 +74,9 @@ def test_repost_responses_validate_against_their_schemas(
     owner_client: APIClient, user: Any, organization: Any, workspace: Any
 ) -> None:
     checker = SchemaChecker()
-    partner = workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Partner")
+    partner = workspace_create(
+        actor=Actor(user=user), organization_id=organization.pk, name="Partner"
+    )
     partner_account = make_account(partner, "mastodon", "9")
     own = make_account(workspace, "mastodon", "1")
     created = owner_client.post(f"{API}/repost-account-grants", {

@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 from publishing.models import Account
 from publishing.providers import get_adapter
 from publishing.services.accounts import account_context
-from reposts import engine
+from reposts import engine, rules
 from reposts.models import RepostExecution, RepostStage
 from tests.providers.bluesky import ACCOUNTS as BLUESKY_ACCOUNTS
 from tests.providers.bluesky import BlueskyStandIn
@@ -101,14 +101,23 @@ def run(t0: datetime, *offsets: float) -> RepostExecution:
 
 
 def test_all_mode_waits_for_every_non_zero_gate(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
-    save(owner_client, workspace, policy([target], [source], min_likes=5, min_reposts=2, min_views=0))
+    save(
+        owner_client, workspace, policy([target], [source], min_likes=5, min_reposts=2, min_views=0)
+    )
     post = published(source)
     t0 = post.published_at
     reads = Requests(mastodon)
 
-    assert tick(t0 + timedelta(seconds=HOUR - 1)) == {"created": 1, "dispatched": 0}  # before the delay
+    assert tick(t0 + timedelta(seconds=HOUR - 1)) == {
+        "created": 1,
+        "dispatched": 0,
+    }  # before the delay
     execution = only_execution()
     assert (execution.status, execution.checks) == (S.PENDING, 0)
     assert reads.count("GET", f"/statuses/{post.external_id}") == 0
@@ -137,7 +146,11 @@ def test_all_mode_waits_for_every_non_zero_gate(
 
 
 def test_any_mode_needs_one_gate_and_zero_disables_a_gate(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
     save(owner_client, workspace, policy([target], [source], threshold_mode="any", min_likes=100, min_comments=2,
                                          min_reposts=0))  # fmt: skip
@@ -154,7 +167,11 @@ def test_any_mode_needs_one_gate_and_zero_disables_a_gate(
 
 
 def test_a_rule_without_gates_reposts_at_its_delay_without_reading_metrics(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
     save(owner_client, workspace, policy([target], [source], delay_seconds=600))
     post = published(source)
@@ -167,9 +184,17 @@ def test_a_rule_without_gates_reposts_at_its_delay_without_reading_metrics(
 
 
 def test_plateau_waits_for_unchanged_consecutive_checks(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
-    save(owner_client, workspace, policy([target], [source], min_likes=1, require_plateau=True, plateau_checks=3))
+    save(
+        owner_client,
+        workspace,
+        policy([target], [source], min_likes=1, require_plateau=True, plateau_checks=3),
+    )
     post = published(source)
     t0 = post.published_at
     readings = [2, 5, 5, 8, 8, 8]
@@ -188,11 +213,18 @@ def test_plateau_waits_for_unchanged_consecutive_checks(
 # --- Stages -----------------------------------------------------------------------------------
 
 
-TWO_STAGES = [{"delay_seconds": HOUR, "unrepost_previous": False}, {"delay_seconds": 3 * HOUR, "unrepost_previous": True}]
+TWO_STAGES = [
+    {"delay_seconds": HOUR, "unrepost_previous": False},
+    {"delay_seconds": 3 * HOUR, "unrepost_previous": True},
+]
 
 
 def test_two_stages_with_unrepost_previous_leave_one_live_boost_on_mastodon(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
     save(owner_client, workspace, policy([target], [source], delay_seconds=0, stages=TWO_STAGES))
     post = published(source)
@@ -202,7 +234,10 @@ def test_two_stages_with_unrepost_previous_leave_one_live_boost_on_mastodon(
     assert execution.status == S.READY
     assert execution.next_check_at == t0 + timedelta(seconds=3 * HOUR)
     first, second = stages(execution)
-    assert (first.status, second.status) == (RepostStage.Status.SUCCEEDED, RepostStage.Status.PENDING)
+    assert (first.status, second.status) == (
+        RepostStage.Status.SUCCEEDED,
+        RepostStage.Status.PENDING,
+    )
 
     execution = run(t0, 2 * HOUR, 3 * HOUR)
 
@@ -231,7 +266,9 @@ def test_two_stages_with_unrepost_previous_leave_one_live_repost_on_bluesky(
     assert "/app.bsky.feed.repost/" in second.repost_id
     assert first.repost_id != second.repost_id  # one record per stage
     assert first.unreposted_at is not None
-    assert live_bluesky_reposts(bluesky, BLUESKY_ACCOUNTS["friend.test"]["did"], post.external_id) == 1
+    assert (
+        live_bluesky_reposts(bluesky, BLUESKY_ACCOUNTS["friend.test"]["did"], post.external_id) == 1
+    )
     assert (bluesky.counters["reposts"], bluesky.counters["reposts_deleted"]) == (2, 1)
 
 
@@ -240,7 +277,10 @@ def test_a_stage_without_unrepost_keeps_the_one_live_repost(
 ) -> None:
     source = bluesky_account(workspace, bluesky)
     target = bluesky_account(workspace, bluesky, handle="friend.test")
-    stages_ = [{"delay_seconds": HOUR, "unrepost_previous": False}, {"delay_seconds": 2 * HOUR, "unrepost_previous": False}]
+    stages_ = [
+        {"delay_seconds": HOUR, "unrepost_previous": False},
+        {"delay_seconds": 2 * HOUR, "unrepost_previous": False},
+    ]
     save(owner_client, workspace, policy([target], [source], delay_seconds=0, stages=stages_))
     post = published(source)
 
@@ -249,13 +289,23 @@ def test_a_stage_without_unrepost_keeps_the_one_live_repost(
     assert execution.status == S.SUCCEEDED
     first, second = stages(execution)
     assert first.repost_id == second.repost_id  # the account's live repost, not a second one
-    assert live_bluesky_reposts(bluesky, BLUESKY_ACCOUNTS["friend.test"]["did"], post.external_id) == 1
+    assert (
+        live_bluesky_reposts(bluesky, BLUESKY_ACCOUNTS["friend.test"]["did"], post.external_id) == 1
+    )
 
 
 def test_stages_missed_while_waiting_for_thresholds_collapse_into_one(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
-    save(owner_client, workspace, policy([target], [source], delay_seconds=0, min_likes=3, stages=TWO_STAGES))
+    save(
+        owner_client,
+        workspace,
+        policy([target], [source], delay_seconds=0, min_likes=3, stages=TWO_STAGES),
+    )
     post = published(source)
     t0 = post.published_at
     assert run(t0, HOUR).status == S.PENDING
@@ -265,7 +315,10 @@ def test_stages_missed_while_waiting_for_thresholds_collapse_into_one(
 
     assert execution.status == S.SUCCEEDED
     first, second = stages(execution)
-    assert (first.status, second.status) == (RepostStage.Status.SKIPPED, RepostStage.Status.SUCCEEDED)
+    assert (first.status, second.status) == (
+        RepostStage.Status.SKIPPED,
+        RepostStage.Status.SUCCEEDED,
+    )
     assert (mastodon.counters["reblogs"], mastodon.counters["unreblogs"]) == (1, 0)
 
 
@@ -273,9 +326,17 @@ def test_stages_missed_while_waiting_for_thresholds_collapse_into_one(
 
 
 def test_window_expiry_skips_the_execution(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
-    save(owner_client, workspace, policy([target], [source], min_likes=10, evaluation_window_seconds=2 * HOUR))
+    save(
+        owner_client,
+        workspace,
+        policy([target], [source], min_likes=10, evaluation_window_seconds=2 * HOUR),
+    )
     post = published(source)
     t0 = post.published_at
     mastodon.set_counts(post.external_id, favourites=9)
@@ -292,9 +353,16 @@ def test_window_expiry_skips_the_execution(
 
 
 def test_revoked_grant_skips_pending_executions_with_the_reason(
-    owner_client: APIClient, user: Any, organization: Any, workspace: Any, mastodon: MastodonStandIn, source: Account
+    owner_client: APIClient,
+    user: Any,
+    organization: Any,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
 ) -> None:
-    partner = workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Partner")
+    partner = workspace_create(
+        actor=Actor(user=user), organization_id=organization.pk, name="Partner"
+    )
     partner_account = mastodon_account(partner, mastodon, friend=True)
     assert_refused = put_policies(owner_client, workspace, [policy([partner_account], [source])])
     assert assert_refused.status_code == 422  # no grant yet
@@ -342,7 +410,11 @@ def test_readiness_is_asked_before_the_repost(
 
 
 def test_readiness_is_asked_before_reading_metrics(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
     save(owner_client, workspace, policy([target], [source], min_likes=1))
     post = published(source)
@@ -362,7 +434,11 @@ def test_readiness_is_asked_before_reading_metrics(
 
 
 def test_a_target_that_must_reconnect_is_skipped(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))
     post = published(source)
@@ -386,7 +462,11 @@ def test_removing_the_policy_skips_its_pending_executions(
 
 
 def test_one_execution_per_destination_and_target(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
     third = make_account(workspace, "bluesky", "did:plc:other")  # another platform: no execution
     save(owner_client, workspace, policy([target, third], min_likes=1),
@@ -394,7 +474,9 @@ def test_one_execution_per_destination_and_target(
     post = published(source)
     tick(post.published_at)
     tick(post.published_at + timedelta(seconds=1))
-    assert list(RepostExecution.objects.values_list("destination_id", "target_account_id")) == [(post.pk, target.pk)]
+    assert list(RepostExecution.objects.values_list("destination_id", "target_account_id")) == [
+        (post.pk, target.pk)
+    ]
 
 
 # --- A worker that died between the repost call and its record ---------------------------------
@@ -402,14 +484,24 @@ def test_one_execution_per_destination_and_target(
 
 @pytest.mark.parametrize("provider", ["mastodon", "bluesky"])
 def test_an_in_flight_repost_is_reconciled_not_repeated(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, bluesky: BlueskyStandIn, provider: str
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    bluesky: BlueskyStandIn,
+    provider: str,
 ) -> None:
     """The worker recorded the intent, the provider made the repost, the worker died before
     recording it: after its lease, the next worker asks the provider and records the repost."""
     if provider == "mastodon":
-        source, target = mastodon_account(workspace, mastodon), mastodon_account(workspace, mastodon, friend=True)
+        source, target = (
+            mastodon_account(workspace, mastodon),
+            mastodon_account(workspace, mastodon, friend=True),
+        )
     else:
-        source, target = bluesky_account(workspace, bluesky), bluesky_account(workspace, bluesky, handle="friend.test")
+        source, target = (
+            bluesky_account(workspace, bluesky),
+            bluesky_account(workspace, bluesky, handle="friend.test"),
+        )
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))
     post = published(source)
     t0 = post.published_at
@@ -422,7 +514,10 @@ def test_an_in_flight_repost_is_reconciled_not_repeated(
     writes = Requests(mastodon if provider == "mastodon" else bluesky)
     path = "/reblog" if provider == "mastodon" else "com.atproto.repo.createRecord"
     before = writes.count("POST", path)  # the source post itself, on Bluesky
-    with mock.patch.object(type(get_adapter(provider)), "repost", repost_then_die), pytest.raises(KeyboardInterrupt):
+    with (
+        mock.patch.object(type(get_adapter(provider)), "repost", repost_then_die),
+        pytest.raises(KeyboardInterrupt),
+    ):
         tick(t0 + timedelta(seconds=60))
     execution = only_execution()
     (stage,) = stages(execution)
@@ -442,11 +537,18 @@ def test_an_in_flight_repost_is_reconciled_not_repeated(
     if provider == "mastodon":
         assert live_mastodon_boosts(mastodon, "2", post.external_id) == 1
     else:
-        assert live_bluesky_reposts(bluesky, BLUESKY_ACCOUNTS["friend.test"]["did"], post.external_id) == 1
+        assert (
+            live_bluesky_reposts(bluesky, BLUESKY_ACCOUNTS["friend.test"]["did"], post.external_id)
+            == 1
+        )
 
 
 def test_an_in_flight_repost_the_provider_never_made_is_made_once(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))
     post = published(source)
@@ -455,7 +557,10 @@ def test_an_in_flight_repost_the_provider_never_made_is_made_once(
     def die(self: Any, **kwargs: Any) -> Any:
         raise KeyboardInterrupt  # died before the request left
 
-    with mock.patch.object(type(get_adapter("mastodon")), "repost", die), pytest.raises(KeyboardInterrupt):
+    with (
+        mock.patch.object(type(get_adapter("mastodon")), "repost", die),
+        pytest.raises(KeyboardInterrupt),
+    ):
         tick(t0 + timedelta(seconds=60))
     execution = only_execution()
     execution = run(t0, (execution.claimed_until - t0).total_seconds() + 1)
@@ -468,9 +573,17 @@ def test_an_in_flight_repost_the_provider_never_made_is_made_once(
 
 
 def test_executions_are_shown_with_their_stage_history(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
-    save(owner_client, workspace, policy([target], [source], delay_seconds=0, min_likes=1, stages=TWO_STAGES))
+    save(
+        owner_client,
+        workspace,
+        policy([target], [source], delay_seconds=0, min_likes=1, stages=TWO_STAGES),
+    )
     post = published(source)
     mastodon.set_counts(post.external_id, favourites=1)
     run(post.published_at, HOUR)
@@ -480,9 +593,19 @@ def test_executions_are_shown_with_their_stage_history(
     (shown,) = body["executions"]
 
     assert shown["status"] == "ready"
-    assert (shown["destination_id"], shown["publication_id"]) == (str(post.pk), str(post.publication_id))
-    assert (shown["source_account_id"], shown["target_account_id"]) == (str(source.pk), str(target.pk))
-    assert (shown["platform"], shown["policy_name"], shown["checks"]) == ("mastodon", "Best posts", 1)
+    assert (shown["destination_id"], shown["publication_id"]) == (
+        str(post.pk),
+        str(post.publication_id),
+    )
+    assert (shown["source_account_id"], shown["target_account_id"]) == (
+        str(source.pk),
+        str(target.pk),
+    )
+    assert (shown["platform"], shown["policy_name"], shown["checks"]) == (
+        "mastodon",
+        "Best posts",
+        1,
+    )
     assert shown["last_metrics"] == {"likes": 1, "comments": 0, "reposts": 0, "views": 0}
     assert [(s["index"], s["status"], s["unrepost_previous"]) for s in shown["stages"]] == [
         (0, "succeeded", False), (1, "pending", True),
@@ -503,7 +626,9 @@ def test_the_mastodon_adapter_finds_a_boost_by_its_reblogged_flag(
     assert found is not None
     assert found.external_id == boost.external_id
     adapter.unrepost(account=context, repost_id="", source_url=post.external_url)
-    assert adapter.find_repost(account=context, external_id="", source_url=post.external_url) is None
+    assert (
+        adapter.find_repost(account=context, external_id="", source_url=post.external_url) is None
+    )
     adapter.unrepost(account=context, repost_id=boost.external_id)  # already gone: fine
 
 
@@ -513,7 +638,10 @@ def test_the_bluesky_adapter_finds_a_repost_by_its_record(
     adapter = get_adapter("bluesky")
     post = published(bluesky_account(workspace, bluesky))
     context = account_context(bluesky_account(workspace, bluesky, handle="friend.test"))
-    assert adapter.find_repost(account=context, external_id=post.external_id, idempotency_key="k") is None
+    assert (
+        adapter.find_repost(account=context, external_id=post.external_id, idempotency_key="k")
+        is None
+    )
     made = adapter.repost(account=context, external_id=post.external_id, idempotency_key="k")
     by_key = adapter.find_repost(account=context, external_id=post.external_id, idempotency_key="k")
     by_view = adapter.find_repost(account=context, external_id="", source_url=post.external_url)
@@ -582,7 +710,11 @@ def test_a_timed_out_boost_is_retried_by_asking_first(
 
 
 def test_a_refused_boost_fails_the_execution(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))
     post = published(source)
@@ -597,7 +729,11 @@ def test_a_refused_boost_fails_the_execution(
 
 
 def test_a_deleted_post_skips_metric_reading_executions(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
 ) -> None:
     save(owner_client, workspace, policy([target], [source], min_likes=1))
     post = published(source)
@@ -628,3 +764,20 @@ def test_reading_the_settings_costs_the_same_queries_for_more_executions(
         tick(post.published_at + timedelta(seconds=HOUR))
     assert RepostExecution.objects.count() == 4
     assert queries() == one
+
+
+@pytest.mark.parametrize(
+    ("mode", "gates", "metrics", "met"),
+    [
+        ("all", {}, {}, True),  # no gate: nothing to wait for
+        ("any", {}, {}, True),
+        ("all", {"min_likes": 3, "min_comments": 0}, {"likes": 3}, True),  # 0 disables a gate
+        ("all", {"min_likes": 3, "min_reposts": 1}, {"likes": 3}, False),
+        ("any", {"min_likes": 3, "min_reposts": 1}, {"reposts": 1}, True),
+        ("any", {"min_likes": 3, "min_views": 1}, {"likes": 2}, False),
+        ("all", {"min_views": 1}, {"likes": 9}, False),  # a platform without views never meets it
+    ],
+)
+def test_threshold_modes(mode: str, gates: dict[str, int], metrics: dict[str, int], met: bool) -> None:
+    rule = {"threshold_mode": mode, "min_likes": 0, "min_comments": 0, "min_reposts": 0, "min_views": 0, **gates}
+    assert rules.thresholds_met(rule, metrics) is met

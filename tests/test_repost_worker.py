@@ -31,7 +31,10 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.
 
 
 def _keys() -> dict[str, str]:
-    env = {"SECRET_KEY": django_settings.SECRET_KEY, "HERALD_ENVIRONMENT": django_settings.HERALD_ENVIRONMENT}
+    env = {
+        "SECRET_KEY": django_settings.SECRET_KEY,
+        "HERALD_ENVIRONMENT": django_settings.HERALD_ENVIRONMENT,
+    }
     if django_settings.HERALD_CREDENTIALS_KEY:
         env["HERALD_CREDENTIALS_KEY"] = django_settings.HERALD_CREDENTIALS_KEY
     return env
@@ -63,7 +66,11 @@ def stack(worker_database_url: str, tmp_path: Any) -> Iterator[DeliveryStack]:
 
 
 def test_worker_killed_between_the_boost_and_its_record_boosts_once(
-    stack: DeliveryStack, mastodon: MastodonStandIn, owner_client: APIClient, workspace: Any, provider_settings: Any
+    stack: DeliveryStack,
+    mastodon: MastodonStandIn,
+    owner_client: APIClient,
+    workspace: Any,
+    provider_settings: Any,
 ) -> None:
     source = mastodon_account(workspace, mastodon)
     target = mastodon_account(workspace, mastodon, friend=True)
@@ -78,10 +85,15 @@ def test_worker_killed_between_the_boost_and_its_record_boosts_once(
     stack.wait_until(lambda: boosts.count("POST", "/reblog"), timeout=60, what="the boost request")
     doomed.kill()  # SIGKILL while the provider handles the boost
     mastodon.set_faults(delay_ms=0)
-    stack.wait_until(lambda: mastodon.counters["reblogs"] == 1, timeout=15, what="the provider to boost")
+    stack.wait_until(
+        lambda: mastodon.counters["reblogs"] == 1, timeout=15, what="the provider to boost"
+    )
     execution = RepostExecution.objects.get(destination=post)
     (stage,) = RepostStage.objects.filter(execution=execution)
-    assert (execution.status, stage.status) == (RepostExecution.Status.READY, RepostStage.Status.IN_FLIGHT)
+    assert (execution.status, stage.status) == (
+        RepostExecution.Status.READY,
+        RepostStage.Status.IN_FLIGHT,
+    )
     assert stage.intent_at is not None  # the intent was recorded before the call; nothing after
 
     stack.start_worker("replacement")

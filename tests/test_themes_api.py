@@ -248,6 +248,7 @@ def test_default_assignment_and_delete_guards(owner: APIClient, organization: An
                          {"reference": {**reference, "version": 1}}, format="json")
     assert assigned.status_code == 200, assigned.content[:300]
     assert assigned.json()["effective_reference"] == {"kind": "organization", "id": theme_id, "version": 1}
+    assert assigned.json()["effective_manifest"]["id"] == theme_id  # revision 1's manifest
     bad_version = owner.put(f"/api/v1/theme-assignments/{workspace.pk}",
                             {"reference": {**reference, "version": 2}}, format="json")
     assert_invalid(bad_version, "body.reference.version")
@@ -283,7 +284,9 @@ def test_assignment_of_a_built_in_and_of_another_organizations_theme(
     response = owner.put(f"/api/v1/theme-assignments/{workspace.pk}",
                          {"reference": {"kind": "built_in", "id": "midnight"}}, format="json")
     assert response.status_code == 200
-    assert owner.get(f"/api/v1/theme-assignments/{workspace.pk}").json()["reference"]["id"] == "midnight"
+    current = owner.get(f"/api/v1/theme-assignments/{workspace.pk}").json()
+    assert current["reference"]["id"] == "midnight"
+    assert current["effective_manifest"] == built_in_manifest("midnight")
     available = owner.get("/api/v1/themes/available", {"workspace_id": str(workspace.pk)}).json()["items"]
     assert next(i for i in available if i["reference"]["id"] == "midnight")["assigned_workspace_count"] == 1
 

@@ -24,6 +24,7 @@ from tests.test_themes_support import (
     image_bytes,
     make_assets,
     manifest,
+    png_header_only,
     publish,
     replace_draft,
     upload_asset,
@@ -131,6 +132,10 @@ def test_rejected_uploads_have_clear_problems(owner: APIClient, organization: An
     assert "at most 8192 px per side" in body["errors"][0]["message"]
     body = assert_invalid(upload_asset(owner, organization, image_bytes(6000, 6000)), "body.file")
     assert "pixels" in body["errors"][0]["message"]
+    body = assert_invalid(upload_asset(owner, organization, png_header_only(8000, 7000)), "body.file")
+    assert "pixels" in body["errors"][0]["message"]  # 56 MP: refused before any decoding
+    body = assert_invalid(upload_asset(owner, organization, png_header_only(60000, 60000)), "body.file")
+    assert "too many pixels" in body["errors"][0]["message"]  # Pillow refuses such a header at once
 
     body = assert_invalid(
         upload_asset(owner, organization, font, kind="font", **font_fields(license_acknowledged="false")),

@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import io
 import os
+import struct
+import zlib
 from datetime import timedelta
 from typing import Any
 
@@ -53,6 +55,16 @@ def image_bytes(width: int = 64, height: int = 48, image_format: str = "PNG", *,
     out = io.BytesIO()
     image.save(out, image_format)
     return out.getvalue()
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """A PNG whose header claims ``width`` x ``height`` pixels (no image data follows)."""
+
+    def chunk(kind: bytes, payload: bytes) -> bytes:
+        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
 
 
 def upload(data: bytes, name: str = "file.bin", content_type: str = "application/octet-stream") -> SimpleUploadedFile:

@@ -14,7 +14,7 @@ from django.db.models import Q
 from config.api.pagination import Page, decode_cursor, encode_cursor, keyset_page
 from config.api.problems import RequestValidationError
 from config.errors import NotFoundError, PermissionDeniedError
-from themes.builtins import BUILT_INS, BuiltIn
+from themes.builtins import BUILT_INS, BUILT_INS_BY_ID, DEFAULT_BUILT_IN_ID, BuiltIn
 from themes.models import (
     OrganizationThemeSettings,
     PublishedRevision,
@@ -46,6 +46,12 @@ class ThemeSummary:
     reference: dict[str, Any]
     supported_schemes: list[str]
     updated_at: datetime
+
+
+@dataclass(frozen=True)
+class SummaryPage:
+    items: list[ThemeSummary]
+    next_cursor: str | None
 
 
 @dataclass(frozen=True)
@@ -169,7 +175,7 @@ def theme_detail(theme: Theme) -> ThemeDetail:
 
 def theme_summary_page(
     *, actor: Actor, organization_id: Any, limit: int, cursor: str | None
-) -> Page[ThemeSummary]:  # type: ignore[type-var]
+) -> SummaryPage:
     organization, _ = require_organization(actor, organization_id)
     page = keyset_page(
         Theme.objects.filter(organization=organization, deleted_at__isnull=True),
@@ -183,12 +189,12 @@ def theme_summary_page(
         _theme_summary(t, latest[t.pk].manifest if t.pk in latest else t.draft_manifest, usage)
         for t in page.items
     ]
-    return Page(items=items, next_cursor=page.next_cursor)  # type: ignore[arg-type]
+    return SummaryPage(items=items, next_cursor=page.next_cursor)
 
 
 def theme_available_page(
     *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None
-) -> Page[ThemeSummary]:  # type: ignore[type-var]
+) -> SummaryPage:
     """Built-ins first (in their fixed order), then the organization's published themes, newest
     first; summaries only (no drafts, manifests or assets). For workspace administrators."""
     access = require_workspace(actor, workspace_id, role="admin")
@@ -214,7 +220,7 @@ def theme_available_page(
         if len(items) == limit:
             more = len(rest) > limit or published.exists()
             next_cursor = encode_cursor(list_key, ["built_in", start + limit - 1]) if more else None
-            return Page(items=items, next_cursor=next_cursor)  # type: ignore[arg-type]
+            return SummaryPage(items=items, next_cursor=next_cursor)
     else:
         organization_cursor = encode_cursor(f"{list_key}:organization", position[1:])
     remaining = limit - len(items)
@@ -227,7 +233,7 @@ def theme_available_page(
     if page.next_cursor:
         last = page.items[-1]
         next_cursor = encode_cursor(list_key, ["organization", last.created_at.isoformat(), str(last.pk)])
-    return Page(items=items, next_cursor=next_cursor)  # type: ignore[arg-type]
+    return SummaryPage(items=items, next_cursor=next_cursor)
 
 
 def theme_revision_page(
@@ -286,6 +292,19 @@ class WorkspaceTheme:
     effective_reference: dict[str, Any]
     assigned_at: datetime | None
     assigned_by: str | None
+
+    @property
+    def effective_manifest(self) -> dict[str, Any]:
+        """The manifest the workspace renders with: the referenced built-in, or the referenced
+        (else the latest) published revision of the organization theme."""
+        reference = self.effective_reference
+        if reference["kind"] == ReferenceKind.BUILT_IN:
+            return BUILT_INS_BY_ID.get(reference["id"], BUILT_INS_BY_ID[DEFAULT_BUILT_IN_ID]).manifest
+        theme = Theme.objects.only("published_revision").get(pk=reference["id"])
+        revision = reference["version"] or theme.published_revision
+        return PublishedRevision.objects.values_list("manifest", flat=True).get(  # type: ignore[no-any-return]
+            theme_id=theme.pk, revision=revision
+        )
 
 
 def workspace_theme_get(*, actor: Actor, workspace_id: Any) -> WorkspaceTheme:

@@ -5,6 +5,9 @@ Lock order: workspace → voice profile. Replacing a profile locks only its row 
 check happens under that lock, so two replacements with the same ``expected_revision`` cannot
 both win); creating, deleting and changing the default lock the workspace row first, so the
 "exactly one default" and "never delete the last profile" rules see a stable set of profiles.
+Assigning locks the account, then the profile; a publication override locks the profile under
+the publishing service's publication lock. A profile deleted meanwhile is then simply unknown
+(404), never a dangling reference.
 """
 
 from __future__ import annotations

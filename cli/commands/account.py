@@ -22,13 +22,20 @@ def list_accounts(provider: str | None, limit: int, cursor: str | None) -> None:
     """List the workspace's connected accounts."""
     hx = current()
     client = hx.client()
-    page = client.accounts(hx.require_workspace(client), limit=limit, cursor=cursor, provider=provider)
+    page = client.accounts(
+        hx.require_workspace(client), limit=limit, cursor=cursor, provider=provider
+    )
     if hx.json:
         emit_json(page)
         return
     rows = [
-        (a.get("id"), a.get("provider"), a.get("username"), a.get("status"),
-         shorten(a.get("status_reason"), 40))
+        (
+            a.get("id"),
+            a.get("provider"),
+            a.get("username"),
+            a.get("status"),
+            shorten(a.get("status_reason"), 40),
+        )
         for a in page.get("items") or []
     ]
     echo_table(["ID", "PROVIDER", "USERNAME", "STATUS", "REASON"], rows, "No connected accounts.")

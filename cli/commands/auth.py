@@ -20,9 +20,13 @@ def group() -> None:
     """Sign in with an API token (created at /settings/developer/ of the instance)."""
 
 
+def _interactive() -> bool:
+    return sys.stdin.isatty()
+
+
 def _read_token() -> str:
     """From a hidden prompt on a terminal, else the first line of standard input."""
-    if sys.stdin.isatty():
+    if _interactive():
         token = click.prompt("API token (input hidden)", hide_input=True, err=True)
     else:
         token = sys.stdin.readline()
@@ -95,14 +99,18 @@ def status() -> None:
     if hx.json:
         emit_json(report)
         return
-    click.echo(fields([
-        ("Instance", instance),
-        ("Profile", f"{profile.value or 'none'} ({profile.source})"),
-        ("Token", f"present ({token.source})"),
-        ("Signed in as", user.get("email", "?")),
-        ("Token", _describe_token(me)),
-        ("Workspaces", report["workspaces"]),
-    ]))
+    click.echo(
+        fields(
+            [
+                ("Instance", instance),
+                ("Profile", f"{profile.value or 'none'} ({profile.source})"),
+                ("Token", f"present ({token.source})"),
+                ("Signed in as", user.get("email", "?")),
+                ("Token", _describe_token(me)),
+                ("Workspaces", report["workspaces"]),
+            ]
+        )
+    )
 
 
 @group.command("logout")
@@ -118,8 +126,10 @@ def logout() -> None:
         emit_json({"profile": name, "removed": removed})
         return
     if removed:
-        click.echo(f"Removed the saved token of profile {name!r}. It is still valid until you "
-                   "revoke it in the instance's developer settings (/settings/developer/).")
+        click.echo(
+            f"Removed the saved token of profile {name!r}. It is still valid until you "
+            "revoke it in the instance's developer settings (/settings/developer/)."
+        )
     else:
         click.echo(f"Profile {name!r} has no saved token.")
     if hx.environ.get("HERALD_TOKEN"):

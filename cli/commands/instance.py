@@ -32,7 +32,9 @@ def add(name: str, url: str) -> None:
     first = not hx.store.profiles()
     hx.store.save_profile(name, instance)
     if hx.json:
-        emit_json({"profile": name, "instance": instance, "selected": hx.store.current_profile() == name})
+        emit_json(
+            {"profile": name, "instance": instance, "selected": hx.store.current_profile() == name}
+        )
         return
     click.echo(f"Saved profile {name!r}: {instance}")
     if first:
@@ -62,22 +64,36 @@ def list_profiles() -> None:
     profiles = hx.store.profiles()
     selected = hx.store.current_profile()
     if hx.json:
-        emit_json({
-            "current_profile": selected,
-            "profiles": [
-                {"name": p.name, "instance": p.instance, "workspace": p.workspace,
-                 "has_token": hx.store.token(p.name) is not None}
-                for p in profiles.values()
-            ],
-        })
+        emit_json(
+            {
+                "current_profile": selected,
+                "profiles": [
+                    {
+                        "name": p.name,
+                        "instance": p.instance,
+                        "workspace": p.workspace,
+                        "has_token": hx.store.token(p.name) is not None,
+                    }
+                    for p in profiles.values()
+                ],
+            }
+        )
         return
     rows = [
-        ("*" if p.name == selected else " ", p.name, p.instance, p.workspace,
-         "saved" if hx.store.token(p.name) else "none")
+        (
+            "*" if p.name == selected else " ",
+            p.name,
+            p.instance,
+            p.workspace,
+            "saved" if hx.store.token(p.name) else "none",
+        )
         for p in sorted(profiles.values(), key=lambda p: p.name)
     ]
-    echo_table(["", "PROFILE", "INSTANCE", "WORKSPACE", "TOKEN"], rows,
-               "No saved profiles; add one with `herald instance add NAME URL`.")
+    echo_table(
+        ["", "PROFILE", "INSTANCE", "WORKSPACE", "TOKEN"],
+        rows,
+        "No saved profiles; add one with `herald instance add NAME URL`.",
+    )
 
 
 @group.command("remove")
@@ -125,11 +141,17 @@ def _probe_text(value: str, probe: ProbeResult) -> str:
 
 
 @group.command("diagnostics")
-@click.option("--deployment", metavar="METHOD",
-              help="How the instance is deployed (recorded as given, e.g. docker-compose).")
+@click.option(
+    "--deployment",
+    metavar="METHOD",
+    help="How the instance is deployed (recorded as given, e.g. docker-compose).",
+)
 @click.option("--provider", metavar="PROVIDER", help="Also report this provider's readiness.")
-@click.option("--logs-file", type=click.Path(dir_okay=False, path_type=Path),
-              help="Add a redacted tail (last 100 lines) of this log file.")
+@click.option(
+    "--logs-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Add a redacted tail (last 100 lines) of this log file.",
+)
 @global_options
 def diagnostics(deployment: str | None, provider: str | None, logs_file: Path | None) -> None:
     """A support snapshot; never prints a token or a secret."""

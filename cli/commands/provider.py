@@ -38,9 +38,7 @@ def _count(value: Any) -> Any:
 
 def _blockers(entry: dict[str, Any]) -> str:
     issues = entry.get("blocking_issues") or entry.get("blockers") or []
-    codes = [
-        str(issue.get("code")) if isinstance(issue, dict) else str(issue) for issue in issues
-    ]
+    codes = [str(issue.get("code")) if isinstance(issue, dict) else str(issue) for issue in issues]
     return ", ".join(dict.fromkeys(codes))
 
 
@@ -76,5 +74,8 @@ def readiness() -> None:
         )
         for entry in projection.get("providers") or []
     ]
-    echo_table(["PROVIDER", "STATE", "ACCOUNTS", "BLOCKERS", "NEXT ACTION"], rows,
-               "This instance reports no providers.")
+    echo_table(
+        ["PROVIDER", "STATE", "ACCOUNTS", "BLOCKERS", "NEXT ACTION"],
+        rows,
+        "This instance reports no providers.",
+    )

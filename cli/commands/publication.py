@@ -60,9 +60,14 @@ def _detail(destination: dict[str, Any], *, with_action: bool = True) -> str:
 
 def _destination_table(publication: dict[str, Any]) -> str:
     rows = [
-        (d.get("id"), _who(d), d.get("status"), d.get("attempts"),
-         d.get("action") if d.get("status") != "published" else "",
-         shorten(_detail(d, with_action=False), 70))
+        (
+            d.get("id"),
+            _who(d),
+            d.get("status"),
+            d.get("attempts"),
+            d.get("action") if d.get("status") != "published" else "",
+            shorten(_detail(d, with_action=False), 70),
+        )
         for d in publication.get("destinations") or []
     ]
     return table(["DESTINATION", "ACCOUNT", "STATUS", "ATTEMPTS", "ACTION", "DETAIL"], rows)
@@ -71,8 +76,10 @@ def _destination_table(publication: dict[str, Any]) -> str:
 def _headline(publication: dict[str, Any]) -> str:
     scheduled = publication.get("scheduled_at")
     when = f", scheduled for {scheduled}" if scheduled else ""
-    return (f"Publication {publication.get('id')}: {publication.get('status')}{when} "
-            f"(revision {publication.get('revision')})")
+    return (
+        f"Publication {publication.get('id')}: {publication.get('status')}{when} "
+        f"(revision {publication.get('revision')})"
+    )
 
 
 @group.command("list")
@@ -84,13 +91,20 @@ def list_publications(status: str | None, limit: int, cursor: str | None) -> Non
     """List the workspace's publications, newest first."""
     hx = current()
     client = hx.client()
-    page = client.publications(hx.require_workspace(client), limit=limit, cursor=cursor, status=status)
+    page = client.publications(
+        hx.require_workspace(client), limit=limit, cursor=cursor, status=status
+    )
     if hx.json:
         emit_json(page)
         return
     rows = [
-        (p.get("id"), p.get("status"), p.get("scheduled_at"),
-         _summary(p.get("destinations") or []), shorten(p.get("text"), 40))
+        (
+            p.get("id"),
+            p.get("status"),
+            p.get("scheduled_at"),
+            _summary(p.get("destinations") or []),
+            shorten(p.get("text"), 40),
+        )
         for p in page.get("items") or []
     ]
     echo_table(["ID", "STATUS", "SCHEDULED", "DESTINATIONS", "TEXT"], rows, "No publications.")
@@ -100,18 +114,42 @@ def list_publications(status: str | None, limit: int, cursor: str | None) -> Non
 
 @group.command("create")
 @click.option("--text", help="The text of the publication.")
-@click.option("--text-file", type=click.File("r", encoding="utf-8"),
-              help="Read the text from a file ('-': standard input).")
-@click.option("--account", "accounts", multiple=True, required=True, metavar="ID",
-              help="A destination account (repeat for several).")
-@click.option("--media", "media_ids", multiple=True, metavar="ID", help="Attach an uploaded media item.")
-@click.option("--voice-profile", "voice_profile_id", metavar="ID",
-              help="Write with this voice profile (default: the account's or the workspace's).")
-@click.option("--idempotency-key", metavar="KEY",
-              help="Repeat a create safely: the same key returns the first result.")
+@click.option(
+    "--text-file",
+    type=click.File("r", encoding="utf-8"),
+    help="Read the text from a file ('-': standard input).",
+)
+@click.option(
+    "--account",
+    "accounts",
+    multiple=True,
+    required=True,
+    metavar="ID",
+    help="A destination account (repeat for several).",
+)
+@click.option(
+    "--media", "media_ids", multiple=True, metavar="ID", help="Attach an uploaded media item."
+)
+@click.option(
+    "--voice-profile",
+    "voice_profile_id",
+    metavar="ID",
+    help="Write with this voice profile (default: the account's or the workspace's).",
+)
+@click.option(
+    "--idempotency-key",
+    metavar="KEY",
+    help="Repeat a create safely: the same key returns the first result.",
+)
 @global_options
-def create(text: str | None, text_file: Any, accounts: tuple[str, ...], media_ids: tuple[str, ...],
-           voice_profile_id: str | None, idempotency_key: str | None) -> None:
+def create(
+    text: str | None,
+    text_file: Any,
+    accounts: tuple[str, ...],
+    media_ids: tuple[str, ...],
+    voice_profile_id: str | None,
+    idempotency_key: str | None,
+) -> None:
     """Create a draft publication with one destination per --account."""
     if (text is None) == (text_file is None):
         raise UsageProblem("Give the text with exactly one of --text or --text-file.")
@@ -131,8 +169,10 @@ def create(text: str | None, text_file: Any, accounts: tuple[str, ...], media_id
         return
     click.echo(_headline(publication))
     click.echo(_destination_table(publication))
-    click.echo(f"Next: herald publication schedule {publication['id']} --at TIME, "
-               f"or herald publication publish-now {publication['id']}")
+    click.echo(
+        f"Next: herald publication schedule {publication['id']} --at TIME, "
+        f"or herald publication publish-now {publication['id']}"
+    )
 
 
 def _parse_time(value: str) -> str:
@@ -149,10 +189,18 @@ def _parse_time(value: str) -> str:
 
 @group.command("schedule")
 @click.argument("publication_id")
-@click.option("--at", "at", required=True, metavar="TIME",
-              help="ISO 8601 time; without an offset it is local time.")
-@click.option("--expected-revision", type=click.IntRange(min=1),
-              help="Refuse (409) if the publication changed since this revision.")
+@click.option(
+    "--at",
+    "at",
+    required=True,
+    metavar="TIME",
+    help="ISO 8601 time; without an offset it is local time.",
+)
+@click.option(
+    "--expected-revision",
+    type=click.IntRange(min=1),
+    help="Refuse (409) if the publication changed since this revision.",
+)
 @global_options
 def schedule(publication_id: str, at: str, expected_revision: int | None) -> None:
     """Schedule PUBLICATION_ID for delivery at --at."""
@@ -169,39 +217,73 @@ def schedule(publication_id: str, at: str, expected_revision: int | None) -> Non
 
 @group.command("publish-now")
 @click.argument("publication_id")
-@click.option("--expected-revision", type=click.IntRange(min=1),
-              help="Refuse (409) if the publication changed since this revision.")
-@click.option("--follow/--no-follow", default=False,
-              help="Follow the destinations until they settle.")
-@click.option("--interval", type=click.FloatRange(0.1, 60), default=2.0, show_default=True,
-              help="Seconds between polls when following.")
-@click.option("--timeout", type=click.FloatRange(1), default=600, show_default=True,
-              help="Stop following after this many seconds.")
+@click.option(
+    "--expected-revision",
+    type=click.IntRange(min=1),
+    help="Refuse (409) if the publication changed since this revision.",
+)
+@click.option(
+    "--follow/--no-follow", default=False, help="Follow the destinations until they settle."
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1, 60),
+    default=2.0,
+    show_default=True,
+    help="Seconds between polls when following.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1),
+    default=600,
+    show_default=True,
+    help="Stop following after this many seconds.",
+)
 @global_options
-def publish_now(publication_id: str, expected_revision: int | None, follow: bool,
-                interval: float, timeout: float) -> None:
+def publish_now(
+    publication_id: str,
+    expected_revision: int | None,
+    follow: bool,
+    interval: float,
+    timeout: float,
+) -> None:
     """Queue PUBLICATION_ID for delivery now (queued is not yet delivered)."""
     hx = current()
     client = hx.client()
-    publication = client.publication_publish_now(publication_id, expected_revision=expected_revision)
+    publication = client.publication_publish_now(
+        publication_id, expected_revision=expected_revision
+    )
     if follow:
-        _follow_and_report(client, publication_id, interval=interval, timeout=timeout, as_json=hx.json)
+        _follow_and_report(
+            client, publication_id, interval=interval, timeout=timeout, as_json=hx.json
+        )
         return
     if hx.json:
         emit_json(publication)
         return
     click.echo(_headline(publication))
-    click.echo("Queued: not delivered yet. Follow with: "
-               f"herald publication status {publication['id']}")
+    click.echo(
+        f"Queued: not delivered yet. Follow with: herald publication status {publication['id']}"
+    )
 
 
 @group.command("status")
 @click.argument("publication_id")
 @click.option("--once", is_flag=True, help="Show the current state without following.")
-@click.option("--interval", type=click.FloatRange(0.1, 60), default=2.0, show_default=True,
-              help="Seconds between polls.")
-@click.option("--timeout", type=click.FloatRange(1), default=600, show_default=True,
-              help="Stop following after this many seconds.")
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1, 60),
+    default=2.0,
+    show_default=True,
+    help="Seconds between polls.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1),
+    default=600,
+    show_default=True,
+    help="Stop following after this many seconds.",
+)
 @global_options
 def status(publication_id: str, once: bool, interval: float, timeout: float) -> None:
     """Show PUBLICATION_ID's destinations, following them until they settle.
@@ -251,8 +333,14 @@ class _Progress:
         self._clear()
 
 
-def follow_publication(client: HeraldClient, publication_id: str, *, interval: float,
-                       timeout: float, progress: _Progress) -> tuple[dict[str, Any], bool]:
+def follow_publication(
+    client: HeraldClient,
+    publication_id: str,
+    *,
+    interval: float,
+    timeout: float,
+    progress: _Progress,
+) -> tuple[dict[str, Any], bool]:
     """Poll until no destination is in flight; returns (publication, settled)."""
     started = _monotonic()
     seen: dict[str, str] = {}
@@ -264,7 +352,9 @@ def follow_publication(client: HeraldClient, publication_id: str, *, interval: f
             if seen.get(key) != state:
                 before = f"{seen[key]} → " if key in seen else ""
                 detail = _detail(destination)
-                progress.change(f"{_who(destination)}: {before}{state}" + (f"  {detail}" if detail else ""))
+                progress.change(
+                    f"{_who(destination)}: {before}{state}" + (f"  {detail}" if detail else "")
+                )
                 seen[key] = state
         moving = [d for d in destinations if d.get("status") in IN_FLIGHT]
         if not moving:
@@ -275,12 +365,15 @@ def follow_publication(client: HeraldClient, publication_id: str, *, interval: f
             progress.done()
             return publication, False
         settled = len(destinations) - len(moving)
-        progress.tick(f"[{elapsed:4.0f}s] {settled}/{len(destinations)} settled ({_summary(destinations)})")
+        progress.tick(
+            f"[{elapsed:4.0f}s] {settled}/{len(destinations)} settled ({_summary(destinations)})"
+        )
         _sleep(interval)
 
 
-def _follow_and_report(client: HeraldClient, publication_id: str, *, interval: float,
-                       timeout: float, as_json: bool) -> None:
+def _follow_and_report(
+    client: HeraldClient, publication_id: str, *, interval: float, timeout: float, as_json: bool
+) -> None:
     progress = _Progress(as_json)
     publication, settled = follow_publication(
         client, publication_id, interval=interval, timeout=timeout, progress=progress
@@ -292,10 +385,11 @@ def _follow_and_report(client: HeraldClient, publication_id: str, *, interval: f
         click.echo(_headline(publication))
         click.echo(_destination_table(publication))
     if not settled:
-        click.echo(f"herald: still in flight after {timeout:.0f} s ({_summary(destinations)}); "
-                   f"run `herald publication status {publication_id}` again.", err=True)
+        click.echo(
+            f"herald: still in flight after {timeout:.0f} s ({_summary(destinations)}); "
+            f"run `herald publication status {publication_id}` again.",
+            err=True,
+        )
         raise click.exceptions.Exit(EXIT_FAILED)
     if any(d.get("status") in UNSUCCESSFUL for d in destinations):
         raise click.exceptions.Exit(EXIT_FAILED)
-
-

@@ -26,11 +26,19 @@ def list_workspaces() -> None:
         return
     selected = hx.workspace_setting.value
     rows = [
-        ("*" if str(w.get("id")) == selected else " ", w.get("id"), w.get("name"), w.get("role"),
-         (w.get("plan") or {}).get("name"), w.get("member_count"))
+        (
+            "*" if str(w.get("id")) == selected else " ",
+            w.get("id"),
+            w.get("name"),
+            w.get("role"),
+            (w.get("plan") or {}).get("name"),
+            w.get("member_count"),
+        )
         for w in workspaces
     ]
-    echo_table(["", "ID", "NAME", "ROLE", "PLAN", "MEMBERS"], rows, "The token reaches no workspace.")
+    echo_table(
+        ["", "ID", "NAME", "ROLE", "PLAN", "MEMBERS"], rows, "The token reaches no workspace."
+    )
 
 
 @group.command("use")
@@ -41,7 +49,9 @@ def use(workspace_id: str) -> None:
     hx = current()
     profile = hx.profile
     if profile is None:
-        raise UsageProblem("`workspace use` saves into a profile: add one with `herald instance add`.")
+        raise UsageProblem(
+            "`workspace use` saves into a profile: add one with `herald instance add`."
+        )
     client = hx.client()
     if client.instance != normalize_instance(profile.instance):
         raise UsageProblem(
@@ -52,4 +62,6 @@ def use(workspace_id: str) -> None:
     if hx.json:
         emit_json({"profile": profile.name, "workspace": workspace})
         return
-    click.echo(f"Profile {profile.name!r} now uses workspace {workspace['id']} ({workspace.get('name')}).")
+    click.echo(
+        f"Profile {profile.name!r} now uses workspace {workspace['id']} ({workspace.get('name')})."
+    )

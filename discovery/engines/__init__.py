@@ -17,6 +17,7 @@ from discovery.context import DiscoveryContext, EngineResult
 
 class DiscoveryEngine(Protocol):
     name: str
+    time_budget_seconds: float  # the longest a call may take (bounds the in-flight slot)
 
     def discover(self, context: DiscoveryContext) -> EngineResult: ...
 

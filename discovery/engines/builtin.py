@@ -144,6 +144,7 @@ class Seed:
 class BuiltinEngine:
     name = NAME
     version = VERSION
+    time_budget_seconds = 5.0  # local computation over at most a few hundred rows
 
     def discover(self, context: DiscoveryContext) -> Result:
         builder = _Builder(context)

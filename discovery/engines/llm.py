@@ -190,6 +190,7 @@ class LlmEngine:
         self.model = model
         self.api_key = api_key
         self.timeout = max(0.1, float(timeout))
+        self.time_budget_seconds = self.timeout
 
     @property
     def configured(self) -> bool:

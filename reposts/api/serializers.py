@@ -30,8 +30,12 @@ class RepostStageInputSerializer(StrictSerializer):
 
 class RepostRuleInputSerializer(StrictSerializer):
     delay_seconds = serializers.IntegerField(min_value=0, max_value=MAX_SECONDS, default=86_400)
-    evaluation_window_seconds = serializers.IntegerField(min_value=900, max_value=MAX_SECONDS, default=604_800)
-    threshold_mode = serializers.ChoiceField(choices=RepostPolicy.ThresholdMode.choices, default="all")
+    evaluation_window_seconds = serializers.IntegerField(
+        min_value=900, max_value=MAX_SECONDS, default=604_800
+    )
+    threshold_mode = serializers.ChoiceField(
+        choices=RepostPolicy.ThresholdMode.choices, default="all"
+    )
     min_comments = serializers.IntegerField(min_value=0, max_value=MAX_THRESHOLD, default=0)
     min_likes = serializers.IntegerField(min_value=0, max_value=MAX_THRESHOLD, default=0)
     min_reposts = serializers.IntegerField(min_value=0, max_value=MAX_THRESHOLD, default=0)
@@ -49,7 +53,9 @@ class RepostRuleInputSerializer(StrictSerializer):
         errors: dict[str, Any] = {}
         stage_errors: list[dict[str, list[str]]] = [{} for _ in stages]
         if stages and stages[0]["unrepost_previous"]:
-            stage_errors[0]["unrepost_previous"] = ["The first stage has no previous repost to remove."]
+            stage_errors[0]["unrepost_previous"] = [
+                "The first stage has no previous repost to remove."
+            ]
         for index in range(1, len(stages)):
             if stages[index]["delay_seconds"] <= stages[index - 1]["delay_seconds"]:
                 stage_errors[index]["delay_seconds"] = [
@@ -74,7 +80,9 @@ def _default_rule() -> dict[str, Any]:
 
 
 class RepostPolicyInputSerializer(StrictSerializer):
-    id = serializers.CharField(max_length=64, required=False, help_text="Keep an existing policy (its ID).")
+    id = serializers.CharField(
+        max_length=64, required=False, help_text="Keep an existing policy (its ID)."
+    )
     name = serializers.CharField(min_length=1, max_length=80)
     enabled = serializers.BooleanField(default=True)
     source_account_ids = serializers.ListField(
@@ -86,8 +94,13 @@ class RepostPolicyInputSerializer(StrictSerializer):
         help_text="Accounts of this workspace, or of another through an active outbound grant.",
     )  # fmt: skip
     rule = RepostRuleInputSerializer(required=False)
+    # Accepted so that a policy read from GET can be sent back as is; the server sets them.
+    created_at = serializers.DateTimeField(required=False, help_text="Ignored (set by the server).")
+    updated_at = serializers.DateTimeField(required=False, help_text="Ignored (set by the server).")
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs.pop("created_at", None)
+        attrs.pop("updated_at", None)
         if "rule" not in attrs:
             attrs["rule"] = _default_rule()
         errors: dict[str, Any] = {}
@@ -136,7 +149,9 @@ class RepostGrantCreateInputSerializer(StrictSerializer):
     source_workspace_id = serializers.CharField(
         max_length=64, help_text="The workspace that may repost through the account."
     )
-    target_account_id = serializers.CharField(max_length=64, help_text="An account of another workspace.")
+    target_account_id = serializers.CharField(
+        max_length=64, help_text="An account of another workspace."
+    )
 
 
 # --- Outputs ----------------------------------------------------------------------------------
@@ -168,7 +183,9 @@ class RepostAccountSerializer(serializers.Serializer):  # type: ignore[type-arg]
     instance_url = serializers.CharField()
     workspace_id = serializers.CharField()
     workspace_name = serializers.CharField()
-    unavailable_reason = serializers.CharField(help_text="Empty when the workspace can repost through it now.")
+    unavailable_reason = serializers.CharField(
+        help_text="Empty when the workspace can repost through it now."
+    )
     cross_workspace = serializers.BooleanField()
     grant_active = serializers.BooleanField()
     grant_required = serializers.BooleanField()
@@ -219,7 +236,9 @@ class RepostStageSerializer(serializers.Serializer):  # type: ignore[type-arg]
     repost_id = serializers.CharField()
     repost_url = serializers.CharField()
     reposted_at = serializers.DateTimeField(allow_null=True)
-    reconciled = serializers.BooleanField(help_text="The outcome was confirmed by asking the provider.")
+    reconciled = serializers.BooleanField(
+        help_text="The outcome was confirmed by asking the provider."
+    )
     unreposted_at = serializers.DateTimeField(allow_null=True)
     error_message = serializers.CharField()
 
@@ -241,7 +260,9 @@ class RepostExecutionSerializer(serializers.Serializer):  # type: ignore[type-ar
     window_ends_at = serializers.DateTimeField()
     next_check_at = serializers.DateTimeField(allow_null=True)
     checks = serializers.IntegerField()
-    stable_checks = serializers.IntegerField(help_text="Identical consecutive metric reads (plateau).")
+    stable_checks = serializers.IntegerField(
+        help_text="Identical consecutive metric reads (plateau)."
+    )
     last_metrics = RepostMetricsSerializer(allow_null=True)
     metrics_checked_at = serializers.DateTimeField(allow_null=True)
     thresholds_met_at = serializers.DateTimeField(allow_null=True)
@@ -277,5 +298,7 @@ class RepostSettingsSerializer(ResponseSerializer):
     accounts = RepostAccountSerializer(many=True)
     grants = RepostGrantSerializer(many=True)
     policies = RepostPolicySerializer(many=True)
-    revision = serializers.IntegerField(help_text="Send as expected_revision when replacing the policies.")
+    revision = serializers.IntegerField(
+        help_text="Send as expected_revision when replacing the policies."
+    )
     executions = RepostExecutionSerializer(many=True, help_text="The 50 most recent, newest first.")

@@ -16,7 +16,9 @@ from workspaces.access import actor_from_request
 
 
 def _settings_response(request: Request, workspace_id: str) -> Response:
-    view = selectors.repost_settings_get(actor=actor_from_request(request), workspace_id=workspace_id)
+    view = selectors.repost_settings_get(
+        actor=actor_from_request(request), workspace_id=workspace_id
+    )
     return Response(s.RepostSettingsSerializer(view, context={"request": request}).data)
 
 

@@ -213,6 +213,7 @@ class WorkspaceThemeSerializer(ResponseSerializer):
     effective_reference = ThemeReferenceSerializer(
         help_text="The assignment, else the organization default"
     )
+    effective_manifest = ManifestOutputField(help_text="The manifest of the effective reference")
     assigned_at = serializers.DateTimeField(allow_null=True)
     assigned_by = serializers.CharField(allow_null=True)
 

@@ -111,7 +111,10 @@ def read_image(data: bytes, media_type: str) -> ImageMetadata:
             image.load()
     except FieldValidationError:
         raise
-    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, Image.DecompressionBombError) as exc:
+    except Image.DecompressionBombError as exc:  # a header claiming far more pixels than allowed
+        limit = settings.HERALD_THEME_IMAGE_MAX_PIXELS
+        raise _invalid("file", f"The image has too many pixels; at most {limit}.") from exc
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
         raise _invalid("file", "The image is damaged or cannot be decoded fully.") from exc
     return ImageMetadata(width=width, height=height)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import re
+import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -62,10 +63,12 @@ def _manifest_asset_ids(
             match = ASSET_SOURCE.match(item["sourceUrl"])
             if match:
                 wanted.append((collection, index, item, match["id"].lower()))
+    # Locked until the draft's asset uses are written: a concurrent delete of one of these assets
+    # waits, then finds the use and answers 409 (or went first, and the asset is reported missing).
     found = {
         str(asset.pk): asset
-        for asset in ThemeAsset.objects.filter(
-            organization_id=organization_id, pk__in=[asset_id for *_, asset_id in wanted]
+        for asset in ThemeAsset.objects.select_for_update().filter(
+            organization_id=organization_id, pk__in=[_uuid(asset_id) for *_, asset_id in wanted]
         )
     }
     errors: list[dict[str, Any]] = []
@@ -85,6 +88,13 @@ def _manifest_asset_ids(
     if errors:
         raise FieldValidationError(errors)
     return sorted({found[asset_id].pk for *_, asset_id in wanted})
+
+
+def _uuid(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
 
 
 def _record_uses(theme: Theme, asset_ids: list[Any], revision: int | None) -> None:

@@ -1,0 +1,104 @@
+"""Creating repost executions: one per (published destination, target account) of every enabled
+policy. The pair is unique in the database, so concurrent ticks create each once."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Exists, OuterRef
+
+from publishing.models import Account, Destination
+from reposts.models import RepostExecution, RepostPolicy, RepostStage
+from reposts.rules import rule_stages
+from reposts.selectors import supported_platforms, target_unavailable_reason
+
+
+def executions_create(*, now: datetime, batch: int = 500) -> int:
+    """One execution per (published destination, target account) of every enabled policy, for
+    destinations published since the policy was created and still inside its window."""
+    created = 0
+    platforms = supported_platforms()
+    policies = RepostPolicy.objects.filter(enabled=True).prefetch_related("account_links__account")
+    for policy in policies:
+        links = list(policy.account_links.all())
+        targets = [
+            link.account
+            for link in links
+            if link.role == "target" and link.account.status == Account.Status.ACTIVE
+            and link.account.provider in platforms
+            and (
+                link.account.workspace_id == policy.workspace_id
+                or target_unavailable_reason(
+                    account=link.account, workspace_id=policy.workspace_id, check_readiness=False
+                ) == ""
+            )
+        ]  # fmt: skip
+        if not targets:
+            continue
+        source_ids = [link.account_id for link in links if link.role == "source"]
+        sources = Account.objects.filter(workspace_id=policy.workspace_id, provider__in=platforms)
+        if source_ids:
+            sources = sources.filter(pk__in=source_ids)
+        horizon = max(policy.created_at, now - timedelta(seconds=policy.evaluation_window_seconds))
+        rule = policy.rule()
+        for target in targets:
+            destinations = (
+                Destination.objects.filter(
+                    status=Destination.Status.PUBLISHED,
+                    account__in=sources.filter(provider=target.provider).exclude(pk=target.pk),
+                    published_at__gte=horizon,
+                    published_at__lte=now,
+                )
+                .exclude(external_id="")
+                .exclude(
+                    Exists(
+                        RepostExecution.objects.filter(
+                            destination=OuterRef("pk"), target_account=target
+                        )
+                    )
+                )
+                .order_by("published_at")[:batch]
+            )
+            for destination in destinations:
+                created += _execution_create(
+                    policy=policy, rule=rule, destination=destination, target=target
+                )
+    return created
+
+
+def _execution_create(
+    *, policy: RepostPolicy, rule: dict[str, Any], destination: Destination, target: Account
+) -> int:
+    published_at = destination.published_at
+    if published_at is None:  # excluded by the query; a published destination has its time
+        return 0
+    evaluate_from = published_at + timedelta(seconds=int(rule["delay_seconds"]))
+    try:
+        with transaction.atomic():
+            execution = RepostExecution.objects.create(
+                workspace_id=policy.workspace_id,
+                policy=policy,
+                destination=destination,
+                target_account=target,
+                rule=rule,
+                published_at=published_at,
+                evaluate_from=evaluate_from,
+                window_ends_at=published_at
+                + timedelta(seconds=int(rule["evaluation_window_seconds"])),
+                next_check_at=evaluate_from,
+            )
+            RepostStage.objects.bulk_create(
+                RepostStage(
+                    execution=execution,
+                    index=index,
+                    delay_seconds=int(stage["delay_seconds"]),
+                    unrepost_previous=bool(stage["unrepost_previous"]),
+                    due_at=published_at + timedelta(seconds=int(stage["delay_seconds"])),
+                )
+                for index, stage in enumerate(rule_stages(rule))
+            )
+    except IntegrityError:  # another tick created it first (one per destination and target)
+        return 0
+    return 1
