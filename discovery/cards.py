@@ -34,6 +34,7 @@ OPPORTUNITY_KEYS = (
 )
 ANGLE_KEYS = ("id", "label", "thesis", "approach")
 TREATMENT_KEYS = ("platform", "format", "media", "objective", "rationale")
+IDENTIFIERS = frozenset({"id", "signal_date", "platform", "format"})
 
 
 class CardError(ValueError):
@@ -83,7 +84,7 @@ def scrub_cards(opportunities: list[dict[str, Any]], phrases: list[str]) -> list
             return {k: clean(v, k) for k, v in node.items()}
         if isinstance(node, list):
             return [clean(item, key) for item in node]
-        if isinstance(node, str) and key not in {"id", "signal_date", "platform", "format"}:
+        if isinstance(node, str) and key not in IDENTIFIERS:
             return scrub(node, phrases)
         return node
 
@@ -169,6 +170,8 @@ def validate_opportunities(
         if sorted(by_platform) != sorted(platforms):
             raise CardError(f"{where}.platform_treatments must cover exactly {platforms}")
         for name, value in _strings(card):
+            if name.rsplit(".", 1)[-1] in IDENTIFIERS:
+                continue  # ids, dates, platform and format names are not prose
             if contains_forbidden(value, forbidden):
                 raise CardError(f"{where}.{name} contains a forbidden phrase")
         out.append({**card, "platform_treatments": [by_platform[p] for p in platforms]})

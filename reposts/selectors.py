@@ -11,6 +11,7 @@ from publishing.models import Account
 from publishing.providers import PROVIDERS, get_adapter
 from publishing.providers.base import can_repost
 from readiness import services as readiness
+from readiness.services import Decision
 from reposts.models import (
     RepostExecution,
     RepostGrant,
@@ -57,8 +58,11 @@ def target_unavailable_reason(
     workspace_id: Any,
     grant_active: bool | None = None,
     check_readiness: bool = True,
+    decision: Decision | None = None,
 ) -> str:
-    """Why ``workspace_id`` cannot repost through ``account`` now ("" when it can)."""
+    """Why ``workspace_id`` cannot repost through ``account`` now ("" when it can).
+
+    ``decision``: the readiness decision when the caller asked for many at once."""
     if account.status == Account.Status.DISCONNECTED:
         return "The account was disconnected."
     if account.status == Account.Status.RECONNECT_REQUIRED:
@@ -73,7 +77,7 @@ def target_unavailable_reason(
         if not grant_active:
             return "No active repost grant from the account's workspace."
     if check_readiness:
-        decision = readiness.decide_account(
+        decision = decision or readiness.decide_account(
             account=account, operation=READINESS_OPERATION, profile=readiness_profile(account)
         )
         if not decision.executable:
@@ -175,7 +179,18 @@ def repost_settings_get(*, actor: Actor, workspace_id: Any) -> SettingsView:
         policies=[policy_representation(p) for p in policies],
         grants=[grant_representation(g, workspace_id=workspace.pk) for g in grants],
     )
-    for account in accounts:
+    decisions = readiness.decide_many(  # one readiness pass for every account (constant queries)
+        [
+            readiness.DecisionRequest(
+                provider=account.provider,
+                operation=READINESS_OPERATION,
+                output_profile=readiness_profile(account),
+                account=account,
+            )
+            for account in accounts
+        ]
+    )
+    for account, decision in zip(accounts, decisions, strict=True):
         cross = account.workspace_id != workspace.pk
         grant_active = account.pk in outbound
         view.accounts.append(
@@ -192,7 +207,10 @@ def repost_settings_get(*, actor: Actor, workspace_id: Any) -> SettingsView:
                 "grant_active": grant_active,
                 "supports_repost": account.provider in platforms,
                 "unavailable_reason": target_unavailable_reason(
-                    account=account, workspace_id=workspace.pk, grant_active=grant_active
+                    account=account,
+                    workspace_id=workspace.pk,
+                    grant_active=grant_active,
+                    decision=decision,
                 ),
             }
         )

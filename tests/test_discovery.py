@@ -453,3 +453,18 @@ def test_forbidden_phrases_are_kept_out_even_when_the_profile_itself_uses_them(
     text = json.dumps(result["opportunities"]).casefold()
     for phrase in ("synergy", "take a stand", "show how", "expertise", "a real moment"):
         assert phrase not in text
+
+
+def test_pathologically_broad_forbidden_phrases_never_break_the_answer(
+    owner_client: APIClient, workspace: Any, realistic: Any
+) -> None:
+    from voice.definition import clean_definition
+
+    profile = realistic["profile"]
+    profile.definition = clean_definition({**PROFILE, "forbidden_phrases": ["e", "a", "o", "i", "u"]})
+    profile.save()
+    result = ok(discover(owner_client, workspace, limit=8))
+    assert 1 <= len(result["opportunities"]) <= 8
+    for card in result["opportunities"]:
+        for key in ("title", "hook", "why_it_fits", "why_now"):
+            assert not any(v in card[key].casefold() for v in "eaoiu")

@@ -155,3 +155,97 @@ def test_the_api_key_is_never_echoed_or_logged(
 def test_the_llm_engine_writes_nothing(owner_client: APIClient, workspace: Any, llm: LlmStandIn) -> None:
     assert discover(owner_client, workspace).status_code == 200
     assert not Publication.objects.exists()
+
+
+# --- Strict validation of what comes back ---------------------------------------------------------
+
+
+def _context(limit: int = 2) -> Any:
+    from datetime import date
+
+    from discovery.context import DeliveryStats, DiscoveryContext, PlatformInfo
+    from discovery.selectors import platform_formats
+
+    platforms = []
+    for provider in ("mastodon", "telegram"):
+        name, formats = platform_formats(provider)
+        platforms.append(PlatformInfo(provider, name, formats, 1, DeliveryStats()))
+    return DiscoveryContext(workspace_id="w", workspace_name="W", today=date(2026, 1, 5),
+                            platforms=tuple(platforms), limit=limit)
+
+
+def _card(title: str = "A title") -> dict[str, Any]:
+    return {
+        "title": title, "hook": "Hook.", "signal_date": "2026-01-05", "why_it_fits": "Fits.",
+        "why_now": "Now.",
+        "angles": [{"label": f"L{n}", "thesis": "T", "approach": "A"} for n in range(3)],
+        "platform_treatments": [
+            {"platform": "telegram", "format": "telegram.message", "media": "M", "objective": "O", "rationale": "R"},
+            {"platform": "mastodon", "format": "mastodon.post", "media": "M", "objective": "O", "rationale": "R"},
+        ],
+    }
+
+
+def _reply(content: Any, finish_reason: str = "stop") -> dict[str, Any]:
+    text = content if isinstance(content, str) else json.dumps(content)
+    return {"model": "m", "choices": [{"message": {"role": "assistant", "content": text},
+                                       "finish_reason": finish_reason}]}
+
+
+def _mutated(change: Any) -> dict[str, Any]:
+    cards = [_card("One"), _card("Two")]
+    change(cards)
+    return {"opportunities": cards}
+
+
+INVALID = {
+    "too many cards": _mutated(lambda c: c.append(_card("Three"))),
+    "no cards": {"opportunities": []},
+    "duplicate titles": _mutated(lambda c: c[1].update(title="one")),
+    "extra member": _mutated(lambda c: c[0].update(score=5)),
+    "missing member": _mutated(lambda c: c[0].pop("hook")),
+    "blank text": _mutated(lambda c: c[0].update(hook="  ")),
+    "not a date": _mutated(lambda c: c[0].update(signal_date="next week")),
+    "a date-time": _mutated(lambda c: c[0].update(signal_date="2026-01-05T10:00:00")),
+    "six angles": _mutated(lambda c: c[0].update(angles=[{"label": f"L{n}", "thesis": "T", "approach": "A"} for n in range(6)])),
+    "duplicate labels": _mutated(lambda c: c[0]["angles"][1].update(label="l0")),
+    "a platform missing": _mutated(lambda c: c[0]["platform_treatments"].pop()),
+    "a platform twice": _mutated(lambda c: c[0]["platform_treatments"].__setitem__(1, c[0]["platform_treatments"][0])),
+    "a foreign platform": _mutated(lambda c: c[0]["platform_treatments"][0].update(platform="bluesky")),
+    "a foreign format": _mutated(lambda c: c[0]["platform_treatments"][0].update(format="mastodon.post")),
+    "over-long title": _mutated(lambda c: c[0].update(title="t" * 141)),
+    "an id of its own": _mutated(lambda c: c[0].update(id="mine")),
+    "other top-level members": {"opportunities": [_card()], "note": "hi"},
+}
+
+
+@pytest.mark.parametrize("document", INVALID.values(), ids=INVALID.keys())
+def test_every_broken_rule_is_refused(document: dict[str, Any]) -> None:
+    from config.errors import UpstreamError
+    from discovery.engines.llm import LlmEngine
+
+    engine = LlmEngine(url="http://127.0.0.1:9", model="m", api_key="", timeout=1)
+    with pytest.raises(UpstreamError) as caught:
+        engine._parse(_reply(document), _context())
+    assert caught.value.code == "model_invalid_reply"
+
+
+def test_a_truncated_generation_is_refused() -> None:
+    from config.errors import UpstreamError
+    from discovery.engines.llm import LlmEngine
+
+    engine = LlmEngine(url="http://127.0.0.1:9", model="m", api_key="", timeout=1)
+    with pytest.raises(UpstreamError):
+        engine._parse(_reply({"opportunities": [_card()]}, finish_reason="length"), _context())
+
+
+def test_a_valid_reply_is_put_in_platform_order_with_ids() -> None:
+    from discovery.engines.llm import LlmEngine
+
+    engine = LlmEngine(url="http://127.0.0.1:9", model="m", api_key="", timeout=1)
+    result = engine._parse(_reply({"opportunities": [_card("One"), _card("Two")]}), _context())
+    assert result.model == "openai-compatible:m"
+    for card in result.opportunities:
+        assert [t["platform"] for t in card["platform_treatments"]] == ["mastodon", "telegram"]
+        assert card["id"].startswith("opp_")
+        assert all(a["id"].startswith("ang_") for a in card["angles"])

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
 from publishing.models import Account
@@ -507,3 +509,22 @@ def test_workspace_deletion_names_the_repost_data_and_keeps_the_grant_audit(
     assert AccessAuditEvent.objects.filter(
         workspace_id=other.pk, action="repost_grant.created"
     ).exists()
+
+
+def test_reading_the_settings_costs_the_same_queries_for_more_accounts(
+    owner_client: APIClient, workspace: Any, other: Any, accounts: dict[str, Account]
+) -> None:
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert owner_client.get(settings_url(workspace)).status_code == 200
+        return len(captured)
+
+    put_policies(owner_client, workspace, [policy([accounts["mastodon"]])], revision=0)
+    before = queries()
+    for n in range(3):
+        make_account(workspace, "mastodon", f"more-{n}")
+        make_account(workspace, "bluesky", f"did:plc:more-{n}")
+        assert grant(owner_client, workspace, make_account(other, "mastodon", f"theirs-{n}")).status_code == 201
+    put_policies(owner_client, workspace, [policy([accounts["mastodon"]]), policy([accounts["bluesky"]], name="B")])
+    assert len(owner_client.get(settings_url(workspace)).json()["accounts"]) == 13
+    assert queries() == before

@@ -439,6 +439,8 @@ class _Builder:
             except CardError:
                 continue
             kept.append(card)
+        if not kept:  # forbidden phrases so broad (single letters) that no card survives
+            return []
         return validate_opportunities(
             kept, platforms=platforms, limit=self.ctx.limit, forbidden=self.forbidden
         )

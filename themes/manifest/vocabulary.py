@@ -7,6 +7,7 @@ are written against them, and the settings name the enumerations after them.
 from __future__ import annotations
 
 SCHEMA_VERSION = 1
+SCHEMA_VERSION_CHOICES = ((SCHEMA_VERSION, SCHEMA_VERSION),)  # (value, label): the contract names it
 MAX_MANIFEST_BYTES = 256 * 1024
 
 SCHEMES = ("light", "dark")
@@ -89,34 +90,49 @@ CONTRAST_RULES: tuple[tuple[str, str, float], ...] = (
     ("focus", "sidebar", UI_CONTRAST),
 )
 
+# Component styles; each choice set has a name of its own in the contract (config/settings.py).
 EMPHASIS = ("solid", "tonal", "outlined")
 FIELD_STYLES = ("filled", "outlined", "underlined")
 LAYERS = ("flat", "outlined", "elevated")
+BUTTON_STYLES = ("solid", "tonal", "outlined", "precise")
+CARD_STYLES = ("flat", "outlined", "paper", "lifted")
+CONTAINER_STYLES = ("flat", "outlined", "tinted")
+DECORATIONS = ("none", "editorial", "playful", "botanical", "study", "tactile", "precision")
+EDITOR_CHROMES = ("neutral", "compact", "precision")
+EMPTY_STATES = ("plain", "illustrated", "framed")
+LINK_STYLES = ("underlined", "subtle", "plain")
+LIST_STYLES = ("divided", "spaced", "plain")
+LOADING_STATES = ("spinner", "pulse", "skeleton")
+NAVIGATION_STYLES = ("quiet", "tonal", "outlined")
+PAGINATION_STYLES = ("quiet", "outlined", "pill")
+TABLE_STYLES = ("ruled", "striped", "plain")
+TABS_STYLES = ("underline", "pill", "segmented")
+TOOLBAR_STYLES = ("flat", "outlined", "floating")
 COMPONENTS: dict[str, tuple[str, ...]] = {
     "badge": EMPHASIS,
-    "button": ("solid", "tonal", "outlined", "precise"),
-    "card": ("flat", "outlined", "paper", "lifted"),
+    "button": BUTTON_STYLES,
+    "card": CARD_STYLES,
     "checkbox": EMPHASIS,
     "chip": EMPHASIS,
-    "container": ("flat", "outlined", "tinted"),
-    "decoration": ("none", "editorial", "playful", "botanical", "study", "tactile", "precision"),
+    "container": CONTAINER_STYLES,
+    "decoration": DECORATIONS,
     "dialog": LAYERS,
-    "editorChrome": ("neutral", "compact", "precision"),
-    "emptyState": ("plain", "illustrated", "framed"),
+    "editorChrome": EDITOR_CHROMES,
+    "emptyState": EMPTY_STATES,
     "input": FIELD_STYLES,
-    "link": ("underlined", "subtle", "plain"),
-    "list": ("divided", "spaced", "plain"),
-    "loadingState": ("spinner", "pulse", "skeleton"),
-    "navigation": ("quiet", "tonal", "outlined"),
-    "pagination": ("quiet", "outlined", "pill"),
+    "link": LINK_STYLES,
+    "list": LIST_STYLES,
+    "loadingState": LOADING_STATES,
+    "navigation": NAVIGATION_STYLES,
+    "pagination": PAGINATION_STYLES,
     "popover": LAYERS,
     "radio": EMPHASIS,
     "select": FIELD_STYLES,
     "switch": EMPHASIS,
-    "table": ("ruled", "striped", "plain"),
-    "tabs": ("underline", "pill", "segmented"),
+    "table": TABLE_STYLES,
+    "tabs": TABS_STYLES,
     "toast": LAYERS,
-    "toolbar": ("flat", "outlined", "floating"),
+    "toolbar": TOOLBAR_STYLES,
 }
 
 ELEVATION_KEYS = ("card", "dialog", "focalAction", "popover")
