@@ -440,7 +440,8 @@ HERALD_PROVIDER_ENVIRONMENT = env_choice(
     "HERALD_PROVIDER_ENVIRONMENT", ("development", "sandbox", "production"), "production"
 )
 HERALD_PROVIDER_POLICY_MODE = env_choice("HERALD_PROVIDER_POLICY_MODE", ("standard", "strict"), "standard")
-# Server policy restrictions: "provider", "provider.format" or "provider:account_kind" entries.
+# Server policy restrictions: "provider", "provider.format", "provider:account_kind",
+# "mode:<policy_mode>" or "provider@<policy_mode>" entries.
 HERALD_PROVIDER_POLICY_RESTRICTIONS = env_list("HERALD_PROVIDER_POLICY_RESTRICTIONS", default=[])
 # Source revision recorded with certification runs (the image sets it; else read from .git).
 HERALD_SOURCE_REVISION = env_str("HERALD_SOURCE_REVISION") or ""

@@ -101,7 +101,8 @@ class CertificationRunAddForm(LedgerAddForm):
     operation = forms.ChoiceField(choices=OPERATION_CHOICES)
     output_profile = forms.CharField(max_length=80, required=False)
     account_id = forms.UUIDField(required=False, help_text="Live runs: the account used (stored as a hash)")
-    account_kind = forms.CharField(max_length=40, required=False)
+    account_kind = forms.ChoiceField(choices=[("", "the account's or provider's kind"),
+                                              *((kind, kind) for kind in ledgers.ACCOUNT_KINDS)], required=False)
     instance_url = forms.URLField(max_length=300, required=False, assume_scheme="https")
     external_result_reference = forms.CharField(max_length=500, required=False)
     retest_days = forms.IntegerField(min_value=1, max_value=365, required=False)

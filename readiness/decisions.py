@@ -49,13 +49,16 @@ BLOCKERS: dict[str, tuple[str, bool, str]] = {
     "unsupported_operation": ("unsupported", True, "configuration"),
     "provider_disabled": ("disabled", True, "control"),
     "control_disabled": ("disabled", True, "control"),
-    "control_missing": ("disabled", False, "control"),
     "app_missing": ("needs_configuration", True, "configuration"),
     "credentials_unreadable": ("needs_configuration", True, "configuration"),
     "grant_invalid": ("reconnect_required", True, "authorization"),
     "credentials_missing": ("reconnect_required", True, "authorization"),
     "scope_missing": ("reconnect_required", False, "authorization"),
     "control_degraded": ("degraded", True, "control"),
+    # No current control enables the subject: fail closed under enforcement, but as the
+    # control's own actionable state, not as ``disabled`` (reserved for explicit disables, which
+    # always win) and below missing configuration and invalid grants (reported directly).
+    "control_missing": ("degraded", False, "control"),
     "readiness_unavailable": ("degraded", True, "control"),
     "approval_missing": ("approval_required", False, "approval"),
     "approval_rejected": ("approval_required", False, "approval"),
@@ -319,9 +322,13 @@ def _control_mode(evidence: Evidence, subject: Subject) -> str:
 
 
 def _restricted(policy: Policy, subject: Subject) -> str:
+    """The first restriction covering the subject: its provider, format, account kind or policy
+    mode (``mode:<policy_mode>`` for every provider, ``<provider>@<policy_mode>`` for one)."""
     candidates = [subject.provider]
     if subject.output_profile:
         candidates.append(subject.output_profile)
     if subject.account_kind:
         candidates.append(f"{subject.provider}:{subject.account_kind}")
+    if subject.policy_mode:
+        candidates += [f"mode:{subject.policy_mode}", f"{subject.provider}@{subject.policy_mode}"]
     return next((c for c in candidates if c in policy.restrictions), "")

@@ -10,6 +10,7 @@ fingerprints are stored.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -27,7 +28,6 @@ from readiness.models import (
 )
 from readiness.subjects import (
     account_fingerprint,
-    app_identity,
     contract_digest,
     make_subject,
     not_applicable_allowed,
@@ -38,6 +38,16 @@ from readiness.subjects import (
 )
 
 MAX_RETEST_DAYS = 365
+# Account kinds a run may name without an account (the adapters' kinds). A closed list, so that
+# the column cannot carry an account name, e-mail address or URL.
+ACCOUNT_KINDS = ("user", "bot", "webhook", "channel", "page", "organization")
+# A scope snapshot keeps plain scope names only: a federated server reports the granted scopes
+# itself, and anything URL- or address-like (``https://…/auth/x``, ``a@b``) is left out.
+SAFE_SCOPE = re.compile(r"^[A-Za-z0-9_.:\-]{1,80}$")
+
+
+def _scope_snapshot(scopes: Any) -> list[str]:
+    return sorted({str(scope) for scope in scopes or () if SAFE_SCOPE.fullmatch(str(scope))})
 
 
 def _require_admin(operator: Any) -> None:
@@ -62,10 +72,9 @@ def _check_profile(caps: Any, output_profile: str, location: str = "body.output_
 
 
 def _app(provider: str, caps: Any) -> Any:
-    from readiness.services import _has_database_app
+    from readiness.services import provider_app
 
-    needs_row = str(caps.connection) == "oauth2" and not caps.federated
-    return app_identity(provider, caps, database_app=_has_database_app(provider) if needs_row else None)
+    return provider_app(provider, caps)
 
 
 @transaction.atomic
@@ -166,6 +175,16 @@ def certification_append(
     if caps.federated and account is None and not instance_url:
         raise FieldValidationError([{"location": "body.instance_url",
                                      "message": "A federated provider's evidence names its instance."}])
+    if instance_url and not caps.federated:
+        raise FieldValidationError([{"location": "body.instance_url",
+                                     "message": f"{provider} has no federated instances."}])
+    if account_kind and account is not None and account_kind != account.account_kind:
+        raise FieldValidationError([{"location": "body.account_kind",
+                                     "message": "The account kind comes from the named account.",
+                                     "value": account_kind}])
+    if account_kind and account_kind not in (*ACCOUNT_KINDS, caps.account_kind):
+        raise FieldValidationError([{"location": "body.account_kind",
+                                     "message": f"One of {', '.join(ACCOUNT_KINDS)}.", "value": account_kind}])
     outcome = _run_outcome(caps, operation, checks)
     if account is not None and set(caps.required_scopes) - set(account.granted_scopes or []):
         outcome = "failed"  # the tested grant lacks a contract scope: no proof, whatever was reported
@@ -190,8 +209,8 @@ def certification_append(
         operator_fingerprint=operator_fingerprint(operator),
         account_fingerprint=account_fingerprint(account.pk) if account is not None else "",
         external_result_fingerprint=result_fingerprint(external_result_reference) if external_result_reference else "",
-        required_scopes=sorted(caps.required_scopes),
-        granted_scopes=sorted(account.granted_scopes or []) if account is not None else [],
+        required_scopes=_scope_snapshot(caps.required_scopes),
+        granted_scopes=_scope_snapshot(account.granted_scopes) if account is not None else [],
         outcome=outcome,
         tested_at=tested,
         expires_at=tested + timedelta(days=days),

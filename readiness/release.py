@@ -1,8 +1,12 @@
 """The ``provider-certification`` release gate (spec §1 "Release gate").
 
-A claim may stay in the public claims file only when the trusted ledger projection — this
-instance's own append-only ledgers, evaluated for the exact production subject with enforcement
-on — supplies its current contract digest: production app configured; approval current and
+A claim may stay in the public claims file only when the trusted ledger projection — the
+append-only ledgers of the hosted production deployment (the check runs with that deployment's
+configuration: ``HERALD_DEPLOYMENT=cloud``, ``HERALD_ENVIRONMENT=production``,
+``HERALD_PROVIDER_ENVIRONMENT=production``), evaluated for the exact production subject with
+enforcement on — supplies its current contract digest. Any other database (a build, a
+developer's instance, a self-hosted or staging deployment) is no trusted projection, whatever
+its ledgers hold. The gate asks that: production app configured; approval current and
 approved (or explicitly not required); local and live runs current, passed and sharing the
 current contract digest (each required check passed, or a contract-approved not-applicable);
 the live run's granted scopes cover the required ones; policy allowed; runtime control enabled;
@@ -22,7 +26,8 @@ from readiness.claims import CLAIMS_FILE, MANIFEST_FILE, Claim, ClaimsError, ver
 from readiness.decisions import Policy, evaluate
 from readiness.evidence import load_evidence
 from readiness.models import CertificationRun
-from readiness.subjects import NEVER_ADVERTISED, app_identity, contract_digest, make_subject
+from readiness.services import provider_app
+from readiness.subjects import NEVER_ADVERTISED, contract_digest, make_subject
 
 UNSANITIZED = re.compile(
     r"://|@|hrld_|bearer|token|secret|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE
@@ -56,9 +61,10 @@ def _claim_reasons(claim: Claim) -> list[str]:
     if claim.provider not in PROVIDERS:
         return [f"{label}: no adapter implements {claim.provider}"]
     caps = get_adapter(claim.provider).capabilities
+    app = provider_app(claim.provider, caps)
     try:
         subject = make_subject(
-            provider=claim.provider, app=app_identity(claim.provider, caps), operation=claim.operation,
+            provider=claim.provider, app=app, operation=claim.operation,
             output_profile=claim.output_profile, account_kind=caps.account_kind, federated=caps.federated,
             deployment_environment="production", provider_environment="production",
         )
@@ -73,7 +79,7 @@ def _claim_reasons(claim: Claim) -> list[str]:
         enforced=True, deployment="cloud", disabled_providers=frozenset(settings.HERALD_DISABLED_PROVIDERS),
         restrictions=frozenset(settings.HERALD_PROVIDER_POLICY_RESTRICTIONS), claims=frozenset(),
     )
-    decision = evaluate(subject=subject, caps=caps, app=app_identity(claim.provider, caps), contract=current,
+    decision = evaluate(subject=subject, caps=caps, app=app, contract=current,
                         evidence=evidence, policy=policy, now=timezone.now())
     for fact, allowed in GATE_FACTS.items():
         status = decision.facts[fact]["status"]
@@ -85,6 +91,21 @@ def _claim_reasons(claim: Claim) -> list[str]:
     return reasons
 
 
+def untrusted_reason() -> str:
+    """Why this process's ledger is not the trusted (hosted production) projection, or ``""``."""
+    wrong = [f"{name}={value}" for name, value, needed in (
+        ("HERALD_DEPLOYMENT", settings.HERALD_DEPLOYMENT, "cloud"),
+        ("HERALD_ENVIRONMENT", settings.HERALD_ENVIRONMENT, "production"),
+        ("HERALD_PROVIDER_ENVIRONMENT", settings.HERALD_PROVIDER_ENVIRONMENT, "production"),
+    ) if value != needed]
+    if wrong:
+        return ("this is not the hosted production deployment (" + ", ".join(wrong) + "), so its ledger is no "
+                "trusted ledger projection")
+    if not CertificationRun.objects.exists():
+        return "this instance's certification ledger is empty"
+    return ""
+
+
 def provider_certification_check(
     *, claims_path: Path = CLAIMS_FILE, manifest_path: Path = MANIFEST_FILE
 ) -> GateResult:
@@ -94,11 +115,11 @@ def provider_certification_check(
         return GateResult(False, (f"the claims file is not bound by the release manifest: {exc}",), 0)
     if not claims:
         return GateResult(True, (), 0)
-    if not CertificationRun.objects.exists():
+    if reason := untrusted_reason():
         return GateResult(False, (
             f"{len(claims)} claim(s) but no trusted ledger projection supplies current contract digests "
-            "(this instance's certification ledger is empty); public claims need passing local and live "
-            "certification of the exact production subject",
+            f"({reason}); public claims need passing local and live certification of the exact production "
+            "subject",
         ), len(claims))
     reasons = [reason for claim in claims for reason in _claim_reasons(claim)]
     return GateResult(not reasons, tuple(reasons), len(claims))

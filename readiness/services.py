@@ -46,6 +46,7 @@ __all__ = [
     "decide_many",
     "decide_provider",
     "enforcement_applies",
+    "provider_app",
     "require_intent_allowed",
 ]
 
@@ -102,6 +103,12 @@ def _has_database_app(provider: str) -> bool:
     return ProviderApp.objects.filter(provider=provider, instance_url="").exists()
 
 
+def provider_app(provider: str, caps: Any) -> AppIdentity:
+    """The effective provider app of this deployment (one query only for a registered OAuth app)."""
+    needs_app_row = caps is not None and str(caps.connection) == "oauth2" and not caps.federated
+    return app_identity(provider, caps, database_app=_has_database_app(provider) if needs_app_row else None)
+
+
 def _account_facts(account: Any) -> AccountFacts:
     from publishing import credentials
 
@@ -130,8 +137,7 @@ def decide_many(requests: Sequence[DecisionRequest]) -> list[Decision]:
         provider = request.provider
         if provider not in caps_by_provider:
             caps = caps_by_provider[provider] = _capabilities(provider)
-            needs_app_row = caps is not None and str(caps.connection) == "oauth2" and not caps.federated
-            apps[provider] = app_identity(provider, caps, database_app=_has_database_app(provider) if needs_app_row else None)
+            apps[provider] = provider_app(provider, caps)
         caps = caps_by_provider[provider]
         account = request.account
         account_facts = None

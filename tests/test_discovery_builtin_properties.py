@@ -102,7 +102,9 @@ def test_any_context_gives_valid_cards_without_forbidden_phrases(context: Discov
                                    forbidden=forbidden)
     assert cards == result.opportunities
     for card in cards:
-        for value in json.loads(json.dumps(card)).values():
-            if isinstance(value, str):
-                assert not contains_forbidden(value, forbidden)
+        prose = [card["title"], card["hook"], card["why_it_fits"], card["why_now"]]
+        prose += [a[k] for a in card["angles"] for k in ("label", "thesis", "approach")]
+        prose += [t[k] for t in card["platform_treatments"] for k in ("media", "objective", "rationale")]
+        assert not [text for text in prose if contains_forbidden(text, forbidden)]
+    assert len({json.dumps(card, sort_keys=True) for card in cards}) == len(cards)
     assert engine.discover(context).opportunities == result.opportunities

@@ -131,6 +131,27 @@ def test_projection_needs_workspace_access(bearer_client: Callable[..., APIClien
     assert_invalid(stranger.get(f"{API}/provider-readiness"), "query.workspace_id")
 
 
+def test_projection_shows_only_the_workspace_own_accounts(owner_client: APIClient, user: Any, organization: Any,
+                                                          workspace: Any) -> None:
+    """Another workspace's accounts (even the caller's own) never appear, and capability
+    resolution refuses an account of another workspace."""
+    from workspaces.access import Actor
+    from workspaces.services import workspace_create
+
+    mine = make_account(workspace)
+    other_workspace = workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Other")
+    theirs = make_account(other_workspace)
+    make_account(other_workspace, "telegram")
+    body = ok(owner_client.get(f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)}))
+    listed = {p["account_id"] for e in body["providers"] for p in e["profiles"]}
+    assert listed == {str(mine.pk)}
+    assert sum(e["connected_accounts"] for e in body["providers"]) == 1
+    assert str(theirs.pk) not in str(body)
+    response = owner_client.get(f"{API}/capabilities", {"workspace_id": str(workspace.pk),
+                                                        "account_ids": str(theirs.pk)})
+    assert_problem(response, 403, "account_not_in_workspace")
+
+
 def _projection_queries(workspace: Any) -> int:
     with CaptureQueriesContext(connection) as captured:
         provider_readiness_projection(workspace_id=workspace.pk)
@@ -268,6 +289,30 @@ def test_admin_append_validation(admin_session: tuple[APIClient, dict[str, str]]
         "output_profile": "discord_webhook.message",
         "checks": checks_for("discord_webhook", "publish_immediate")}, format="json", **csrf)
     assert_invalid(response, "body.account_id")
+    response = client.post(f"{ADMIN}/certifications", {
+        "kind": "local", "provider": "discord_webhook", "operation": "connect", "account_kind": "ops@example.com",
+        "checks": [{"name": "connect", "outcome": "maybe"}, {"name": "whatever", "outcome": "passed"}]},
+        format="json", **csrf)
+    assert_invalid(response, "body.account_kind", "body.checks[0].outcome", "body.checks[1].name")
+    response = client.post(f"{ADMIN}/certifications", {
+        "kind": "local", "provider": "discord_webhook", "operation": "publish_immediate",
+        "output_profile": "discord_webhook.poll", "checks": checks_for("discord_webhook", "publish_immediate")},
+        format="json", **csrf)
+    assert_invalid(response, "body.output_profile")
+    response = client.post(f"{ADMIN}/certifications", {
+        "kind": "local", "provider": "discord_webhook", "operation": "publish_immediate",
+        "output_profile": "discord_webhook.message",
+        "checks": checks_for("discord_webhook", "publish_immediate")[:-1]}, format="json", **csrf)
+    assert_invalid(response, "body.checks")
+    response = client.post(f"{ADMIN}/approval-reviews", {
+        "provider": "discord_webhook", "outcome": "approved", "operations": ["connect", "delete"],
+        "reviewed_at": "2026-01-02T00:00:00Z", "expires_at": "2026-01-01T00:00:00Z"}, format="json", **csrf)
+    assert_invalid(response, "body.operations[1]")
+    response = client.post(f"{ADMIN}/approval-reviews", {
+        "provider": "discord_webhook", "outcome": "approved",
+        "reviewed_at": "2026-01-02T00:00:00Z", "expires_at": "2026-01-01T00:00:00Z"}, format="json", **csrf)
+    assert_invalid(response, "body.expires_at")
+    assert not ApprovalReview.objects.exists()
     assert not RuntimeControl.objects.exists()
     assert not CertificationRun.objects.exists()
 

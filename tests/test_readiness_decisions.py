@@ -57,6 +57,8 @@ class Case:
     enforced: bool = True
     deployment: str = "cloud"
     intent: str = "normal"
+    claims: frozenset[tuple[str, str, str, str]] = frozenset()
+    policy_mode: str = "standard"
 
     def decide(self) -> Any:
         from publishing.providers import PROVIDERS
@@ -70,6 +72,7 @@ class Case:
             account_kind=caps.account_kind if caps else "", federated=bool(caps and caps.federated),
             instance_url="https://mastodon.example" if caps and caps.federated else "",
             deployment_environment=self.deployment_environment, provider_environment=self.provider_environment,
+            policy_mode=self.policy_mode,
         )
         contract = contract_digest(caps, subject)
         evidence = Evidence(unavailable=self.unavailable)
@@ -86,7 +89,7 @@ class Case:
                 expires_at=EARLIER if self.approval == "expired" else None)
         evidence.controls[subject.provider] = [ControlFact(p, o, m) for p, o, m in self.controls]
         policy = Policy(enforced=self.enforced, deployment=self.deployment, disabled_providers=self.disabled,
-                        restrictions=self.restrictions, claims=frozenset())
+                        restrictions=self.restrictions, claims=self.claims)
         return evaluate(subject=subject, caps=caps, app=app, contract=contract, evidence=evidence, policy=policy,
                         now=NOW, account=self.account, intent=self.intent)
 
@@ -107,7 +110,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], str]] = {
     "unsupported_operation": ({"operation": "revoke", "output_profile": ""}, "unsupported"),
     "provider_disabled": ({"disabled": frozenset({"discord_webhook"})}, "disabled"),
     "control_disabled": ({"controls": (("", "", "enabled"), ("discord_webhook.message", "", "disabled"))}, "disabled"),
-    "control_missing": ({"controls": ()}, "disabled"),
+    "control_missing": ({"controls": ()}, "degraded"),
     "app_missing": ({**MASTODON, "account": account(has_app=False, granted_scopes=MASTODON_SCOPES)},
                     "needs_configuration"),
     "credentials_unreadable": ({"account": account(credentials_readable=False)}, "needs_configuration"),
@@ -181,6 +184,7 @@ PAIRS = [
     ("app_missing", "grant_invalid"),
     ("grant_invalid", "control_degraded"),
     ("control_degraded", "approval_missing"),
+    ("control_missing", "approval_missing"),
     ("approval_missing", "policy_restricted"),
     ("approval_trial", "policy_restricted"),
     ("policy_restricted", "local_test_expired"),
@@ -197,6 +201,31 @@ def test_precedence_pairs(first: str, second: str) -> None:
     decision = Case(**changes).decide()
     assert decision.state == SCENARIOS[first][1]
     assert {first, second} <= {b.code for b in decision.blockers}  # every blocker is listed
+
+
+@pytest.mark.parametrize("reported", ["app_missing", "credentials_unreadable", "grant_invalid", "credentials_missing"])
+def test_a_missing_runtime_control_never_hides_configuration_or_grant_problems(reported: str) -> None:
+    """Enforced, no control is a gated gap ranked as the control's ``degraded`` state: it is no
+    explicit disable, and missing configuration or an invalid grant is still the state shown."""
+    changes = {**SCENARIOS[reported][0], "controls": ()}
+    decision = Case(**changes).decide()
+    assert decision.state == SCENARIOS[reported][1]
+    assert sorted(b.code for b in decision.blockers) == sorted([reported, "control_missing"])
+    assert decision.state != "disabled"
+    assert Case(controls=()).decide().facts["control"]["status"] == "missing"
+
+
+def test_policy_mode_is_part_of_the_policy_fact() -> None:
+    """The server permits the account, the format and the policy mode (spec §1, Policy)."""
+    for restriction in ("mode:standard", "discord_webhook@standard"):
+        decision = Case(restrictions=frozenset({restriction}), enforced=False, deployment="self_hosted").decide()
+        assert decision.state == "policy_restricted", restriction
+        assert decision.facts["policy"] == {"status": "restricted", "mode": "standard"}
+    assert Case(restrictions=frozenset({"mode:strict", "discord_webhook@strict", "bluesky@standard"})
+                ).decide().state == HEALTHY
+    strict = Case(policy_mode="strict", restrictions=frozenset({"mode:strict"})).decide()
+    assert strict.state == "policy_restricted"
+    assert strict.subject is not None and strict.subject.policy_mode == "strict"
 
 
 def test_disabled_with_missing_configuration_is_disabled() -> None:
@@ -307,11 +336,28 @@ def test_connect_decision_has_no_account_and_is_connectable() -> None:
     assert not Case(disabled=frozenset({"discord_webhook"})).decide().connectable
 
 
-def test_never_advertised_providers() -> None:
+def _claimed(case: Case) -> frozenset[tuple[str, str, str, str]]:
+    decision = case.decide()
+    return frozenset({(case.provider, case.output_profile, case.operation, decision.contract_digest)})
+
+
+@pytest.mark.parametrize("deployment", ["cloud", "self_hosted"])
+def test_advertisable_needs_a_bound_claim_and_never_for_the_three_kinds(deployment: str) -> None:
     from readiness.subjects import NEVER_ADVERTISED
 
     assert {"pinterest", "telegram", "discord"} <= NEVER_ADVERTISED
     assert "discord_webhook" not in NEVER_ADVERTISED
-    telegram = Case(provider="telegram", output_profile="telegram.message").decide()
-    assert telegram.state == HEALTHY
-    assert not telegram.advertisable
+    hook = Case(deployment=deployment)
+    assert not hook.decide().advertisable  # healthy, but nothing claims it
+    claimed = dataclasses.replace(hook, claims=_claimed(hook))
+    assert claimed.decide().advertisable  # webhooks stay supported: a claim advertises them
+    assert not dataclasses.replace(claimed, intent=CERTIFICATION_TEST).decide().advertisable
+    assert not dataclasses.replace(claimed, operation="publish_scheduled").decide().advertisable  # other subject
+    assert not dataclasses.replace(claimed, local="expired").decide().advertisable  # not healthy
+    stale = {(p, f, o, "sha256:" + "0" * 64) for p, f, o, _ in claimed.claims}
+    assert not dataclasses.replace(hook, claims=frozenset(stale)).decide().advertisable  # old contract
+    telegram = Case(provider="telegram", output_profile="telegram.message", deployment=deployment)
+    telegram = dataclasses.replace(telegram, claims=_claimed(telegram))
+    decision = telegram.decide()
+    assert decision.state == HEALTHY
+    assert not decision.advertisable  # claimed, healthy, and still never advertised

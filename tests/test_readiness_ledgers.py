@@ -163,6 +163,37 @@ def test_incomplete_or_unapproved_checks_are_refused(admin_user: Any, workspace:
     assert not CertificationRun.objects.exists()
 
 
+def test_a_run_cannot_carry_free_text_identities(admin_user: Any, workspace: Any) -> None:
+    """account_kind is a closed list; an instance belongs only to federated providers; a scope
+    snapshot keeps plain scope names (a federated server reports its own granted scopes)."""
+    account = make_account(workspace)
+
+    def append(**extra: Any) -> Any:
+        return ledgers.certification_append(
+            operator=admin_user, kind="local", provider="bluesky", operation="connect",
+            checks=checks_for("bluesky", "connect"), **extra)
+
+    for extra, location in (({"account_kind": "ops@example.com"}, "body.account_kind"),
+                            ({"account_kind": "https://x.example"}, "body.account_kind"),
+                            ({"instance_url": "https://bsky.example"}, "body.instance_url")):
+        with pytest.raises(DomainError) as refused:
+            append(**extra)
+        assert refused.value.status == 422
+        assert [e["location"] for e in refused.value.errors] == [location]
+    with pytest.raises(DomainError) as mismatch:
+        ledgers.certification_append(
+            operator=admin_user, kind="local", provider="discord_webhook", operation="connect",
+            account_id=account.pk, account_kind="bot", checks=checks_for("discord_webhook", "connect"))
+    assert [e["location"] for e in mismatch.value.errors] == ["body.account_kind"]
+    assert append(account_kind="bot").account_kind == "bot"
+    scopes = [*get_adapter("mastodon").capabilities.required_scopes, "https://evil.example/scope",
+              "someone@example.com", "follow"]
+    mastodon = make_account(workspace, "mastodon", granted_scopes=scopes)
+    (live,) = certify(admin_user, mastodon, profile="mastodon.post", kinds=("live",))
+    assert live.granted_scopes == sorted(["follow", *get_adapter("mastodon").capabilities.required_scopes])
+    assert live.outcome == "passed"
+
+
 def test_only_an_instance_administrator_appends(make_user: Any) -> None:
     member = make_user("member@example.com")
     for append in (
@@ -191,7 +222,9 @@ def test_evidence_makes_an_enforced_subject_healthy_and_a_later_failed_run_super
         settings: Any, admin_user: Any, workspace: Any) -> None:
     enforce(settings)
     account = make_account(workspace)
-    assert _decide(account).state == "disabled"  # no runtime control: fail closed
+    unreleased = _decide(account)  # no runtime control: fail closed, but no explicit disable
+    assert unreleased.state == "degraded"
+    assert "control_missing" in {b.code for b in unreleased.blockers}
     approve_and_enable(admin_user, "discord_webhook")
     assert _decide(account).state == "certification_required"
     certify(admin_user, account, profile="discord_webhook.message")
@@ -276,7 +309,9 @@ def test_certification_test_needs_approval_and_an_enabled_control(settings: Any,
                                                                   workspace: Any) -> None:
     enforce(settings)
     account = make_account(workspace)
-    assert _decide(account, intent="certification_test").state == "disabled"  # no control
+    no_control = _decide(account, intent="certification_test")
+    assert no_control.state == "degraded"  # no control enables it
+    assert "control_missing" in {b.code for b in no_control.blockers}
     ledgers.runtime_control_append(operator=admin_user, provider="discord_webhook", mode="enabled", reason="rollout")
     assert _decide(account, intent="certification_test").state == "approval_required"
     ledgers.approval_review_append(operator=admin_user, provider="discord_webhook", outcome="trial")

@@ -91,10 +91,12 @@ def test_a_digest_mismatch_is_rejected(tmp_path: Path) -> None:
 
 @pytest.fixture
 def production_evidence(settings: Any, make_user: Any, workspace: Any) -> Any:
-    """A production deployment whose ledger passes the gate for bluesky.post (immediate)."""
+    """The hosted production deployment, whose ledger passes the gate for bluesky.post (immediate)."""
     from cryptography.fernet import Fernet
 
+    settings.HERALD_DEPLOYMENT = "cloud"
     settings.HERALD_ENVIRONMENT = "production"
+    settings.HERALD_PROVIDER_ENVIRONMENT = "production"
     settings.HERALD_CREDENTIALS_KEY = Fernet.generate_key().decode()  # required outside local
     operator = make_user("root@example.com", is_superuser=True)
     account = make_account(workspace, "bluesky")
@@ -116,6 +118,20 @@ def test_the_trusted_ledger_projection_supplies_current_digests(tmp_path: Path, 
     assert "is not the current" in message
     assert "bluesky bluesky.post publish_scheduled: local_test is missing" in message
     assert "telegram has no public hosted claim" in message
+
+
+@pytest.mark.parametrize(("name", "value"), [("HERALD_DEPLOYMENT", "self_hosted"),
+                                             ("HERALD_ENVIRONMENT", "staging"),
+                                             ("HERALD_PROVIDER_ENVIRONMENT", "sandbox")])
+def test_only_the_hosted_production_ledger_is_a_trusted_projection(tmp_path: Path, production_evidence: Any,
+                                                                    settings: Any, name: str, value: str) -> None:
+    """A developer's, staging or self-hosted database is no trusted projection, whatever its
+    ledgers hold: a build or a local run cannot add a claim."""
+    claims, manifest = write_claims(tmp_path, [production_claim("bluesky", "bluesky.post")])
+    assert "passed" in release_check(claims, manifest)
+    setattr(settings, name, value)
+    with pytest.raises(CommandError, match=f"no trusted ledger projection.*{name}={value}"):
+        release_check(claims, manifest)
 
 
 def test_a_bound_claim_makes_only_its_healthy_subject_advertisable(tmp_path: Path, production_evidence: Any,

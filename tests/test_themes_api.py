@@ -354,3 +354,48 @@ def test_read_only_token_cannot_write(
 def test_unauthenticated_is_401(organization: Any) -> None:
     response = APIClient().get("/api/v1/themes", org_query(organization))
     assert_problem(response, 401, "not_authenticated")
+
+
+def test_create_from_a_published_organization_theme(owner: APIClient, organization: Any) -> None:
+    source = create_theme(owner, organization, "Source")
+    source_id = source["draft"]["theme_id"]
+    unpublished = owner.post(
+        "/api/v1/themes",
+        {"name": "Copy", "organization_id": str(organization.pk),
+         "base_reference": {"kind": "organization", "id": source_id}},
+        format="json",
+    )
+    assert_problem(unpublished, 409, "theme_not_published")
+    replace_draft(owner, organization, source, manifest("garden", id="s", name="Source"))
+    publish(owner, organization, source_id, draft=2, published=None)
+    copy = owner.post(
+        "/api/v1/themes",
+        {"name": "Copy", "organization_id": str(organization.pk),
+         "base_reference": {"kind": "organization", "id": source_id, "version": 1}},
+        format="json",
+    )
+    assert copy.status_code == 201, copy.content[:300]
+    body = copy.json()
+    assert body["draft"]["manifest"]["schemes"] == built_in_manifest("garden")["schemes"]
+    assert body["draft"]["manifest"]["id"] == body["draft"]["theme_id"] != source_id
+    assert body["draft"]["revision"] == 1
+
+
+def test_admin_pages_are_read_only(owner: APIClient, organization: Any, make_user: Callable[..., User]) -> None:
+    from django.test import Client
+
+    theme_id = create_theme(owner, organization)["draft"]["theme_id"]
+    publish(owner, organization, theme_id, draft=1, published=None)
+    admin = make_user("admin@example.com", is_staff=True, is_superuser=True)
+    browser = Client()
+    browser.force_login(admin)
+    for model in ("theme", "publishedrevision", "themeasset", "organizationthemesettings", "themeassignment"):
+        assert browser.get(f"/admin/themes/{model}/").status_code == 200, model
+        assert browser.get(f"/admin/themes/{model}/add/").status_code == 403, model
+    from themes.models import PublishedRevision
+
+    revision = PublishedRevision.objects.get(theme_id=theme_id)
+    page = browser.get(f"/admin/themes/publishedrevision/{revision.pk}/change/")
+    assert page.status_code == 200  # a view-only page
+    assert b'name="_save"' not in page.content
+    assert browser.post(f"/admin/themes/publishedrevision/{revision.pk}/delete/").status_code == 403

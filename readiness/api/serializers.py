@@ -9,6 +9,7 @@ from rest_framework import serializers
 from config.api.request import StrictSerializer
 from config.api.schema import ResponseSerializer
 from readiness.decisions import HEALTHY, INTENTS, STATES
+from readiness.ledgers import ACCOUNT_KINDS
 from readiness.models import (
     OPERATIONS,
     ApprovalReview,
@@ -138,7 +139,8 @@ class CertificationInputSerializer(StrictSerializer):
     operation = serializers.ChoiceField(choices=OPERATIONS)
     output_profile = serializers.CharField(max_length=80, required=False, default="", allow_blank=True)
     account_id = serializers.UUIDField(required=False, help_text="Live runs: the account used (stored as a hash)")
-    account_kind = serializers.CharField(max_length=40, required=False, default="")
+    account_kind = serializers.ChoiceField(choices=ACCOUNT_KINDS, required=False, default="", allow_blank=True,
+                                           help_text="Runs without account_id; default: the provider's kind")
     instance_url = serializers.URLField(max_length=300, required=False, default="",
                                         help_text="Federated providers without account_id (stored as a hash)")
     checks = CertificationCheckInputSerializer(many=True, allow_empty=False, max_length=6)  # type: ignore[call-arg]
