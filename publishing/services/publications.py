@@ -219,6 +219,8 @@ def publication_replace(
     _check_revision(publication, expected_revision)
     if publication.status not in (P.DRAFT, P.SCHEDULED):
         raise PublicationStateError(f"A {publication.status} publication cannot be edited.")
+    # Queued certification-test work runs under its intent: only an administrator may change it.
+    readiness.require_intent_allowed(user=actor.user, intent=publication.execution_intent)
     if voice_profile_id is not UNCHANGED:  # None clears the override
         voice.publication_voice_set(publication=publication, voice_profile_id=voice_profile_id)
     media_ids = [str(m) for m in (media_ids or [])]
@@ -334,6 +336,7 @@ def publication_cancel(*, actor: Actor, publication_id: Any) -> Publication:
 def publication_retry_failed(*, actor: Actor, publication_id: Any) -> Publication:
     """Requeue only the failed or blocked destinations: never the published ones."""
     publication = _lock(actor, publication_id)
+    readiness.require_intent_allowed(user=actor.user, intent=publication.execution_intent)  # requeues it
     retryable_rows = publication.destinations.filter(status__in=[S.FAILED, S.BLOCKED])
     retryable = list(retryable_rows)
     if publication.status not in (P.FAILED, P.PARTIALLY_PUBLISHED, P.PUBLISHING) or not retryable:
