@@ -153,7 +153,6 @@ class Publication(models.Model):
     revision = models.PositiveIntegerField(default=1)
     scheduled_at = models.DateTimeField(null=True, blank=True)
     execution_intent = models.CharField(max_length=24, choices=Intent.choices, default=Intent.NORMAL)
-    voice_profile_id = models.UUIDField(null=True, blank=True)
     created_at = models.DateTimeField(default=now)
     updated_at = models.DateTimeField(auto_now=True)
 

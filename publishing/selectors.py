@@ -29,7 +29,8 @@ def media_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str | Non
 
 
 def _with_destinations(queryset: QuerySet[Publication]) -> QuerySet[Publication]:
-    return queryset.prefetch_related(
+    # ``voice_override`` is the voice app's one-to-one row: joined here so lists show it without N+1.
+    return queryset.select_related("voice_override").prefetch_related(
         Prefetch("destinations", queryset=Destination.objects.select_related("account").order_by("position"))
     )
 

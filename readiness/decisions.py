@@ -10,7 +10,9 @@ configuration, revoked or invalid grants, policy restrictions (and an unsupporte
 operator's ``degraded`` control, or ledgers that cannot be read). Evidence, approval,
 runtime-control and scope gaps block only when enforcement applies
 (``HERALD_DEPLOYMENT=cloud`` and ``SERVICE_PROVIDER_CERTIFICATION_ENFORCED=true``); otherwise
-they are visible in ``facts`` only.
+they are visible in ``facts`` only. The ``certification_test`` intent bypasses local and live
+evidence and is otherwise strict: approval (or trial permission), scope and runtime-control
+gaps block it whatever the flag.
 """
 
 from __future__ import annotations
@@ -286,8 +288,12 @@ def evaluate(
         elif code:
             block(code, detail)
 
-    # Only what blocks is listed: always-blocking codes, and the gated gaps under enforcement.
-    blockers = tuple(b for b in found if BLOCKERS[b.code][1] or policy.enforced)
+    # Only what blocks is listed: always-blocking codes, and the gated gaps under enforcement. A
+    # certification test is strict whatever the flag: it bypasses prior local and live evidence
+    # only (those gaps were never added above) and still requires approval or trial permission,
+    # every scope and an enabled runtime control (spec §1 "Certification evidence ledgers").
+    strict = policy.enforced or intent == CERTIFICATION_TEST
+    blockers = tuple(b for b in found if BLOCKERS[b.code][1] or strict)
     state = min((BLOCKERS[b.code][0] for b in blockers), key=STATES.index, default=HEALTHY)
     executable = state == HEALTHY
     connectable = executable if operation == "connect" else not any(b.code in PROVIDER_WIDE for b in blockers)

@@ -348,6 +348,16 @@ def test_only_a_superuser_selects_certification_test(owner_client: APIClient, wo
     scheduled = ok(root.post(f"{url}/schedule", {"scheduled_at": later, **intent}, format="json"))
     assert scheduled["execution_intent"] == "certification_test"  # queued work keeps it
     assert Publication.objects.get(pk=body["id"]).execution_intent == "certification_test"
+    # A non-superuser cannot ride on queued certification-test work: no edit (new text or other
+    # destinations would run with the bypass) and no requeue.
+    other = make_account(workspace, "telegram")
+    replace = {"expected_revision": scheduled["revision"], "text": "changed",
+               "destinations": [{"account_id": str(hook.pk)}, {"account_id": str(other.pk)}]}
+    assert_problem(owner_client.put(url, replace, format="json"), 403, "certification_test_forbidden")
+    assert_problem(owner_client.post(f"{url}/retry-failed", {}, format="json"), 403, "certification_test_forbidden")
+    stored = Publication.objects.get(pk=body["id"])
+    assert (stored.text, stored.destinations.count()) == (body["text"], 1)
+    assert ok(root.put(url, replace, format="json"))["revision"] == scheduled["revision"] + 1  # the admin may
 
 
 def test_worker_redecides_with_the_intent_before_each_provider_call(

@@ -318,6 +318,25 @@ def test_certification_test_bypasses_only_prior_local_and_live_evidence() -> Non
         assert decision.state == state, code
 
 
+@pytest.mark.parametrize(("deployment", "flag"), CELLS)
+def test_certification_test_is_strict_whatever_the_flag(deployment: str, flag: bool) -> None:
+    """Only prior local and live evidence is bypassed: approval (or trial permission), every
+    scope and an enabled runtime control are required in every cell of the matrix."""
+    enforced = deployment == "cloud" and flag
+    base = {"deployment": deployment, "enforced": enforced, "intent": CERTIFICATION_TEST, "local": None, "live": None}
+    assert Case(**base).decide().state == HEALTHY
+    assert Case(**base, approval="trial").decide().state == HEALTHY
+    for code in ("approval_missing", "approval_rejected", "approval_expired", "approval_operation_not_permitted",
+                 "control_missing", "scope_missing"):
+        changes, state = SCENARIOS[code]
+        decision = Case(**{**base, **changes}).decide()
+        assert decision.state == state, (code, deployment, flag)
+        assert code in {b.code for b in decision.blockers}
+    # the same gaps do not stop normal work unless enforcement applies
+    normal = Case(deployment=deployment, enforced=enforced, approval=None, controls=()).decide()
+    assert normal.executable is (not enforced)
+
+
 def test_unknown_intent_or_operation_fails_loudly() -> None:
     with pytest.raises(ValueError, match="intent"):
         Case(intent="yolo").decide()

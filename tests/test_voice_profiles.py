@@ -392,6 +392,8 @@ def test_effective_profile_publication_override_then_assignment_then_default(
         "workspace_id": str(workspace.pk), "text": "Hello", "voice_profile_id": chosen["id"],
         "destinations": [{"account_id": str(account.pk)}],
     }, format="json"), 201)
+    assert created["voice_profile_id"] == chosen["id"]
+    assert ok(owner_client.get(f"{API}/publications/{created['id']}"))["voice_profile_id"] == chosen["id"]
     effective = selectors.voice_profile_effective(
         workspace_id=workspace.pk, account_id=account.pk, publication_id=created["id"]
     )
@@ -402,11 +404,13 @@ def test_effective_profile_publication_override_then_assignment_then_default(
         "expected_revision": created["revision"], "text": "Hello again",
         "destinations": [{"account_id": str(account.pk)}],
     }, format="json"))
+    assert kept["voice_profile_id"] == chosen["id"]
     assert selectors.publication_voice_profile_id(publication_id=created["id"]) == chosen["id"]
-    ok(owner_client.put(f"{API}/publications/{created['id']}", {
+    cleared_override = ok(owner_client.put(f"{API}/publications/{created['id']}", {
         "expected_revision": kept["revision"], "text": "Hello again", "voice_profile_id": None,
         "destinations": [{"account_id": str(account.pk)}],
     }, format="json"))
+    assert cleared_override["voice_profile_id"] is None
     assert selectors.publication_voice_profile_id(publication_id=created["id"]) is None
     effective = selectors.voice_profile_effective(
         workspace_id=workspace.pk, account_id=account.pk, publication_id=created["id"]

@@ -220,6 +220,11 @@ class PublicationSerializer(ResponseSerializer):
     revision = serializers.IntegerField()
     scheduled_at = serializers.DateTimeField(allow_null=True)
     execution_intent = serializers.CharField()
+    voice_profile_id = serializers.CharField(
+        source="voice_override.voice_profile_id", allow_null=True,
+        help_text="The publication's voice profile override; null: the accounts' assignments or the "
+                  "workspace default apply",
+    )
     created_by = serializers.CharField(source="created_by_id", allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
