@@ -130,7 +130,7 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
         for number, kind in enumerate(kinds):
             ledgers.certification_append(
                 operator=operator, kind=kind, provider=account.provider, operation="publish_immediate",
-                output_profile=profile, account_id=account.pk,
+                output_profile=profile, account_id=account.pk, external_result_reference=f"bench post {index}",
                 checks=checks_for(account.provider, "publish_immediate",
                                   failed=("provider_result",) if number == 2 else ()),
             )

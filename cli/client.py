@@ -26,6 +26,7 @@ from cli.errors import (
     UsageProblem,
     api_error_for,
 )
+from cli.redact import redact, remember_secret
 
 JSON = dict[str, Any]
 API_PREFIX = "/api/v1"
@@ -112,6 +113,7 @@ class HeraldClient:
         if token and not _TOKEN_CHARACTERS.match(token):
             raise UsageProblem("The API token has characters no token has; copy it again.")
         self._token = token or None
+        remember_secret(self._token)  # whatever prints an error or a report never shows it
         self.timeout = timeout
         self.session = session or requests.Session()
         self.session.headers["User-Agent"] = f"herald-cli/{cli_version()}"
@@ -243,13 +245,13 @@ class HeraldClient:
         body = self._body(response) or {}
         if response.status_code == 200 and body:
             return ProbeResult(name, ok=True, status_code=200, body=body)
-        detail = str(body.get("detail") or response.reason or "no JSON body")
+        detail = " ".join(str(body.get("detail") or response.reason or "no JSON body").split())
         return ProbeResult(
             name,
             ok=False,
             status_code=response.status_code,
             body=body,
-            error=f"{response.status_code} {detail}",
+            error=redact(f"{response.status_code} {detail}"),
         )
 
     def health(self) -> ProbeResult:

@@ -88,6 +88,14 @@ class ConfigStore:
         return data
 
     def _write(self, path: Path, data: dict[str, Any]) -> None:
+        try:
+            self._write_private(path, data)
+        except OSError as exc:
+            raise UsageProblem(
+                f"Cannot write {path}: {exc.strerror or type(exc).__name__}."
+            ) from None
+
+    def _write_private(self, path: Path, data: dict[str, Any]) -> None:
         """Atomic write of a private file: 0600 from its creation, then renamed into place."""
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=self.directory)

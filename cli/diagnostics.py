@@ -31,6 +31,8 @@ from cli.output import fields
 from cli.redact import redact
 
 LOG_TAIL_LINES = 100
+LOG_TAIL_MAX_BYTES = 4 * 1024 * 1024  # a file of a few enormous lines is not read whole
+LOG_LINE_MAX_CHARACTERS = 2000
 _BLOCK = 64 * 1024
 _CONTROL = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f]")
 
@@ -41,11 +43,16 @@ def tail_lines(path: Path, count: int = LOG_TAIL_LINES) -> list[str]:
         handle.seek(0, os.SEEK_END)
         position = handle.tell()
         data = b""
-        while position > 0 and data.count(b"\n") <= count:
+        while position > 0 and data.count(b"\n") <= count and len(data) < LOG_TAIL_MAX_BYTES:
             step = min(_BLOCK, position)
             position -= step
             handle.seek(position)
             data = handle.read(step) + data
+    if position > 0:
+        # The first line read is only the end of a line: drop it, since the part of a secret
+        # that would be left could no longer be recognized.
+        newline = data.find(b"\n")
+        data = data[newline + 1 :] if newline >= 0 else b""
     lines = data.decode("utf-8", errors="replace").splitlines()
     return lines[-count:]
 
@@ -162,6 +169,10 @@ def _authenticated(
         "workspaces": len(workspaces),
     }
 
+    if workspace_id is None and len(workspaces) == 1:
+        # Like every other command: the only workspace the token reaches is the active one.
+        workspace_id = str(workspaces[0].get("id"))
+        workspace_source = "the only workspace the token reaches"
     if workspace_id is not None:
         entry: dict[str, Any] = {"id": workspace_id, "source": workspace_source}
         names = {str(w.get("id")): w.get("name") for w in workspaces}
@@ -261,18 +272,42 @@ def _provider_status(
     return status
 
 
+def redacted_tail(path: Path, count: int = LOG_TAIL_LINES) -> list[str]:
+    """The last ``count`` lines of ``path``, without control characters, redacted as one text
+    (so that a secret spanning lines, such as a PEM private key, is hidden whole)."""
+    text = "\n".join(_CONTROL.sub("", line) for line in tail_lines(path, count))
+    lines = redact(text).split("\n") if text else []
+    # Shortened only after redaction, so that no secret is cut where its pattern would miss it.
+    return [_shorten(line, LOG_LINE_MAX_CHARACTERS) for line in lines]
+
+
+def _shorten(line: str, limit: int) -> str:
+    return line if len(line) <= limit else line[:limit] + f"… ({len(line) - limit} more characters)"
+
+
+def _redact_all(value: Any) -> Any:
+    """Every string of the report redacted: nothing from the server or the environment can
+    carry a secret into the output, whichever part it landed in."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {key: _redact_all(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_redact_all(item) for item in value]
+    return value
+
+
 def _finish(report: dict[str, Any], problems: list[str], logs_file: Path | None) -> None:
     if logs_file is not None:
         try:
-            lines = tail_lines(logs_file)
-            report["logs"] = {
-                "file": str(logs_file),
-                "lines": [_clean(line) for line in lines],
-            }
+            report["logs"] = {"file": str(logs_file), "lines": redacted_tail(logs_file)}
         except OSError as exc:
             report["logs"] = {"file": str(logs_file), "lines": []}
             problems.append(f"logs file {logs_file}: {exc.strerror or type(exc).__name__}")
     report["problems"] = [_clean(problem) for problem in problems]
+    redacted = _redact_all(report)
+    report.clear()
+    report.update(redacted)
 
 
 # --- text rendering ----------------------------------------------------------------------------

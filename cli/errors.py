@@ -46,7 +46,7 @@ class NotSignedIn(HeraldError):
 
     def __init__(self, message: str = "") -> None:
         super().__init__(
-            message or "No API token: run `herald auth login`, or pass --token / set HERALD_TOKEN."
+            message or "No API token; run `herald auth login`, pass --token or set HERALD_TOKEN."
         )
 
 

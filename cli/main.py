@@ -9,7 +9,7 @@ import click
 
 from cli import cli_version
 from cli.context import GlobalOptions, HeraldContext
-from cli.errors import EXIT_CODES_HELP, HeraldError
+from cli.errors import EXIT_CODES_HELP, EXIT_FAILED, HeraldError
 from cli.redact import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -92,7 +92,25 @@ def current() -> HeraldContext:
 
 
 class HeraldGroup(click.Group):
-    """Reports every :class:`HeraldError` as one redacted line and its documented exit code."""
+    """Reports every error as one redacted line with its documented exit code.
+
+    A :class:`HeraldError` keeps its own exit code; a usage error of click (a mistyped command
+    line may hold a token) is redacted before click prints it; anything unexpected is one line
+    with exit 1 instead of a traceback that could quote a secret.
+    """
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.ClickException as exc:
+            exc.message = redact(exc.message)
+            raise
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -100,6 +118,19 @@ class HeraldGroup(click.Group):
         except HeraldError as exc:
             click.echo(f"herald: error: {redact(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
+        except click.ClickException as exc:
+            exc.message = redact(exc.message)
+            raise
+        except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            message = redact(" ".join(str(exc).split()))[:300]
+            click.echo(
+                f"herald: error: unexpected {type(exc).__name__}: {message} "
+                "(a bug in herald; please report it)",
+                err=True,
+            )
+            ctx.exit(EXIT_FAILED)
 
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}

@@ -26,6 +26,10 @@ _SENSITIVE = (
 )
 # Short query-parameter names that carry secrets in URLs (API keys, signatures, OAuth codes).
 _QUERY_NAME = rf"(?:{_SENSITIVE}|key|sig|code|auth|pass|pwd|jwt)"
+# A name that is a file name (credentials.json) is no secret's name.
+_NOT_A_FILE = (
+    r"(?<!\.json)(?<!\.yml)(?<!\.yaml)(?<!\.toml)(?<!\.txt)(?<!\.py)(?<!\.log)(?<!\.ini)(?<!\.cfg)"
+)
 # A value that is already redacted is left alone (so the patterns can run one after another).
 _NOT_DONE = r"(?!\[REDACTED\])"
 
@@ -42,7 +46,9 @@ _PATTERNS: list[tuple[re.Pattern[str], Replacement]] = [
         "-----" + REDACTED + " PRIVATE KEY-----",
     ),
     (
-        re.compile(r"(?m)(?:^[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+[ \t]*-----END [A-Z0-9 ]*PRIVATE KEY-----"),
+        re.compile(
+            r"(?m)(?:^[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+[ \t]*-----END [A-Z0-9 ]*PRIVATE KEY-----"
+        ),
         "-----" + REDACTED + " PRIVATE KEY-----",
     ),
     # Herald API tokens anywhere (hrld_<8 hex id>_<secret>): nothing of them is kept.
@@ -52,9 +58,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Replacement]] = [
         re.compile(
             r"(?i)(\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
             r"(?![A-Za-z]+\s+\[REDACTED\])"
-            r"(?:(bearer|basic|token|digest|negotiate|apikey)\s+)?"
-            + _NOT_DONE
-            + r"[^\s\"',;]+"
+            r"(?:(bearer|basic|token|digest|negotiate|apikey)\s+)?" + _NOT_DONE + r"[^\s\"',;]+"
         ),
         lambda m: m.group(1) + (m.group(2) + " " if m.group(2) else "") + REDACTED,
     ),
@@ -71,7 +75,10 @@ _PATTERNS: list[tuple[re.Pattern[str], Replacement]] = [
     ),
     # Webhook tokens in paths: Discord /api/webhooks/<id>/<token>, Slack /services/T…/B…/<token>.
     (re.compile(r"(?i)(/webhooks/\d+/)[A-Za-z0-9_.\-]+"), r"\1" + REDACTED),
-    (re.compile(r"(?i)(hooks\.slack\.com/services/[A-Z0-9]+/[A-Z0-9]+/)[A-Za-z0-9]+"), r"\1" + REDACTED),
+    (
+        re.compile(r"(?i)(hooks\.slack\.com/services/[A-Z0-9]+/[A-Z0-9]+/)[A-Za-z0-9]+"),
+        r"\1" + REDACTED,
+    ),
     # Telegram bot tokens: bot<digits>:<secret> (in URLs and on their own).
     (re.compile(r"\b(bot)?(\d{5,}):[A-Za-z0-9_\-]{20,}"), r"\1\2:" + REDACTED),
     # Well-known vendor token shapes (GitHub, Slack, OpenAI-style, AWS key IDs, Google API keys)
@@ -103,15 +110,21 @@ _PATTERNS: list[tuple[re.Pattern[str], Replacement]] = [
         re.compile(rf"(?i)([\"']{_SENSITIVE}[\"']\s*:\s*)(?![\"'\[{{]|null\b)[^\s,}}\]]+"),
         r"\1" + REDACTED,
     ),
-    # --password value / --api-key=value on a command line.
-    (
-        re.compile(rf"(?i)((?<!\S)--?{_SENSITIVE}(?:\s+|=))" + _NOT_DONE + r"(?!-)[^\s]+"),
-        r"\1" + REDACTED,
-    ),
-    # password='…', PASSWORD=… (environment), secret: … (YAML, logs), Cookie: a=b.
+    # --password=value, or --api-key value when the value looks like a secret (a digit or a
+    # symbol, four characters or more) rather than a word of prose.
     (
         re.compile(
-            rf"(?i)(\b{_SENSITIVE}\s*[=:]\s*)"
+            rf"(?i)((?<!\S)--?{_SENSITIVE}(?:=|\s+(?=\S*[0-9_+/=])(?=[^\s]{{4}})))"
+            + _NOT_DONE
+            + r"(?!-)[^\s]+"
+        ),
+        r"\1" + REDACTED,
+    ),
+    # password='…', PASSWORD=… (environment), secret: … (YAML, logs), Cookie: a=b; not a file
+    # name followed by a colon ("credentials.json: Permission denied").
+    (
+        re.compile(
+            rf"(?i)(\b{_SENSITIVE}{_NOT_A_FILE}\s*[=:]\s*)"
             + _NOT_DONE
             + r"(\"[^\"]*\"|'[^']*'|[^\s,;&}\"']+)"
         ),
@@ -126,6 +139,11 @@ def remember_secret(value: str | None) -> None:
     """Hide ``value`` (e.g. the API token in use) wherever it appears, whatever its shape."""
     if value and len(value) >= 8:
         _known.add(value)
+
+
+def forget_secrets() -> None:
+    """Forget every secret given to :func:`remember_secret` (tests start from a clean slate)."""
+    _known.clear()
 
 
 def redact(text: str) -> str:

@@ -159,6 +159,9 @@ else:
 
 BROKER_DIR = DATA_DIR / "broker"
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"
+if CELERY_BROKER_URL.startswith("redis://"):
+    # kombu's Redis transport, reusing one redis-py client per channel (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"
 if not REDIS_URL:
     for _sub in ("out", "processed", "control"):
         (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)

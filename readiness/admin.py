@@ -74,6 +74,7 @@ class ApprovalReviewAddForm(LedgerAddForm):
         fields: list[str] = []
 
     def append(self, data: dict[str, Any]) -> Any:
+        data["operations"] = list(data.get("operations") or ()) or None  # none selected: all
         return ledgers.approval_review_append(operator=self.request.user, **data)
 
 

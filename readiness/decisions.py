@@ -296,7 +296,12 @@ def evaluate(
     blockers = tuple(b for b in found if BLOCKERS[b.code][1] or strict)
     state = min((BLOCKERS[b.code][0] for b in blockers), key=STATES.index, default=HEALTHY)
     executable = state == HEALTHY
-    connectable = executable if operation == "connect" else not any(b.code in PROVIDER_WIDE for b in blockers)
+    if operation == "connect":
+        connectable = executable
+    else:  # a reconnect is possible: nothing provider-wide blocks, and no control stops a connect
+        connect_control = _control_mode(evidence, subject, operation="connect", output_profile="")
+        connectable = not any(b.code in PROVIDER_WIDE for b in blockers) and not evidence.unavailable and (
+            connect_control == "enabled" or (connect_control == "missing" and not policy.enforced))
     advertisable = (
         executable
         and intent == NORMAL
@@ -315,12 +320,16 @@ def evaluate(
     )
 
 
-def _control_mode(evidence: Evidence, subject: Subject) -> str:
-    """The most restrictive current ledger control among the scopes covering the subject."""
+def _control_mode(evidence: Evidence, subject: Subject, *, operation: str | None = None,
+                  output_profile: str | None = None) -> str:
+    """The most restrictive current ledger control among the scopes covering the subject (or the
+    same subject with another operation and output profile)."""
+    operation = subject.operation if operation is None else operation
+    output_profile = subject.output_profile if output_profile is None else output_profile
     modes = [
         control.mode
         for control in evidence.controls_for(subject.provider)
-        if control.output_profile in ("", subject.output_profile) and control.operation in ("", subject.operation)
+        if control.output_profile in ("", output_profile) and control.operation in ("", operation)
     ]
     if not modes:
         return "missing"

@@ -27,6 +27,7 @@ from readiness.models import (
     RuntimeControl,
 )
 from readiness.subjects import (
+    PUBLISH_OPERATIONS,
     account_fingerprint,
     contract_digest,
     make_subject,
@@ -84,7 +85,14 @@ def approval_review_append(
 ) -> ApprovalReview:
     _require_admin(operator)
     caps = _capabilities(provider)
+    if operations is not None and not operations:  # permits nothing: that is a rejection, say so
+        raise FieldValidationError([{"location": "body.operations",
+                                     "message": "Name at least one operation, or leave it out for all.",
+                                     "value": []}])
     now = timezone.now()
+    if reviewed_at is not None and reviewed_at > now + timedelta(minutes=5):
+        raise FieldValidationError([{"location": "body.reviewed_at", "message": "Must not be in the future.",
+                                     "value": reviewed_at.isoformat()}])
     if expires_at is not None and expires_at <= (reviewed_at or now):
         raise FieldValidationError([{"location": "body.expires_at", "message": "Must be after the review time.",
                                      "value": expires_at.isoformat()}])
@@ -93,7 +101,7 @@ def approval_review_append(
         app_fingerprint=_app(provider, caps).fingerprint,
         provider_environment=settings.HERALD_PROVIDER_ENVIRONMENT,
         outcome=outcome,
-        operations=sorted(set(operations if operations else OPERATIONS)),
+        operations=sorted(set(OPERATIONS if operations is None else operations)),
         reference_fingerprint=result_fingerprint(review_reference) if review_reference else "",
         operator_fingerprint=operator_fingerprint(operator),
         reviewed_at=reviewed_at or now,
@@ -108,6 +116,11 @@ def runtime_control_append(
     _require_admin(operator)
     caps = _capabilities(provider)
     _check_profile(caps, output_profile)
+    if output_profile and operation and operation not in PUBLISH_OPERATIONS:
+        # Only publish subjects have an output profile: such a control would cover nothing.
+        raise FieldValidationError([{"location": "body.output_profile",
+                                     "message": f"A {operation} control covers the whole provider; leave it blank.",
+                                     "value": output_profile}])
     return RuntimeControl.objects.create(
         provider=provider, output_profile=output_profile, operation=operation, mode=mode, reason=reason,
         operator_fingerprint=operator_fingerprint(operator),
@@ -156,10 +169,13 @@ def certification_append(
 
     _require_admin(operator)
     caps = _capabilities(provider)
-    if operation in ("publish_immediate", "publish_scheduled"):
+    if operation in PUBLISH_OPERATIONS:
         if not output_profile:
             raise FieldValidationError([{"location": "body.output_profile", "message": "Required for a publish operation."}])
         _check_profile(caps, output_profile)
+        if not external_result_reference:  # spec: a hashed external-result reference per publish subject
+            raise FieldValidationError([{"location": "body.external_result_reference",
+                                         "message": "Required for a publish operation (stored only as a fingerprint)."}])
     elif output_profile:
         raise FieldValidationError([{"location": "body.output_profile",
                                      "message": "Only publish operations have an output profile."}])

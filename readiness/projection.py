@@ -5,7 +5,7 @@ operation ``get_provider_readiness`` and ``herald provider readiness`` all retur
 ``provider_readiness_projection`` builds: per provider its connect decision (state,
 connectable, advertisable, facts), the configured app state, the connected account count, the
 blocking issues, and per connected account and output profile the immediate and scheduled
-decisions. One query for the accounts plus the three ledger queries of ``decide_many``,
+decisions. One query for the accounts plus the one ledger statement of ``decide_many``,
 whatever the number of accounts.
 """
 

@@ -3,7 +3,8 @@
 Every caller asks here — connect, queue actions, the delivery worker before each provider call,
 the catalogue, capability resolution and ``GET /provider-readiness`` — and all of them go
 through ``decide_many``: build the exact subject of each request, read the current ledger facts
-for all subjects at once (three indexed queries, no cache), evaluate the seven facts.
+for all subjects at once (one statement of three indexed look-ups, no cache), evaluate the
+seven facts.
 
 The ledger appends (approval reviews, certification runs with their checks, runtime controls)
 live in ``readiness.ledgers``.

@@ -31,7 +31,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from publishing.models import Account
@@ -64,16 +64,30 @@ def engine_tick(
 ) -> dict[str, int]:
     """One beat tick: create new executions, then hand every due execution to a worker.
 
-    A dispatched execution is not due again for one lease: a lost message or a dead worker is
-    picked up by a later tick, and a backlog is not nudged twice meanwhile."""
+    Due: an active execution whose ``next_check_at`` passed, and a finished one (skipped or
+    failed while a repost was in flight) whose in-flight stage still waits to be settled with
+    the provider. A dispatched execution is not due again for one lease: a lost message or a
+    dead worker is picked up by a later tick, and a backlog is not nudged twice meanwhile."""
     now = now or timezone.now()
     created = executions_create(now=now, batch=batch)
+    free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
     due = list(
         RepostExecution.objects.filter(status__in=RepostExecution.ACTIVE, next_check_at__lte=now)
-        .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
+        .filter(free)
         .order_by("next_check_at")
         .values_list("pk", flat=True)[:batch]
     )
+    if len(due) < batch:
+        due += list(
+            RepostExecution.objects.exclude(status__in=RepostExecution.ACTIVE)
+            .filter(
+                pk__in=RepostStage.objects.filter(status=ST.IN_FLIGHT).values("execution_id"),
+                next_check_at__lte=now,
+            )
+            .filter(free)
+            .order_by("next_check_at")
+            .values_list("pk", flat=True)[: batch - len(due)]
+        )
     if due:
         lease = timedelta(seconds=settings.HERALD_REPOST_LEASE_SECONDS)
         RepostExecution.objects.filter(pk__in=due).update(next_check_at=now + lease)
@@ -99,11 +113,16 @@ class _Unusable(Exception):
 
 def execution_advance(*, execution_id: Any, now: datetime | None = None) -> str | None:
     """Move one execution as far as its clock allows; returns its status (``None``: another
-    worker holds it or it has finished). Safe to run twice."""
+    worker holds it, or it has finished and has nothing left to settle). Safe to run twice.
+
+    A finished execution that still has an in-flight stage (it was skipped or failed while a
+    repost's outcome was unknown) is claimed too, and only settled: see :func:`_settle`."""
     now = now or timezone.now()
     lease = timedelta(seconds=settings.HERALD_REPOST_LEASE_SECONDS)
+    in_flight = Exists(RepostStage.objects.filter(execution=OuterRef("pk"), status=ST.IN_FLIGHT))
     claimed = (
-        RepostExecution.objects.filter(pk=execution_id, status__in=RepostExecution.ACTIVE)
+        RepostExecution.objects.filter(pk=execution_id)
+        .filter(Q(status__in=RepostExecution.ACTIVE) | Q(in_flight))
         .filter(Q(claimed_until__isnull=True) | Q(claimed_until__lt=now))
         .update(claimed_until=now + lease, updated_at=now)
     )
@@ -113,6 +132,12 @@ def execution_advance(*, execution_id: Any, now: datetime | None = None) -> str 
         "policy", "destination__account__app", "target_account__app", "target_account__workspace"
     ).get(pk=execution_id)
     next_at: datetime | None
+    if execution.status not in RepostExecution.ACTIVE:
+        next_at = _settle(execution, now)
+        RepostExecution.objects.filter(pk=execution.pk).update(
+            claimed_until=None, next_check_at=next_at or now, updated_at=now
+        )
+        return str(execution.status)
     try:
         next_at = _advance(execution, now)
         RepostExecution.objects.filter(pk=execution.pk).update(failures=0)
@@ -180,10 +205,12 @@ def _policy_reason(execution: RepostExecution) -> str:
         return "policy_removed"
     if not policy.enabled:
         return "policy_disabled"
-    if not policy.account_links.filter(
-        role="target", account_id=execution.target_account_id
-    ).exists():
+    links = list(policy.account_links.values_list("role", "account_id"))
+    if ("target", execution.target_account_id) not in links:
         return "target_removed"
+    sources = [account_id for role, account_id in links if role == "source"]
+    if sources and execution.destination.account_id not in sources:  # empty: every source
+        return "source_removed"
     return ""
 
 
@@ -312,6 +339,7 @@ def _run_stage(
         if live:
             previous = live[-1]
             _require_ready(target, "target")
+            _require_active(execution)  # skipped meanwhile (grant revoked, policy changed)
             RepostStage.objects.filter(pk=previous.pk).update(unrepost_started_at=now)
             _target_call(target, lambda: adapter.unrepost(
                 account=account_context(target), repost_id=previous.repost_id, **subject))  # fmt: skip
@@ -323,9 +351,10 @@ def _run_stage(
                     s.unreposted_at = now
     _require_ready(target, "target")
     # The intent is recorded before the call: from here on, a dead worker's stage is reconciled.
-    if not RepostStage.objects.filter(pk=stage.pk, status=ST.PENDING).update(
-        status=ST.IN_FLIGHT, intent_at=now
-    ):
+    # Only while the execution is still active (skipping it skips its pending stages too).
+    if not RepostStage.objects.filter(
+        pk=stage.pk, status=ST.PENDING, execution__status__in=RepostExecution.ACTIVE
+    ).update(status=ST.IN_FLIGHT, intent_at=now):
         raise _Stop
     stage.status = ST.IN_FLIGHT
     result = _target_call(target, lambda: adapter.repost(
@@ -333,14 +362,26 @@ def _run_stage(
     _stage_succeeded(stage, result, now, reconciled=False)
 
 
-def _reconcile_stage(execution: RepostExecution, stage: RepostStage, now: datetime) -> None:
+def _require_active(execution: RepostExecution) -> None:
+    if not RepostExecution.objects.filter(
+        pk=execution.pk, status__in=RepostExecution.ACTIVE
+    ).exists():
+        raise _Stop
+
+
+def _find_repost(execution: RepostExecution, stage: RepostStage) -> PublishResult | None:
+    """Ask the target account's provider for the stage's repost (readiness first). A read."""
     target = execution.target_account
     adapter = get_adapter(target.provider)
     _require_ready(target, "target")
+    return _target_call(target, lambda: adapter.find_repost(  # type: ignore[no-any-return]
+        account=account_context(target), idempotency_key=_stage_key(execution, stage),
+        **_subject(execution)))  # fmt: skip
+
+
+def _reconcile_stage(execution: RepostExecution, stage: RepostStage, now: datetime) -> None:
     try:
-        found = _target_call(target, lambda: adapter.find_repost(
-            account=account_context(target), idempotency_key=_stage_key(execution, stage),
-            **_subject(execution)))  # fmt: skip
+        found = _find_repost(execution, stage)
     except NotSupported:
         RepostStage.objects.filter(pk=stage.pk).update(
             status=ST.FAILED,
@@ -435,14 +476,80 @@ def _retry_later(
 ) -> datetime | None:
     failures = execution.failures + 1
     if failures >= settings.HERALD_REPOST_MAX_FAILURES:
-        RepostStage.objects.filter(execution=execution, status=ST.IN_FLIGHT).update(
-            status=ST.FAILED, error_message=message[:500]
-        )
         _finish(
             execution, S.FAILED, now, error=f"Gave up after {failures} failed attempts: {message}"
         )
-        return None
+        # An in-flight stage's outcome is still unknown: it is settled with the provider
+        # later (``_settle``), with a fresh budget of attempts.
+        RepostExecution.objects.filter(pk=execution.pk).update(failures=0)
+        return now + timedelta(seconds=backoff_seconds(1))
     RepostExecution.objects.filter(pk=execution.pk).update(
         failures=failures, error_message=message[:500]
     )
     return now + timedelta(seconds=backoff_seconds(failures, retry_after))
+
+
+# --- Settling a finished execution's in-flight repost -----------------------------------------
+
+UNKNOWN_OUTCOME = "Whether this repost was made is unknown ({reason}); check the account."
+
+
+def _settle(execution: RepostExecution, now: datetime) -> datetime | None:
+    """The execution finished (skipped: grant revoked, policy changed, target unusable; or
+    failed) while one of its reposts was in flight: the provider may or may not have made it.
+    Ask the provider (readiness first) — a read, never a repost — and record the answer: made
+    (``succeeded``, ``reconciled``, with its id) or not made (``skipped``). When the provider
+    cannot be asked (account disconnected or to reconnect) or keeps failing, the stage is
+    ``failed`` with an error that says the outcome is unknown. Returns when to try again."""
+    stages = list(
+        RepostStage.objects.filter(execution=execution, status=ST.IN_FLIGHT).order_by("index")
+    )
+    target = execution.target_account
+    if target.status != Account.Status.ACTIVE:
+        _unknown(stages, "the account must be reconnected"
+                 if target.status == Account.Status.RECONNECT_REQUIRED else "the account was disconnected")  # fmt: skip
+        return None
+    try:
+        for stage in stages:
+            found = _find_repost(execution, stage)
+            if found is not None:
+                _stage_succeeded(stage, found, now, reconciled=True)
+            else:
+                RepostStage.objects.filter(pk=stage.pk, status=ST.IN_FLIGHT).update(
+                    status=ST.SKIPPED,
+                    reconciled=True,
+                    error_message="Not made: the provider has no such repost.",
+                )
+    except _Unusable as exc:
+        return _settle_later(execution, stages, now, exc.reason)
+    except ProviderError as exc:
+        if exc.kind == ErrorKind.PERMANENT:
+            _unknown(stages, exc.message)
+            return None
+        return _settle_later(execution, stages, now, exc.message, retry_after=exc.retry_after)
+    except Exception:
+        logger.exception("Unexpected failure settling repost execution %s", execution.pk)
+        return _settle_later(execution, stages, now, "an unexpected error occurred")
+    return None
+
+
+def _settle_later(
+    execution: RepostExecution,
+    stages: list[RepostStage],
+    now: datetime,
+    reason: str,
+    *,
+    retry_after: float | None = None,
+) -> datetime | None:
+    failures = execution.failures + 1
+    if failures >= settings.HERALD_REPOST_MAX_FAILURES:
+        _unknown(stages, reason)
+        return None
+    RepostExecution.objects.filter(pk=execution.pk).update(failures=failures)
+    return now + timedelta(seconds=backoff_seconds(failures, retry_after))
+
+
+def _unknown(stages: list[RepostStage], reason: str) -> None:
+    RepostStage.objects.filter(pk__in=[s.pk for s in stages], status=ST.IN_FLIGHT).update(
+        status=ST.FAILED, error_message=UNKNOWN_OUTCOME.format(reason=reason.rstrip("."))[:500]
+    )

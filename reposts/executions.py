@@ -10,9 +10,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import Exists, OuterRef
 
 from publishing.models import Account, Destination
-from reposts.models import RepostExecution, RepostPolicy, RepostStage
+from reposts.models import RepostExecution, RepostGrant, RepostPolicy, RepostStage
 from reposts.rules import rule_stages
-from reposts.selectors import supported_platforms, target_unavailable_reason
+from reposts.selectors import supported_platforms
 
 
 def executions_create(*, now: datetime, batch: int = 500) -> int:
@@ -20,7 +20,20 @@ def executions_create(*, now: datetime, batch: int = 500) -> int:
     destinations published since the policy was created and still inside its window."""
     created = 0
     platforms = supported_platforms()
-    policies = RepostPolicy.objects.filter(enabled=True).prefetch_related("account_links__account")
+    policies = list(
+        RepostPolicy.objects.filter(enabled=True).prefetch_related("account_links__account")
+    )
+    # Active grants of every cross-workspace target, in one query (not one per target).
+    cross = {
+        link.account_id
+        for policy in policies
+        for link in policy.account_links.all()
+        if link.role == "target" and link.account.workspace_id != policy.workspace_id
+    }
+    granted = set(
+        RepostGrant.objects.filter(target_account_id__in=cross, revoked_at__isnull=True)
+        .values_list("source_workspace_id", "target_account_id")
+    )
     for policy in policies:
         links = list(policy.account_links.all())
         targets = [
@@ -30,9 +43,7 @@ def executions_create(*, now: datetime, batch: int = 500) -> int:
             and link.account.provider in platforms
             and (
                 link.account.workspace_id == policy.workspace_id
-                or target_unavailable_reason(
-                    account=link.account, workspace_id=policy.workspace_id, check_readiness=False
-                ) == ""
+                or (policy.workspace_id, link.account_id) in granted
             )
         ]  # fmt: skip
         if not targets:
@@ -74,7 +85,10 @@ def _execution_create(
     published_at = destination.published_at
     if published_at is None:  # excluded by the query; a published destination has its time
         return 0
-    evaluate_from = published_at + timedelta(seconds=int(rule["delay_seconds"]))
+    schedule = rule_stages(rule)
+    # Eligible from the first stage's time: ``delay_seconds`` for a rule without stages, the
+    # first stage's own delay otherwise (every stage runs at its delay from the publish time).
+    evaluate_from = published_at + timedelta(seconds=int(schedule[0]["delay_seconds"]))
     try:
         with transaction.atomic():
             execution = RepostExecution.objects.create(
@@ -97,7 +111,7 @@ def _execution_create(
                     unrepost_previous=bool(stage["unrepost_previous"]),
                     due_at=published_at + timedelta(seconds=int(stage["delay_seconds"])),
                 )
-                for index, stage in enumerate(rule_stages(rule))
+                for index, stage in enumerate(schedule)
             )
     except IntegrityError:  # another tick created it first (one per destination and target)
         return 0

@@ -227,7 +227,8 @@ class RepostExecution(models.Model):
 
 class RepostStage(models.Model):
     """One repost of an execution. ``intent_at`` is written before the provider call and the
-    outcome after it: ``in_flight`` past its worker's lease means "ask the provider"."""
+    outcome after it: ``in_flight`` past its worker's lease means "ask the provider" — also
+    after the execution was skipped or failed meanwhile (the engine settles it)."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -257,6 +258,14 @@ class RepostStage(models.Model):
         constraints: ClassVar = [
             models.UniqueConstraint(
                 fields=["execution", "index"], name="one_repost_stage_per_index"
+            ),
+        ]
+        indexes: ClassVar = [
+            # The engine tick looks for finished executions whose repost is still in flight.
+            models.Index(
+                fields=["execution"],
+                condition=Q(status="in_flight"),
+                name="repost_stage_in_flight",
             ),
         ]
 

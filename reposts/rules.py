@@ -7,6 +7,11 @@ from typing import Any
 
 from publishing.providers.base import Metrics
 
+# Providers whose posts report views (``Metrics.views``) to the adapter. Neither Mastodon nor
+# Bluesky counts views, so a non-zero ``min_views`` gate on their posts could never be met: the
+# API refuses it (422 at ``rule.min_views``) instead of accepting a policy that never fires.
+VIEW_REPORTING_PLATFORMS: frozenset[str] = frozenset()
+
 GATES = (
     ("min_likes", "likes"),
     ("min_comments", "comments"),
@@ -39,7 +44,9 @@ def needs_metrics(rule: dict[str, Any]) -> bool:
 
 
 def rule_stages(rule: dict[str, Any]) -> list[dict[str, Any]]:
-    """The stages of a rule; a rule without stages reposts once, at ``delay_seconds``."""
+    """The repost schedule of a rule: its stages, each at its own delay from the publish time
+    (``delay_seconds`` then plays no part); a rule without stages reposts once, at
+    ``delay_seconds``. The execution is eligible (metrics are read) from the first one."""
     return list(rule.get("stages") or []) or [
         {"delay_seconds": rule["delay_seconds"], "unrepost_previous": False}
     ]

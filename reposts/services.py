@@ -31,6 +31,7 @@ from reposts.models import (
     RepostSettings,
     RepostStage,
 )
+from reposts.rules import VIEW_REPORTING_PLATFORMS
 from reposts.selectors import supported_platforms
 from workspaces.access import WORKSPACE_ROLE_RANK, Actor, parse_id, require_workspace
 from workspaces.models import AccessAuditEvent, WorkspaceMembership
@@ -62,8 +63,9 @@ def executions_skip(
 ) -> int:
     """Skip the still active ones of ``executions`` with ``reason`` (call inside a transaction).
 
-    Their pending stages are skipped too; a stage whose provider call is in flight keeps its
-    state, and the worker records its outcome (the repost happened or it did not)."""
+    Their pending stages are skipped too. A stage whose provider call is in flight keeps its
+    state: its worker records the outcome, or, if that worker died, the engine settles it by
+    asking the provider (``reposts.engine._settle``) — an unknown outcome is never dropped."""
     now = now or timezone.now()
     ids = list(executions.filter(status__in=RepostExecution.ACTIVE).values_list("pk", flat=True))
     if not ids:
@@ -113,6 +115,18 @@ def _account_errors(
         errors.append({"location": location, "message": message, "value": value})
 
     for i, policy in enumerate(policies):
+        min_views = int((policy.get("rule") or {}).get("min_views") or 0)
+        if min_views:
+            named = [accounts.get(_canonical(v)) for v in policy.get("source_account_ids") or []]
+            sources = {a.provider for a in named if a is not None} if named else set(platforms)
+            blind = sorted(sources - VIEW_REPORTING_PLATFORMS)
+            if blind:
+                fail(
+                    f"body.policies[{i}].rule.min_views",
+                    f"{', '.join(blind)} posts report no views, so this gate could never be met; "
+                    "use 0.",
+                    min_views,
+                )
         for j, value in enumerate(policy.get("source_account_ids") or []):
             where = f"body.policies[{i}].source_account_ids[{j}]"
             account = accounts.get(_canonical(value))
@@ -146,8 +160,8 @@ def repost_settings_replace(
 
     A policy that carries the ``id`` of an existing policy of the workspace is updated in place
     (keeping its ``created_at`` and its executions); the others are created; policies left out
-    are deleted. Active executions of deleted or disabled policies, and of targets a policy no
-    longer names, are skipped.
+    are deleted. Active executions of deleted or disabled policies, and of targets or sources a
+    policy no longer names, are skipped.
     """
     access = require_workspace(actor, workspace_id, role="admin")
     workspace = access.workspace
@@ -227,6 +241,15 @@ def repost_settings_replace(
                 reason="target_removed",
                 now=now,
             )
+            sources = _unique(incoming.get("source_account_ids") or [])
+            if sources:  # an empty list means every compatible source account
+                executions_skip(
+                    RepostExecution.objects.filter(policy=policy).exclude(
+                        destination__account_id__in=sources
+                    ),
+                    reason="source_removed",
+                    now=now,
+                )
         settings.revision += 1
         settings.updated_at = now
         settings.updated_by = actor.user

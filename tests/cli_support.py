@@ -18,6 +18,17 @@ from cli.main import herald
 HERALD_VARIABLES = ("HERALD_INSTANCE", "HERALD_PROFILE", "HERALD_WORKSPACE", "HERALD_TOKEN")
 
 
+@pytest.fixture(autouse=True)
+def forget_remembered_secrets() -> Iterator[None]:
+    """Each test proves redaction by the patterns: no token remembered by an earlier test (the
+    CLI runs in-process) may hide a leak."""
+    from cli.redact import forget_secrets
+
+    forget_secrets()
+    yield
+    forget_secrets()
+
+
 class Cli:
     """``cli("instance", "health", "--json")`` → click ``Result`` (stdout and stderr apart)."""
 
@@ -25,8 +36,9 @@ class Cli:
         self.config_dir = config_dir
 
     def __call__(
-        self, *args: str, input: str | None = None, env: dict[str, str] | None = None
+        self, *args: str, input: str | None = None, env: dict[str, str | None] | None = None
     ) -> Result:
+        """``env`` adds variables for this run; a value of None removes one."""
         environment = {"HERALD_CONFIG_DIR": str(self.config_dir), **(env or {})}
         return CliRunner().invoke(
             herald, list(args), input=input, env=environment, catch_exceptions=False
@@ -74,3 +86,64 @@ def json_of(result: Result) -> Any:
     import json
 
     return json.loads(result.stdout)
+
+
+class LeakyInstance:
+    """A real HTTP server on 127.0.0.1 that answers like a misbehaving Herald instance: its
+    problem details, headers and bodies echo secrets. ``routes`` maps ``"GET /api/v1/me"`` to
+    ``(status, headers, body)``; anything else is a 404 problem that echoes the request line and
+    the ``Authorization`` header it received."""
+
+    def __init__(self, routes: dict[str, tuple[int, dict[str, str], Any]]) -> None:
+        import http.server
+        import json
+        import threading
+
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                outer.seen.append((self.command, self.path, dict(self.headers)))
+                key = f"{self.command} {self.path.split('?', 1)[0]}"
+                status, headers, body = routes.get(
+                    key,
+                    (
+                        404,
+                        {"Content-Type": "application/problem+json"},
+                        {
+                            "title": "Not Found",
+                            "status": 404,
+                            "detail": f"No route for {self.path} "
+                            f"(Authorization: {self.headers.get('Authorization')})",
+                        },
+                    ),
+                )
+                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                for name, value in {"Content-Type": "application/json", **headers}.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+        self.seen: list[tuple[str, str, dict[str, str]]] = []
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> LeakyInstance:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()

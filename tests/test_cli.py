@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from cli.config import ConfigStore
+from cli.errors import UsageProblem
 from tests.cli_support import (
     Cli,
     closed_port_url,
+    forget_remembered_secrets,  # noqa: F401 (autouse fixture)
     isolated_config_dir,
     json_of,
     mode,
@@ -238,6 +240,42 @@ def test_profile_and_credentials_files_are_created_with_mode_0600(
     with permissive_umask():
         assert cli("instance", "add", "other", url).exit_code == 0
     assert mode(config_dir / "config.json") == 0o600
+
+
+def test_private_files_are_never_readable_by_others_not_even_for_a_moment(
+    config_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from cli import config as config_module
+
+    renamed: list[tuple[int, str]] = []
+    real_replace = os.replace
+
+    def replace(source: str, target: Any) -> None:
+        # The temporary file holds the whole secret before it is renamed into place: it must
+        # already be private at that moment (and from its creation, since mkstemp makes it 0600).
+        renamed.append((mode(Path(source)), Path(source).read_text()))
+        real_replace(source, target)
+
+    monkeypatch.setattr(config_module.os, "replace", replace)
+    store = ConfigStore(config_dir)
+    with permissive_umask():
+        store.save_profile("local", "https://herald.example.com")
+        store.set_token("local", "hrld_0123abcd_" + "t" * 43)
+
+    assert [m for m, _ in renamed] == [0o600, 0o600]
+    assert "hrld_0123abcd_" in renamed[1][1]
+
+    # A write that fails half-way leaves the old file and no temporary copy behind.
+    def disk_full(*args: Any, **kwargs: Any) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(config_module.json, "dump", disk_full)
+    with pytest.raises(UsageProblem, match=r"Cannot write .*credentials\.json: No space"):
+        store.set_token("local", "hrld_0123abcd_" + "u" * 43)
+    assert sorted(p.name for p in config_dir.iterdir()) == ["config.json", "credentials.json"]
+    assert store.token("local") == "hrld_0123abcd_" + "t" * 43
 
 
 # --- authentication ---------------------------------------------------------------------------

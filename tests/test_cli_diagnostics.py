@@ -13,7 +13,13 @@ import requests
 
 from cli import cli_version
 from cli.redact import redact
-from tests.cli_support import Cli, closed_port_url, isolated_config_dir, json_of
+from tests.cli_support import (
+    Cli,
+    closed_port_url,
+    forget_remembered_secrets,  # noqa: F401 (autouse fixture)
+    isolated_config_dir,
+    json_of,
+)
 from workspaces.models import User
 
 API = "/api/v1"
@@ -96,6 +102,27 @@ def test_log_tail_reads_only_the_end_of_a_large_file(tmp_path: Path) -> None:
     ]
 
 
+def test_log_tail_of_enormous_lines_is_bounded_and_never_starts_mid_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cli import diagnostics
+
+    monkeypatch.setattr(diagnostics, "LOG_TAIL_MAX_BYTES", 200_000)
+    path = tmp_path / "wide.log"
+    # A line whose secret would be cut in half by the byte limit, then a few huge lines.
+    secret_line = "x" * 150_000 + " password=hunter2-cut-in-half"
+    path.write_text(
+        secret_line + "\n" + "".join(f"{n} {'y' * 60_000}\n" for n in range(3)), encoding="utf-8"
+    )
+
+    lines = diagnostics.redacted_tail(path)
+
+    assert [line.split(" ", 1)[0] for line in lines] == ["0", "1", "2"]
+    assert all(len(line) < 2100 for line in lines)
+    assert lines[0].endswith("… (58002 more characters)")
+    assert "hunter2" not in "".join(lines)
+
+
 def _log_file(tmp_path: Path) -> Path:
     lines = [f"line {n:03d} ordinary request handled" for n in range(1, 121)]
     lines += [f"line {121 + i:03d} {text}" for i, text in enumerate(LOG_LINES)]
@@ -135,7 +162,12 @@ def test_diagnostics_redacts_the_log_tail(cli: Cli, url: str, token: str, tmp_pa
             assert secret not in output, what
         assert token not in output
         assert "\x1b[" not in output
-    lines = json_of(as_json)["logs"]["lines"]
+    report = json_of(as_json)
+    # No workspace selected: the only one the token reaches is the active one (plan and usage).
+    assert report["workspace"]["source"] == "the only workspace the token reaches"
+    assert report["workspace"]["plan"]["code"] == "self_hosted"
+    assert set(report["workspace"]["usage"]) == set(report["workspace"]["limits"])
+    lines = report["logs"]["lines"]
     assert len(lines) == 100  # the last 100 of 130
     assert lines[0].startswith("line 031 ")
     assert lines[-1] == "line 130 red escape"

@@ -198,7 +198,7 @@ def test_cards_come_from_the_workspace_and_its_voice(
     assert "Sound direct, practical and warm" in angles["Take a stand"]["approach"]
     assert "“toil”, “blast radius” and “paved road”" in angles["Show how"]["approach"]
     assert "No client names or confidential numbers" in angles["Story from the work"]["approach"]
-    assert "Avoid Clickbait questions" in angles["Myth vs. reality"]["approach"]
+    assert "Avoid clickbait questions" in angles["Myth vs. reality"]["approach"]
     # A post that quoted a forbidden phrase is never quoted back (no words put in the author's
     # mouth): its card refers to the topic instead.
     assert covered["hook"].endswith("I wrote about incident response. Here is what I have learned since.")
@@ -207,17 +207,56 @@ def test_cards_come_from_the_workspace_and_its_voice(
     assert "failed on Bluesky (auth)" in second["why_now"]
 
 
+def test_cards_read_as_usable_briefs_not_templates(
+    owner_client: APIClient, workspace: Any, realistic: Any
+) -> None:
+    """What a social media manager would reject: a slogan glued in front of an unrelated claim,
+    a post's whole first sentence pasted into "about …", and the same treatment on every card."""
+    cards = ok(discover(owner_client, workspace, limit=8, audience="engineering leads"))["opportunities"]
+    by_title = {c["title"]: c for c in cards}
+
+    # "Here's the thing" is a lead-in and opens claims; the slogan "Ship small, ship often" has
+    # nothing to do with any card here and never opens a hook.
+    assert not [c["hook"] for c in cards if c["hook"].startswith("Ship small")]
+    assert by_title["Where you stand: Most teams should run fewer microservices than they do"]["hook"] == (
+        "Here's the thing: most teams should run fewer microservices than they do."
+    )
+    # Cards about a post refer to the post instead of pasting its sentence into a template.
+    follow = next(c for c in cards if c["title"].startswith("Follow-up: Our team switched"))
+    second = next(c for c in cards if c["title"].startswith("Second run:"))
+    for card in (follow, second):
+        theses = " ".join(a["thesis"] for a in card["angles"]).casefold()
+        assert "about our team switched" not in theses
+        assert "about why we moved" not in theses
+    assert follow["hook"].startswith("On ")
+    assert second["hook"].startswith("Some of you never saw this one: “Why we moved our CI")
+
+    # Treatments fit the card and what happened to the earlier post on each platform.
+    mastodon, bluesky = second["platform_treatments"]
+    assert "already saw the first post" in mastodon["rationale"]
+    assert "first real run on Bluesky" in bluesky["rationale"]
+    assert "missed it" in bluesky["objective"]
+    opinion = by_title["Where you stand: Most teams should run fewer microservices than they do"]
+    assert opinion["platform_treatments"][0]["objective"].startswith("Spark replies")
+    assert len({c["platform_treatments"][0]["objective"] for c in cards}) >= 4
+    assert len({c["platform_treatments"][0]["media"] for c in cards}) >= 4
+    # A saved example is quoted where it is about the card's subject.
+    postgres = by_title["PostgreSQL performance tuning"]
+    story = next(a for a in postgres["angles"] if a["label"] == "Story from the work")
+    assert "p99 from 900 ms to 40 ms" in story["approach"]
+
+
 def test_treatments_use_the_platforms_capabilities_and_history(
     owner_client: APIClient, workspace: Any, realistic: Any
 ) -> None:
     result = ok(discover(owner_client, workspace, platforms=["mastodon", "bluesky", "telegram"]))
     mastodon, bluesky, telegram = result["opportunities"][0]["platform_treatments"]
     assert mastodon["format"] == "mastodon.post"
-    assert "allows 500 graphemes" in mastodon["rationale"]
+    assert "up to 500 graphemes (each URL counts as 23" in mastodon["rationale"]
     assert "3 of your last 3 deliveries here were published (100 %)" in mastodon["rationale"]
     assert mastodon["media"].startswith("Optional: up to 4")
     assert bluesky["format"] == "bluesky.post"
-    assert "300 graphemes" in bluesky["rationale"]
+    assert "up to 300 graphemes" in bluesky["rationale"]
     assert "reconnect" in bluesky["rationale"]
     assert telegram["format"].startswith("telegram.")
     assert "No Telegram bot account is connected yet" in telegram["rationale"]

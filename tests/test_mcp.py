@@ -15,7 +15,10 @@ import requests
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from tests.cli_support import isolated_config_dir
+from tests.cli_support import (
+    forget_remembered_secrets,  # noqa: F401 (autouse fixture)
+    isolated_config_dir,
+)
 from workspaces.models import User
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -125,14 +125,15 @@ def test_projection_needs_workspace_access(bearer_client: Callable[..., APIClien
                                            workspace: Any) -> None:
     stranger = bearer_client(make_user("stranger@example.com"))
     response = stranger.get(f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)})
-    assert response.status_code in (403, 404)
+    assert_problem(response, 403, "no_workspace_access")
     assert_problem(APIClient().get(f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)}), 401,
                    "not_authenticated")
     assert_invalid(stranger.get(f"{API}/provider-readiness"), "query.workspace_id")
 
 
 def test_projection_shows_only_the_workspace_own_accounts(owner_client: APIClient, user: Any, organization: Any,
-                                                          workspace: Any) -> None:
+                                                          workspace: Any,
+                                                          bearer_client: Callable[..., APIClient]) -> None:
     """Another workspace's accounts (even the caller's own) never appear, and capability
     resolution refuses an account of another workspace."""
     from workspaces.access import Actor
@@ -150,6 +151,9 @@ def test_projection_shows_only_the_workspace_own_accounts(owner_client: APIClien
     response = owner_client.get(f"{API}/capabilities", {"workspace_id": str(workspace.pk),
                                                         "account_ids": str(theirs.pk)})
     assert_problem(response, 403, "account_not_in_workspace")
+    bound = bearer_client(user, workspace=other_workspace)  # a token bound to the other workspace
+    assert_problem(bound.get(f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)}), 403,
+                   "token_workspace_scope")
 
 
 def _projection_queries(workspace: Any) -> int:
@@ -261,7 +265,8 @@ def test_certification_append_fills_the_subject(admin_session: tuple[APIClient, 
     client, csrf = admin_session
     account = make_account(workspace, "mastodon")
     body = {"kind": "live", "provider": "mastodon", "operation": "publish_scheduled", "output_profile": "mastodon.post",
-            "account_id": str(account.pk), "checks": checks_for("mastodon", "publish_scheduled")}
+            "account_id": str(account.pk), "checks": checks_for("mastodon", "publish_scheduled"),
+            "external_result_reference": "https://mastodon.example/@someone/1"}
     run = ok(client.post(f"{ADMIN}/certifications", body, format="json", **csrf), 201)
     assert run["outcome"] == "passed"
     assert run["instance_fingerprint"].startswith("instance:sha256:")
@@ -284,9 +289,14 @@ def test_admin_append_validation(admin_session: tuple[APIClient, dict[str, str]]
     response = client.post(f"{ADMIN}/runtime-controls", {"provider": "myspace", "mode": "enabled",
                                                           "reason": "rollout"}, format="json", **csrf)
     assert_invalid(response, "body.provider")
+    response = client.post(f"{ADMIN}/runtime-controls", {"provider": "discord_webhook", "mode": "disabled",
+                                                          "reason": "security", "operation": "connect",
+                                                          "output_profile": "discord_webhook.message"},
+                           format="json", **csrf)
+    assert_invalid(response, "body.output_profile")  # it would cover nothing
     response = client.post(f"{ADMIN}/certifications", {
         "kind": "live", "provider": "discord_webhook", "operation": "publish_immediate",
-        "output_profile": "discord_webhook.message",
+        "output_profile": "discord_webhook.message", "external_result_reference": "message 1",
         "checks": checks_for("discord_webhook", "publish_immediate")}, format="json", **csrf)
     assert_invalid(response, "body.account_id")
     response = client.post(f"{ADMIN}/certifications", {
@@ -296,14 +306,20 @@ def test_admin_append_validation(admin_session: tuple[APIClient, dict[str, str]]
     assert_invalid(response, "body.account_kind", "body.checks[0].outcome", "body.checks[1].name")
     response = client.post(f"{ADMIN}/certifications", {
         "kind": "local", "provider": "discord_webhook", "operation": "publish_immediate",
-        "output_profile": "discord_webhook.poll", "checks": checks_for("discord_webhook", "publish_immediate")},
+        "output_profile": "discord_webhook.poll", "external_result_reference": "message 1",
+        "checks": checks_for("discord_webhook", "publish_immediate")},
         format="json", **csrf)
     assert_invalid(response, "body.output_profile")
     response = client.post(f"{ADMIN}/certifications", {
         "kind": "local", "provider": "discord_webhook", "operation": "publish_immediate",
-        "output_profile": "discord_webhook.message",
+        "output_profile": "discord_webhook.message", "external_result_reference": "message 1",
         "checks": checks_for("discord_webhook", "publish_immediate")[:-1]}, format="json", **csrf)
     assert_invalid(response, "body.checks")
+    response = client.post(f"{ADMIN}/certifications", {
+        "kind": "local", "provider": "discord_webhook", "operation": "publish_immediate",
+        "output_profile": "discord_webhook.message",
+        "checks": checks_for("discord_webhook", "publish_immediate")}, format="json", **csrf)
+    assert_invalid(response, "body.external_result_reference")
     response = client.post(f"{ADMIN}/approval-reviews", {
         "provider": "discord_webhook", "outcome": "approved", "operations": ["connect", "delete"],
         "reviewed_at": "2026-01-02T00:00:00Z", "expires_at": "2026-01-01T00:00:00Z"}, format="json", **csrf)
@@ -312,6 +328,13 @@ def test_admin_append_validation(admin_session: tuple[APIClient, dict[str, str]]
         "provider": "discord_webhook", "outcome": "approved",
         "reviewed_at": "2026-01-02T00:00:00Z", "expires_at": "2026-01-01T00:00:00Z"}, format="json", **csrf)
     assert_invalid(response, "body.expires_at")
+    response = client.post(f"{ADMIN}/approval-reviews", {
+        "provider": "discord_webhook", "outcome": "approved",
+        "reviewed_at": (timezone.now() + timedelta(days=1)).isoformat()}, format="json", **csrf)
+    assert_invalid(response, "body.reviewed_at")
+    response = client.post(f"{ADMIN}/approval-reviews", {"provider": "discord_webhook", "outcome": "approved",
+                                                          "operations": []}, format="json", **csrf)
+    assert_invalid(response, "body.operations")  # an empty list never means "everything"
     assert not ApprovalReview.objects.exists()
     assert not RuntimeControl.objects.exists()
     assert not CertificationRun.objects.exists()
@@ -345,6 +368,11 @@ def test_only_a_superuser_selects_certification_test(owner_client: APIClient, wo
                    "body.execution_intent")
     WorkspaceMembership.objects.create(workspace=workspace, user=admin_user, role="admin")
     root = bearer_client(admin_user)
+    # strict whatever the flag (here: self-hosted, not enforced): no approval, no control
+    refused = assert_problem(root.post(f"{url}/schedule", {"scheduled_at": later, **intent}, format="json"),
+                             409, "readiness_blocked")
+    assert {b["code"] for b in refused["destinations"][0]["blockers"]} == {"approval_missing", "control_missing"}
+    approve_and_enable(admin_user, "discord_webhook", outcome="trial")
     scheduled = ok(root.post(f"{url}/schedule", {"scheduled_at": later, **intent}, format="json"))
     assert scheduled["execution_intent"] == "certification_test"  # queued work keeps it
     assert Publication.objects.get(pk=body["id"]).execution_intent == "certification_test"
@@ -435,7 +463,8 @@ def test_admin_pages_are_add_only(admin_user: Any, workspace: Any) -> None:
     assert ApprovalReview.objects.get().operations == ["connect", "publish_immediate"]
     account = make_account(workspace)
     fields = {"kind": "local", "provider": "discord_webhook", "operation": "publish_immediate",
-              "output_profile": "discord_webhook.message", "account_id": str(account.pk)}
+              "output_profile": "discord_webhook.message", "account_id": str(account.pk),
+              "external_result_reference": "message 1234"}
     for check in checks_for("discord_webhook", "publish_immediate"):
         fields[f"check_{check['name']}"] = check["outcome"]
         fields[f"reason_{check['name']}"] = check.get("reason", "")

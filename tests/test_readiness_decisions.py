@@ -225,7 +225,8 @@ def test_policy_mode_is_part_of_the_policy_fact() -> None:
                 ).decide().state == HEALTHY
     strict = Case(policy_mode="strict", restrictions=frozenset({"mode:strict"})).decide()
     assert strict.state == "policy_restricted"
-    assert strict.subject is not None and strict.subject.policy_mode == "strict"
+    assert strict.subject is not None
+    assert strict.subject.policy_mode == "strict"
 
 
 def test_disabled_with_missing_configuration_is_disabled() -> None:
@@ -353,6 +354,12 @@ def test_connect_decision_has_no_account_and_is_connectable() -> None:
     blocked = Case(operation="publish_immediate", account=account(status="reconnect_required")).decide()
     assert blocked.connectable  # a reconnect is possible; the provider itself is fine
     assert not Case(disabled=frozenset({"discord_webhook"})).decide().connectable
+    # a ledger control that stops connects makes a publish decision not connectable either
+    assert not Case(controls=(("", "", "disabled"),)).decide().connectable
+    assert not Case(controls=(("", "", "enabled"), ("", "connect", "degraded"))).decide().connectable
+    assert Case(controls=(("", "", "enabled"), ("discord_webhook.message", "", "disabled"))).decide().connectable
+    assert not Case(controls=()).decide().connectable  # enforced: no control enables a connect
+    assert Case(controls=(), enforced=False, deployment="self_hosted").decide().connectable
 
 
 def _claimed(case: Case) -> frozenset[tuple[str, str, str, str]]:

@@ -147,11 +147,13 @@ def test_incomplete_or_unapproved_checks_are_refused(admin_user: Any, workspace:
     def append(given: list[dict[str, str]]) -> Any:
         return ledgers.certification_append(operator=admin_user, kind="local", provider="discord_webhook",
                                             operation="publish_immediate", output_profile="discord_webhook.message",
-                                            account_id=account.pk, checks=given)
+                                            account_id=account.pk, checks=given,
+                                            external_result_reference="message 1")
 
     with pytest.raises(DomainError) as missing:
         append(checks[:-1])
     assert missing.value.status == 422
+    assert [e["location"] for e in missing.value.errors] == ["body.checks"]
     # refresh is implemented for webhooks: not applicable is not a permitted result for it
     refresh = [c if c["name"] != "refresh" else {"name": "refresh", "outcome": "not_applicable",
                                                  "reason": "provider_has_no_refresh"} for c in checks]
@@ -341,11 +343,13 @@ def test_single_decision_is_a_few_queries(workspace: Any, django_assert_max_num_
     from publishing.models import Account
 
     fresh = Account.objects.get(pk=account.pk)
-    # runs, approvals, controls: three indexed queries; inside a caller's transaction (as in this
-    # test) a savepoint pair keeps a failing ledger read from poisoning it.
-    with django_assert_max_num_queries(5) as captured:
+    # runs, approvals, controls: one statement of three indexed look-ups; inside a caller's
+    # transaction (as in this test) a savepoint pair keeps a failing ledger read from poisoning it.
+    with django_assert_max_num_queries(3) as captured:
         readiness.decide_account(account=fresh, operation="publish_immediate", profile="discord_webhook.message")
-    assert len([q for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]) == 3
+    statements = [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
+    assert len(statements) == 1
+    assert statements[0].count("MAX(") == 3
 
 
 def test_unreadable_ledgers_fail_closed(workspace: Any, monkeypatch: Any) -> None:
@@ -354,7 +358,7 @@ def test_unreadable_ledgers_fail_closed(workspace: Any, monkeypatch: Any) -> Non
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise DatabaseError("ledger offline")
 
-    monkeypatch.setattr("readiness.evidence._latest", broken)
+    monkeypatch.setattr("readiness.evidence._fetch", broken)
     decision = _decide(account)
     assert decision.state == "degraded"
     assert [b.code for b in decision.blockers] == ["readiness_unavailable"]

@@ -3,6 +3,7 @@ engine call gets an explicit ``now`` (issue 7, "Must show")."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -272,6 +273,53 @@ def test_two_stages_with_unrepost_previous_leave_one_live_repost_on_bluesky(
     assert (bluesky.counters["reposts"], bluesky.counters["reposts_deleted"]) == (2, 1)
 
 
+def test_each_stage_runs_at_its_own_delay_whatever_the_rule_delay(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
+    target: Account,
+) -> None:  # fmt: skip
+    """delay_seconds is the schedule of a rule without stages; a staged rule is eligible from
+    its first stage (here 1 h, although delay_seconds says 1 day) and no stage is lost."""
+    save(owner_client, workspace, policy([target], [source], delay_seconds=86_400, stages=TWO_STAGES))
+    post = published(source)
+    t0 = post.published_at
+
+    execution = run(t0, HOUR - 1)
+    assert (execution.status, execution.evaluate_from) == (S.PENDING, t0 + timedelta(seconds=HOUR))
+    execution = run(t0, HOUR)
+    assert [s.status for s in stages(execution)] == [RepostStage.Status.SUCCEEDED, RepostStage.Status.PENDING]
+    execution = run(t0, 3 * HOUR)
+
+    assert execution.status == S.SUCCEEDED
+    assert [s.status for s in stages(execution)] == [RepostStage.Status.SUCCEEDED] * 2
+    assert (mastodon.counters["reblogs"], mastodon.counters["unreblogs"]) == (2, 1)
+    assert live_mastodon_boosts(mastodon, "2", post.external_id) == 1
+
+
+def test_a_lagging_bluesky_appview_does_not_pass_the_removed_repost_off_as_the_new_one(
+    owner_client: APIClient, workspace: Any, bluesky: BlueskyStandIn
+) -> None:
+    """The AppView still reports the first stage's repost (``viewer.repost``) after its record
+    was deleted: the second stage must make a new repost, not record the dead one."""
+    source = bluesky_account(workspace, bluesky)
+    target = bluesky_account(workspace, bluesky, handle="friend.test")
+    bluesky.set_faults(stale_viewer=True)
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0, stages=TWO_STAGES))
+    post = published(source)
+
+    execution = run(post.published_at, HOUR, 3 * HOUR)
+
+    assert execution.status == S.SUCCEEDED
+    first, second = stages(execution)
+    assert first.repost_id != second.repost_id
+    assert (
+        live_bluesky_reposts(bluesky, BLUESKY_ACCOUNTS["friend.test"]["did"], post.external_id) == 1
+    )
+    context = account_context(target)
+    found = get_adapter("bluesky").find_repost(account=context, external_id=post.external_id)
+    assert found is not None
+    assert found.external_id == second.repost_id
+
+
 def test_a_stage_without_unrepost_keeps_the_one_live_repost(
     owner_client: APIClient, workspace: Any, bluesky: BlueskyStandIn
 ) -> None:
@@ -459,6 +507,35 @@ def test_removing_the_policy_skips_its_pending_executions(
     save(owner_client, workspace)
     execution = only_execution()
     assert (execution.status, execution.skip_reason) == (S.SKIPPED, "policy_removed")
+
+
+def test_removing_a_source_or_target_skips_its_pending_executions(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
+    target: Account,
+) -> None:  # fmt: skip
+    third = Account.objects.create(
+        workspace=workspace, provider="mastodon", external_id="3", username="third@127.0.0.1",
+        instance_url=mastodon.url, app=target.app, credentials_encrypted=target.credentials_encrypted,
+    )  # fmt: skip
+    save(owner_client, workspace, policy([target, third], [source], min_likes=1))
+    post = published(source)
+    run_all = tick(post.published_at + timedelta(seconds=60))
+    assert run_all["created"] == 2
+    (saved,) = owner_client.get(settings_url(workspace)).json()["policies"]
+
+    saved["target_account_ids"] = [str(target.pk)]  # third removed as a target
+    save(owner_client, workspace, saved)
+    by_target = {e.target_account_id: e for e in RepostExecution.objects.all()}
+    assert (by_target[third.pk].status, by_target[third.pk].skip_reason) == (S.SKIPPED, "target_removed")
+    assert by_target[target.pk].status == S.PENDING
+
+    saved["source_account_ids"] = [str(third.pk)]  # the post's account is no longer a source
+    save(owner_client, workspace, saved)
+    execution = RepostExecution.objects.get(target_account=target)
+    assert (execution.status, execution.skip_reason) == (S.SKIPPED, "source_removed")
+    mastodon.set_counts(post.external_id, favourites=5)
+    tick(post.published_at + timedelta(seconds=HOUR))
+    assert mastodon.counters["reblogs"] == 0
 
 
 def test_one_execution_per_destination_and_target(
@@ -781,3 +858,130 @@ def test_reading_the_settings_costs_the_same_queries_for_more_executions(
 def test_threshold_modes(mode: str, gates: dict[str, int], metrics: dict[str, int], met: bool) -> None:
     rule = {"threshold_mode": mode, "min_likes": 0, "min_comments": 0, "min_reposts": 0, "min_views": 0, **gates}
     assert rules.thresholds_met(rule, metrics) is met
+
+
+# --- An in-flight repost of an execution that ended meanwhile is settled, never abandoned -------
+
+
+def _die_after_repost(provider: str, *, made: bool) -> Any:
+    real_repost = type(get_adapter(provider)).repost
+
+    def repost_then_die(self: Any, **kwargs: Any) -> Any:
+        if made:
+            real_repost(self, **kwargs)
+        raise KeyboardInterrupt  # the worker dies: nothing after the call runs
+
+    return mock.patch.object(type(get_adapter(provider)), "repost", repost_then_die)
+
+
+def test_a_repost_in_flight_when_the_grant_is_revoked_is_settled_with_the_provider(
+    owner_client: APIClient, user: Any, organization: Any, workspace: Any, mastodon: MastodonStandIn,
+    source: Account,
+) -> None:  # fmt: skip
+    partner = workspace_create(
+        actor=Actor(user=user), organization_id=organization.pk, name="Partner"
+    )
+    partner_account = mastodon_account(partner, mastodon, friend=True)
+    grant = owner_client.post(f"{API}/repost-account-grants", {
+        "source_workspace_id": str(workspace.pk), "target_account_id": str(partner_account.pk),
+    }, format="json").json()  # fmt: skip
+    save(owner_client, workspace, policy([partner_account], [source], delay_seconds=0))
+    post = published(source)
+    t0 = post.published_at
+    with _die_after_repost("mastodon", made=True), pytest.raises(KeyboardInterrupt):
+        tick(t0 + timedelta(seconds=60))
+    assert owner_client.delete(f"{API}/repost-account-grants/{grant['id']}").status_code == 204
+    execution = only_execution()
+    (stage,) = stages(execution)
+    assert (execution.status, stage.status) == (S.SKIPPED, RepostStage.Status.IN_FLIGHT)
+    shown = owner_client.get(settings_url(workspace)).json()["executions"][0]
+    assert shown["next_check_at"] is not None  # still to be settled
+
+    assert tick(t0 + timedelta(seconds=120))["dispatched"] == 0  # the dead worker's lease holds
+    execution = run(t0, (execution.claimed_until - t0).total_seconds() + 1)
+
+    (stage,) = stages(execution)
+    assert (execution.status, execution.skip_reason) == (S.SKIPPED, "target_unavailable")
+    assert (stage.status, stage.reconciled) == (RepostStage.Status.SUCCEEDED, True)
+    assert stage.repost_id  # the live boost is on record
+    assert Requests(mastodon).count("POST", "/reblog") == 1
+    assert live_mastodon_boosts(mastodon, "2", post.external_id) == 1
+    assert tick(t0 + timedelta(days=1))["dispatched"] == 0  # settled: never again
+    shown = owner_client.get(settings_url(workspace)).json()["executions"][0]
+    assert shown["next_check_at"] is None
+
+
+def test_a_repost_in_flight_when_the_policy_is_removed_is_settled_as_not_made(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
+    target: Account,
+) -> None:  # fmt: skip
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0))
+    post = published(source)
+    t0 = post.published_at
+    with _die_after_repost("mastodon", made=False), pytest.raises(KeyboardInterrupt):
+        tick(t0 + timedelta(seconds=60))
+    save(owner_client, workspace)  # no policy any more
+    execution = only_execution()
+    assert execution.status == S.SKIPPED
+
+    execution = run(t0, (execution.claimed_until - t0).total_seconds() + 1)
+
+    (stage,) = stages(execution)
+    assert (execution.status, execution.skip_reason) == (S.SKIPPED, "policy_removed")
+    assert (stage.status, stage.reconciled) == (RepostStage.Status.SKIPPED, True)
+    assert "Not made" in stage.error_message
+    assert Requests(mastodon).count("POST", "/reblog") == 0  # asked, never reposted
+    assert Requests(mastodon).count("GET", f"/statuses/{post.external_id}") == 1
+
+
+def test_an_in_flight_repost_that_cannot_be_asked_about_is_marked_unknown(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
+    target: Account,
+) -> None:  # fmt: skip
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0))
+    post = published(source)
+    t0 = post.published_at
+    with _die_after_repost("mastodon", made=True), pytest.raises(KeyboardInterrupt):
+        tick(t0 + timedelta(seconds=60))
+    Account.objects.filter(pk=target.pk).update(status=Account.Status.DISCONNECTED)
+    execution = only_execution()
+
+    execution = run(t0, (execution.claimed_until - t0).total_seconds() + 1)  # skipped
+    assert (execution.status, execution.skip_reason) == (S.SKIPPED, "target_unavailable")
+    execution = run(t0, (execution.next_check_at - t0).total_seconds())  # settled
+
+    (stage,) = stages(execution)
+    assert stage.status == RepostStage.Status.FAILED
+    assert "unknown" in stage.error_message
+    assert Requests(mastodon).count("POST", "/reblog") == 1
+    assert tick(t0 + timedelta(days=1))["dispatched"] == 0
+
+
+def test_giving_up_on_an_in_flight_repost_still_settles_it(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
+    target: Account, provider_settings: Any,
+) -> None:  # fmt: skip
+    provider_settings.HERALD_REPOST_MAX_FAILURES = 2
+    provider_settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0))
+    post = published(source)
+    t0 = post.published_at
+    with _die_after_repost("mastodon", made=True), pytest.raises(KeyboardInterrupt):
+        tick(t0 + timedelta(seconds=60))
+    execution = only_execution()
+    mastodon.set_faults(delay_ms=1500)  # the reconciliation read keeps timing out
+    execution = run(t0, (execution.claimed_until - t0).total_seconds() + 1)
+    assert (execution.status, execution.failures) == (S.READY, 1)
+    execution = run(t0, (execution.next_check_at - t0).total_seconds())
+    assert execution.status == S.FAILED
+    assert stages(execution)[0].status == RepostStage.Status.IN_FLIGHT  # not given up on
+
+    mastodon.set_faults(delay_ms=0)
+    time.sleep(0.6)  # let the stand-in finish answering the timed-out reads
+    execution = run(t0, (execution.next_check_at - t0).total_seconds())
+
+    (stage,) = stages(execution)
+    assert execution.status == S.FAILED
+    assert (stage.status, stage.reconciled) == (RepostStage.Status.SUCCEEDED, True)
+    assert Requests(mastodon).count("POST", "/reblog") == 1
+    assert live_mastodon_boosts(mastodon, "2", post.external_id) == 1

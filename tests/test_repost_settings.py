@@ -268,7 +268,7 @@ def test_bounds_are_inclusive(
         [accounts["mastodon"]], delay_seconds=0, evaluation_window_seconds=900, plateau_checks=2
     )
     highest = policy([accounts["mastodon"]], name="High", delay_seconds=2_591_999, evaluation_window_seconds=2_592_000,
-                     min_likes=10**12, min_comments=10**12, min_reposts=10**12, min_views=10**12, plateau_checks=12,
+                     min_likes=10**12, min_comments=10**12, min_reposts=10**12, plateau_checks=12,
                      stages=_stages(20))  # fmt: skip
     assert put_policies(owner_client, workspace, [lowest, highest], revision=0).status_code == 200
     # A delay of 30 days is within its own bound; the window then cannot end after it.
@@ -277,6 +277,45 @@ def test_bounds_are_inclusive(
     )
     assert_invalid(
         put_policies(owner_client, workspace, [longest]),
+        "body.policies[0].rule.evaluation_window_seconds",
+    )
+
+
+def test_a_views_gate_is_refused_for_posts_that_report_no_views(
+    owner_client: APIClient, workspace: Any, accounts: dict[str, Account]
+) -> None:
+    """Neither Mastodon nor Bluesky reports views: a non-zero min_views could never be met,
+    so it is refused at its location rather than saved as a policy that never fires."""
+    for sources in ([], [accounts["mastodon"]], [accounts["bluesky"]]):
+        for views in (1, 10**12):
+            body = assert_invalid(
+                put_policies(owner_client, workspace, [policy([accounts["mastodon2"]], sources,
+                                                              threshold_mode="any", min_likes=3, min_views=views)],
+                             revision=0),
+                "body.policies[0].rule.min_views",
+            )  # fmt: skip
+            assert "report no views" in body["errors"][0]["message"]
+    assert not RepostPolicy.objects.exists()
+    assert put_policies(owner_client, workspace, [policy([accounts["mastodon2"]], min_views=0)],
+                        revision=0).status_code == 200  # fmt: skip
+
+
+def test_stages_set_the_schedule_and_the_window_ends_after_the_last_stage(
+    owner_client: APIClient, workspace: Any, accounts: dict[str, Account]
+) -> None:
+    """With stages, each stage's delay is its time; delay_seconds (here its default, 1 day)
+    plays no part, so a window that ends after the last stage is enough."""
+    staged = policy([accounts["mastodon"]], evaluation_window_seconds=3 * 3600, stages=[
+        {"delay_seconds": 3600, "unrepost_previous": False},
+        {"delay_seconds": 2 * 3600, "unrepost_previous": True},
+    ])  # fmt: skip
+    del staged["rule"]["delay_seconds"]
+    response = put_policies(owner_client, workspace, [staged], revision=0)
+    assert response.status_code == 200, response.content
+    assert response.json()["policies"][0]["rule"]["delay_seconds"] == 86_400
+    staged["rule"]["evaluation_window_seconds"] = 2 * 3600
+    assert_invalid(
+        put_policies(owner_client, workspace, [staged], revision=1),
         "body.policies[0].rule.evaluation_window_seconds",
     )
 

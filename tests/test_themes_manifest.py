@@ -281,6 +281,9 @@ def test_validation_and_contract_come_from_one_definition() -> None:
     colors = ref(props(scheme)["colors"])
     assert set(props(colors)) == set(v.COLOR_KEYS)
     assert set(schemas[colors]["required"]) == set(v.COLOR_KEYS)
+    for ink, ground, minimum in v.CONTRAST_RULES:  # the contrast rules are stated, from the same table
+        assert f"{ink} on {ground}" in schemas[colors]["description"]
+        assert f"at least {minimum:g}:1" in schemas[colors]["description"]
     components = ref(props(scheme)["components"])
     for key, values in v.COMPONENTS.items():
         enum = props(components)[key]

@@ -4,6 +4,7 @@ default-profile rules, revision-checked replacement, assignments and the effecti
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -269,6 +270,23 @@ def test_a_stale_revision_is_a_conflict_and_changes_nothing(owner_client: APICli
     assert stored["definition"]["traits"] == ["First"]
 
 
+def test_a_stale_revision_is_a_conflict_even_when_nothing_would_change(
+    owner_client: APIClient, workspace: Any
+) -> None:
+    """The check is on the revision, not on the content: resending exactly what is stored
+    with an old revision is still a 409, and the stored profile keeps revision and time."""
+    profile = ok(owner_client.get(f"{API}/voice-profiles/{default_profile(workspace).pk}"))
+    current = ok(replace(owner_client, profile, definition={"traits": ["Same"]}))
+
+    stale_but_identical = {**current, "revision": 1}
+    body = assert_problem(replace(owner_client, stale_but_identical), 409, "revision_conflict")
+    assert body["current_revision"] == 2
+    assert ok(owner_client.get(f"{API}/voice-profiles/{profile['id']}")) == current
+    future = {**current, "revision": 3}
+    assert_problem(replace(owner_client, future), 409, "revision_conflict")
+    assert ok(owner_client.get(f"{API}/voice-profiles/{profile['id']}")) == current
+
+
 def test_replace_requires_every_member(owner_client: APIClient, workspace: Any) -> None:
     profile = default_profile(workspace)
     response = owner_client.put(f"{API}/voice-profiles/{profile.pk}", {"unknown": 1}, format="json")
@@ -293,76 +311,153 @@ def test_replace_names_the_profiles_own_workspace(
     assert VoiceProfile.objects.get(pk=profile["id"]).revision == 1
 
 
+class LockRace:
+    """Makes ``threads`` replacements really race, whatever the scheduler does.
+
+    It wraps ``voice.services._locked_profile`` (the locked re-read that precedes the revision
+    check): every thread waits at a barrier until all of them have done every unlocked step
+    (profile lookup, access check, validation: each has seen revision 1), then all ask for the
+    row lock at once. The first to get it holds it until PostgreSQL reports every other thread
+    waiting on a lock (``pg_stat_activity``), so the others are provably blocked on the row
+    and not merely late; only then does it write and commit. ``locking=False`` replaces the
+    locked read by a plain one and has everyone read before anyone writes: the lost update the
+    lock exists to prevent, which shows the harness detects a missing lock."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, threads: int, *, locking: bool = True) -> None:
+        self.threads = threads
+        self.arrived = threading.Barrier(threads, timeout=20)
+        self.read_done = threading.Barrier(threads, timeout=20)
+        self.guard = threading.Lock()
+        self.holders = 0
+        self.waiters_seen = 0
+        self.locking = locking
+        locked_read = services._locked_profile
+        monkeypatch.setattr(services, "_locked_profile", self.wrap(locked_read))
+
+    def wrap(self, locked_read: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        def racing(pk: Any) -> Any:
+            self.arrived.wait()
+            if not self.locking:
+                profile = VoiceProfile.objects.filter(pk=pk).first()
+                self.read_done.wait()  # everyone has read revision 1 before anyone writes
+                return profile
+            profile = locked_read(pk)
+            with self.guard:
+                self.holders += 1
+                first = self.holders == 1
+            if first:
+                self.waiters_seen = self.wait_for_blocked(self.threads - 1)
+            return profile
+
+        return racing
+
+    @staticmethod
+    def wait_for_blocked(expected: int) -> int:
+        deadline = time.monotonic() + 15
+        waiting = 0
+        with connection.cursor() as cursor:
+            while time.monotonic() < deadline:
+                cursor.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'"
+                )
+                waiting = cursor.fetchone()[0]
+                if waiting >= expected:
+                    break
+                time.sleep(0.02)
+        return int(waiting)
+
+    def run(self, target: Callable[[int], Any]) -> list[Any]:
+        results: list[Any] = []
+        lock = threading.Lock()
+
+        def call(n: int) -> None:
+            try:
+                outcome = target(n)
+            except Exception as exc:  # the test records the domain error's code
+                outcome = getattr(exc, "code", repr(exc))
+            finally:
+                connection.close()  # threads must release their connections
+            with lock:
+                results.append(outcome)
+
+        workers = [threading.Thread(target=call, args=(n,)) for n in range(self.threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(timeout=60)
+        assert not any(worker.is_alive() for worker in workers)
+        return results
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_two_concurrent_replacements_with_the_same_revision_one_wins(
-    user: User, workspace: Any, make_token: Callable[..., str]
+    user: User, workspace: Any, make_token: Callable[..., str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     profile = default_profile(workspace)
     token = make_token(user)
-    barrier = threading.Barrier(2)
-    statuses: list[int] = []
-    lock = threading.Lock()
+    race = LockRace(monkeypatch, 2)
 
-    def put(name: str) -> None:
-        try:
-            client = APIClient()
-            client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
-            barrier.wait()
-            response = client.put(
-                f"{API}/voice-profiles/{profile.pk}",
-                {"workspace_id": str(workspace.pk), "name": name, "definition": {"traits": [name]},
-                 "expected_revision": 1},
-                format="json",
-            )
-            with lock:
-                statuses.append(response.status_code)
-        finally:
-            connection.close()
+    def put(n: int) -> int:
+        name = ("Left", "Right")[n]
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
+        response = client.put(
+            f"{API}/voice-profiles/{profile.pk}",
+            {"workspace_id": str(workspace.pk), "name": name, "definition": {"traits": [name]},
+             "expected_revision": 1},
+            format="json",
+        )
+        return int(response.status_code)
 
-    threads = [threading.Thread(target=put, args=(name,)) for name in ("Left", "Right")]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    statuses = race.run(put)
 
+    assert race.waiters_seen == 1  # the loser was blocked on the row lock, not just late
     assert sorted(statuses) == [200, 409]
     stored = VoiceProfile.objects.get(pk=profile.pk)
     assert stored.revision == 2
     assert stored.definition["traits"] == [stored.name]
 
 
+def _replace_as(user: User, workspace: Any, profile: VoiceProfile) -> Callable[[int], str]:
+    def replace_profile(n: int) -> str:
+        services.voice_profile_replace(
+            actor=Actor(user=user), voice_profile_id=profile.pk, workspace_id=workspace.pk,
+            name=f"Name {n}", definition={"traits": [f"Trait {n}"]}, expected_revision=1,
+        )
+        return "ok"
+
+    return replace_profile
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_the_service_serializes_replacements_under_a_row_lock(user: User, workspace: Any) -> None:
-    """Many threads, one expected revision: exactly one wins, whatever the interleaving."""
+def test_the_service_serializes_replacements_under_a_row_lock(
+    user: User, workspace: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Four threads, one expected revision: exactly one wins, the others wait on the lock and
+    then see the new revision."""
     profile = default_profile(workspace)
-    results: list[str] = []
-    lock = threading.Lock()
-    barrier = threading.Barrier(4)
-
-    def run(n: int) -> None:
-        try:
-            barrier.wait()
-            services.voice_profile_replace(
-                actor=Actor(user=user), voice_profile_id=profile.pk, workspace_id=workspace.pk,
-                name=f"Name {n}", definition={}, expected_revision=1,
-            )
-            outcome = "ok"
-        except Exception as exc:  # the test records the domain error's code
-            outcome = getattr(exc, "code", repr(exc))
-        finally:
-            connection.close()
-        with lock:
-            results.append(outcome)
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=30)
+    race = LockRace(monkeypatch, 4)
+    results = race.run(_replace_as(user, workspace, profile))
+    assert race.waiters_seen == 3
     assert sorted(results) == ["ok", "revision_conflict", "revision_conflict", "revision_conflict"]
     assert VoiceProfile.objects.get(pk=profile.pk).revision == 2
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_race_harness_detects_a_missing_lock(
+    user: User, workspace: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same race against a replacement that reads without the lock: both threads pass the
+    revision check and both "win" (a lost update). The tests above would fail on such code."""
+    profile = default_profile(workspace)
+    race = LockRace(monkeypatch, 2, locking=False)
+    results = race.run(_replace_as(user, workspace, profile))
+    assert results == ["ok", "ok"]
+    assert VoiceProfile.objects.get(pk=profile.pk).revision == 2  # two writes, one revision
 
 
 # --- Assignments, overrides and the effective profile ---------------------------------------------

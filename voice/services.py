@@ -74,6 +74,12 @@ def _save_named(profile: VoiceProfile, **save_kwargs: Any) -> None:
         raise
 
 
+def _locked_profile(pk: Any) -> VoiceProfile | None:
+    """The profile, re-read under its row lock (held until the caller's transaction ends): the
+    revision check of a replacement happens here, never on a copy read before the lock."""
+    return VoiceProfile.objects.select_for_update().filter(pk=pk).first()
+
+
 def _profile_workspace_id(voice_profile_id: Any) -> tuple[Any, Any]:
     pk = parse_id(voice_profile_id, what="voice profile")
     workspace_id = (
@@ -140,7 +146,7 @@ def voice_profile_replace(
         )
     cleaned_name = _clean_name(name)
     cleaned = _clean(definition)
-    profile = VoiceProfile.objects.select_for_update().filter(pk=pk).first()
+    profile = _locked_profile(pk)
     if profile is None:  # deleted since it was looked up
         raise NotFoundError(f"No voice profile with ID {pk}.")
     if profile.revision != expected_revision:

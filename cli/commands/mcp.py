@@ -11,6 +11,14 @@ import click
 
 from cli.context import HeraldContext
 from cli.main import current, global_options
+from cli.redact import redact
+
+
+class RedactingFormatter(logging.Formatter):
+    """Log records (tracebacks included) pass through redaction before they reach stderr."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 @click.command("mcp")
@@ -26,7 +34,9 @@ def group() -> None:
     from cli.mcp_server import serve
 
     options = current().options
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING)  # stdout is the protocol
+    handler = logging.StreamHandler(sys.stderr)  # stdout is the protocol
+    handler.setFormatter(RedactingFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(handlers=[handler], level=logging.WARNING, force=True)
 
     def context() -> HeraldContext:
         # Re-read profiles, credentials and the environment for every call.

@@ -18,6 +18,7 @@ from cli.client import HeraldClient
 from cli.errors import EXIT_FAILED, UsageProblem
 from cli.main import current, global_options
 from cli.output import echo_table, emit_json, shorten, table
+from cli.redact import redact
 
 # Destination statuses that are still moving (decisions §5); the others have settled or wait
 # for a schedule (draft, scheduled).
@@ -43,6 +44,10 @@ def _who(destination: dict[str, Any]) -> str:
 
 
 def _detail(destination: dict[str, Any], *, with_action: bool = True) -> str:
+    return redact(_raw_detail(destination, with_action=with_action))
+
+
+def _raw_detail(destination: dict[str, Any], *, with_action: bool) -> str:
     status = destination.get("status")
     if status == "published":
         return str(destination.get("external_url") or destination.get("external_id") or "")

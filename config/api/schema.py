@@ -141,21 +141,23 @@ class FlatRows:
         zone = django_timezone.get_current_timezone() if django_settings.USE_TZ else None
         first = rows[0]
         converters = []
-        for index, (name, field, model_field) in enumerate(self._columns):
+        for index, (_name, field, model_field) in enumerate(self._columns):
             convert = _converter(field, model_field, zone)
             if convert is str and type(first[index]) is str:
                 continue  # read as text (e.g. a UUID on PostgreSQL): already its representation
             if convert is not None:
-                converters.append((name, convert))
+                converters.append((index + 1, convert))  # + 1: "$schema" comes first
         keys = ("$schema", *self.names)
+        if not converters:
+            return [dict(zip(keys, (url, *row), strict=True)) for row in rows]
         out = []
         for row in rows:
-            item = dict(zip(keys, (url, *row), strict=True))
-            for name, convert in converters:
-                value = item[name]
+            values = [url, *row]
+            for position, convert in converters:
+                value = values[position]
                 if value is not None:  # as DRF: a None attribute is None whatever the field
-                    item[name] = convert(value)
-            out.append(item)
+                    values[position] = convert(value)
+            out.append(dict(zip(keys, values, strict=True)))
         return out
 
 
@@ -210,6 +212,8 @@ def _iso_datetime(zone: Any, fallback: Any) -> Any:
 
     def iso(value: Any) -> Any:
         if type(value) is str:  # PostgreSQL's text, e.g. "2026-03-01 12:00:00.12+00"
+            if utc and len(value) == 29 and value[26:] == "+00" and value[10] == " " and value[4] == "-":
+                return value[:10] + "T" + value[11:26] + "Z"  # six fraction digits already
             if utc and value[-3:] == "+00" and value[10:11] == " " and value[4:5] == "-":
                 # Already UTC: only the notation differs (six fraction digits, "T", "Z").
                 seconds, dot, fraction = value[11:-3].partition(".")

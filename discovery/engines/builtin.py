@@ -127,6 +127,93 @@ def _join(items: list[str]) -> str:
     return ", ".join(items[:-1]) + " and " + items[-1]
 
 
+_STARTER_HOOKS = {
+    "starter:intro": "Who we are at {name}, what we do, and why we are posting here.",
+    "starter:question": "Before we post anything else, a question for you.",
+    "starter:behind": "What an ordinary week at {name} actually looks like.",
+    "starter:lesson": "A mistake we made, what it cost, and what we do differently now.",
+    "starter:tools": "The few tools that keep {name} running, and the one we would drop.",
+    "starter:myth": "A belief everyone in our field repeats that our work keeps contradicting.",
+    "starter:numbers": "One number from this month says more than a long update.",
+    "starter:faq": "The question people ask us most, answered once and properly.",
+}
+
+# Starter angles: (label, thesis, approach); {name} and {audience} are filled in.
+_STARTER_ANGLES: dict[str, list[tuple[str, str, str]]] = {
+    "starter:intro": [
+        ("Who it is for", "Who {name} serves, and the one problem it solves for them.",
+         "Name the reader in the first line, then the problem, then what you do about it; no company history."),
+        ("What to expect here", "What {audience} will get from these posts, and how often.",
+         "Promise two or three kinds of post, then keep the promise in the next ones."),
+        ("Why now", "Why {name} starts posting now.",
+         "One honest sentence about the moment, then invite people to say hello."),
+    ],
+    "starter:question": [
+        ("One open question", "The one question you most want {audience} to answer.",
+         "Ask something people can answer in a one-line reply, and give your own answer first."),
+        ("Either-or", "Two options {audience} can pick between, and why you care which wins.",
+         "Offer exactly two choices, say which you would pick, and promise to share the result."),
+        ("Finish the sentence", "A sentence {audience} complete in the replies.",
+         "Start the sentence, leave the end open, and answer the first replies yourself."),
+    ],
+    "starter:behind": [
+        ("One moment this week", "A single moment from this week's work at {name}.",
+         "Describe it as if to a friend: where you were, what happened, what it taught you."),
+        ("The step nobody sees", "The unglamorous step the finished work depends on.",
+         "Show the step (a photo or screenshot works) and say why you never skip it."),
+        ("What went wrong", "Something that went wrong this week, and the fix.",
+         "Keep it short and specific; end with what you changed."),
+    ],
+    "starter:lesson": [
+        ("The mistake", "The decision that went wrong, told plainly.",
+         "Start at the decision, not the backstory; one line on why it seemed right."),
+        ("What it cost", "What the mistake cost in time, money or trust.",
+         "Use one concrete figure or consequence instead of adjectives."),
+        ("The rule now", "The rule you follow since, and how others can apply it.",
+         "State the rule in one line, then one example of it in action."),
+    ],
+    "starter:tools": [
+        ("The one to keep", "The one tool {name} could not work without, and why.",
+         "Name it, show what it does for you in one example, and say what it replaced."),
+        ("The one you dropped", "A popular tool you stopped using, and what you use instead.",
+         "Be fair to the tool; the point is the fit, not the brand."),
+        ("Your setup in three steps", "How the tools fit together in a normal day.",
+         "Three numbered steps, one tool each; a screenshot makes it concrete."),
+    ],
+    "starter:myth": [
+        ("The myth, stated fairly", "The belief, in the words its believers would use.",
+         "Quote or paraphrase it fairly before you say anything against it."),
+        ("What you saw instead", "The evidence from your own work that contradicts it.",
+         "One specific case beats a general argument."),
+        ("What to do instead", "The practice you recommend in its place.",
+         "End with one step people can try this week."),
+    ],
+    "starter:numbers": [
+        ("The number", "One figure from your recent work, and why it matters.",
+         "Lead with the number itself; give the context in one sentence."),
+        ("What changed it", "What moved that number, up or down.",
+         "Name the one change that made the difference."),
+        ("What comes next", "What you will do about it next month.",
+         "Make one concrete commitment people can hold you to."),
+    ],
+    "starter:faq": [
+        ("The short answer", "The answer to the question you hear most, in one line.",
+         "Quote the question as people ask it, then answer it in a sentence."),
+        ("The longer answer", "The nuance the short answer leaves out.",
+         "Two or three points, each with an example."),
+        ("What people get wrong", "The assumption behind the question that is not quite right.",
+         "Correct it kindly; people ask because it is confusing."),
+    ],
+}
+
+
+def _is_lead_in(expression: str) -> bool:
+    """A short opener such as "Here's the thing" or "Hot take:" (at most five words, no
+    inner punctuation), as opposed to a slogan such as "Ship small, ship often"."""
+    body = expression.strip().rstrip(":")
+    return 0 < len(body.split()) <= 5 and not re.search(r"[,;.!?…—]", body)
+
+
 @dataclass
 class Seed:
     key: str
@@ -202,9 +289,25 @@ class _Builder:
         expressions = [e for e in self.items("recurring_expressions") if len(e) <= 80]
         return expressions[index % len(expressions)] if expressions else ""
 
-    def example(self, index: int) -> dict[str, str] | None:
+    def example(self, index: int, topic: str = "") -> dict[str, str] | None:
+        """The saved example closest to ``topic`` (shared words), else one in rotation."""
         examples = self.items("examples")
-        return examples[index % len(examples)] if examples else None
+        if not examples:
+            return None
+        scored = [(_relevance(topic, e.get("text", "")), -n) for n, e in enumerate(examples)]
+        best = max(scored)
+        return examples[-best[1]] if best[0] > 0 else examples[index % len(examples)]
+
+    def hook_expression(self, topic: str, index: int) -> str:
+        """A recurring expression that can open a hook about ``topic``: one that shares words
+        with it, else a short lead-in ("Here's the thing"); never a slogan that has nothing to
+        do with the claim that follows it."""
+        expressions = [e for e in self.items("recurring_expressions") if len(e) <= 80 and self.allowed(e)]
+        relevant = [e for e in expressions if _relevance(topic, e) > 0]
+        if relevant:
+            return relevant[index % len(relevant)]
+        lead_ins = [e for e in expressions if _is_lead_in(e)]
+        return lead_ins[index % len(lead_ins)] if lead_ins else ""
 
     # --- seeds --------------------------------------------------------------------------
 
@@ -412,6 +515,23 @@ class _Builder:
             seeds.append(seed)
         return seeds
 
+    def starter_angles(self, seed: Seed, register: str, stay: str, avoid: str) -> list[dict[str, str]]:
+        """A starter card's own angles (its topic is a clause, not a noun: the general
+        templates would read "where you stand on what … does and who it is for")."""
+        values = {
+            "name": self.ctx.workspace_name,
+            "audience": _clip(self.ctx.audience, 120) or "your followers",
+        }
+        extras = {0: register, 1: stay, 2: avoid}
+        return [
+            {
+                "label": label,
+                "thesis": _clip(thesis.format(**values), 500),
+                "approach": _clip(f"{approach.format(**values)} {extras.get(n, '')}".strip(), 700),
+            }
+            for n, (label, thesis, approach) in enumerate(_STARTER_ANGLES[seed.key])
+        ]
+
     # --- cards --------------------------------------------------------------------------
 
     def cards(self) -> list[dict[str, Any]]:
@@ -516,15 +636,26 @@ class _Builder:
         elif opinion:
             line = _sentence(_clip(opinion, 200))
         elif seed.kind == "starter":
-            line = f"Let me tell you about {_clip(seed.topic, 150)}."
+            line = (
+                _sentence(_gist(seed.story, 200))
+                if seed.story
+                else _STARTER_HOOKS[seed.key].format(name=self.ctx.workspace_name)
+            )
         else:
-            line = f"The one thing about {_lower_first(topic)} I wish someone had told me earlier."
-        expression = self.expression(index)
-        if expression and self.allowed(expression) and len(expression) + len(line) < 380:
+            line = f"What I wish someone had told me about {_lower_first(topic)} much earlier."
+        # A recurring expression opens a claim (an opinion, a story), never a line that is
+        # already framed ("On May 3 I wrote…", "Some of you never saw this one: …").
+        is_claim = (seed.kind == "interview" and bool(seed.story)) or (
+            bool(opinion) and seed.kind not in {"follow_up", "covered", "second_chance", "starter"}
+        )
+        expression = self.hook_expression(f"{seed.topic} {opinion}", index) if is_claim else ""
+        if expression and len(expression) + len(line) < 380:
             if expression[-1:] in ".!?":
                 line = f"{expression} {line}"
+            elif _is_lead_in(expression):
+                line = f"{expression.rstrip(':')}: {_lower_first(line)}"
             else:
-                line = f"{expression}: {_lower_first(line)}"
+                line = f"{_sentence(expression)} {line}"
         return _clip(line, 400)
 
     def why_it_fits(self, seed: Seed, opinion: str) -> str:
@@ -557,10 +688,10 @@ class _Builder:
             bits.append(f"Sound {_join([t.lower() for t in traits])}")
         formality = self.text("formality")
         if formality:
-            bits.append(f"formality: {_clip(formality, 80)}")
+            bits.append(f"formality: {_lower_first(_clip(formality, 80))}")
         humor = self.text("humor")
         if humor:
-            bits.append(f"humour: {_clip(humor, 80)}")
+            bits.append(f"humour: {_lower_first(_clip(humor, 80))}")
         vocabulary = self.items("vocabulary")[:3]
         if vocabulary:
             bits.append(f"reach for words like {_join([f'“{v}”' for v in vocabulary])}")
@@ -577,6 +708,10 @@ class _Builder:
         quote = self.quoted(seed.publication)
         about_post = seed.kind in {"follow_up", "covered", "second_chance"} and seed.publication is not None
         subject = quote if about_post and seed.kind != "covered" and quote else topic
+        # A follow-up or second run is about a post, whose "topic" is its first sentence: the
+        # angles then refer to that post instead of pasting a sentence into "about …".
+        about_sentence = about_post and seed.kind != "covered"
+        ref = quote or "that post"
         expression = self.expression(index + 1)
         vocabulary = self.items("vocabulary")[:3]
         boundaries = self.items("boundaries")[:2]
@@ -591,18 +726,20 @@ class _Builder:
             f"Stay within your boundaries: {_join([_clip(b, 90) for b in boundaries])}."
             if boundaries else ""
         )
-        avoid = f"Avoid {_join([_clip(d, 80) for d in disliked])}." if disliked else ""
+        avoid = f"Avoid {_join([_lower_first(_clip(d, 80)) for d in disliked])}." if disliked else ""
         lesson = f"Remember: {_sentence(_clip(lessons[0], 120))}" if lessons else ""
 
         if seed.kind == "opinion":
             return self.opinion_angles(seed, register, stay, avoid, expression, index)
         if seed.kind == "interview":
             return self.interview_angles(seed, register, stay, lesson)
+        if seed.kind == "starter":
+            return self.starter_angles(seed, register, stay, avoid)
         angles: list[dict[str, str]] = []
         if opinion:
             stand = _sentence(_clip(opinion, 400))
         elif about_post:
-            stand = f"Where you stand now on {subject}, with what you know today."
+            stand = f"Where you stand now on {ref if about_sentence else subject}, with what you know today."
         else:
             stand = f"Say plainly where you stand on {topic} and why."
         angles.append({
@@ -637,7 +774,7 @@ class _Builder:
                     words,
                 ),
             })
-        example = self.example(index)
+        example = self.example(index, seed.topic)
         if story:
             story_core = f"Retell it in the first person: {_clip(story, 220)}"
         elif example is not None:
@@ -648,17 +785,23 @@ class _Builder:
             )
         else:
             story_core = "Anchor it in one specific moment: who was there, what went wrong, what you learned."
-        story_thesis = (
-            f"The moment behind {subject} that the first post left out."
-            if about_post and subject != topic
-            else f"A real moment from your work where {topic} mattered."
-        )
+        if about_sentence:
+            story_thesis = (
+                f"The moment behind {quote} that the first post left out."
+                if quote else "The moment behind that post, which it left out."
+            )
+        else:
+            story_thesis = f"A real moment from your work where {topic} mattered."
         angles.append({"label": "Story from the work", "thesis": story_thesis,
                        "approach": with_(story_core, stay)})
         if disliked or len(self.items("opinions")) >= 2 or seed.kind in {"gap", "focus"}:
             angles.append({
                 "label": "Myth vs. reality",
-                "thesis": f"A common belief about {topic} that your experience contradicts.",
+                "thesis": (
+                    f"What readers may have assumed from {ref}, and what actually happened."
+                    if about_sentence
+                    else f"A common belief about {topic} that your experience contradicts."
+                ),
                 "approach": with_(
                     "State the myth fairly in one line, then correct it with evidence from your "
                     "own work.",
@@ -669,7 +812,12 @@ class _Builder:
         if self.ctx.audience and len(angles) < 5:
             angles.append({
                 "label": "Ask your audience",
-                "thesis": f"What {_clip(self.ctx.audience, 120)} find hardest about {topic}.",
+                "thesis": (
+                    f"Whether {_clip(self.ctx.audience, 120)} have been through the same, and "
+                    "what they saw."
+                    if about_sentence
+                    else f"What {_clip(self.ctx.audience, 120)} find hardest about {topic}."
+                ),
                 "approach": with_(
                     "Share your own answer in two sentences, then ask one specific question "
                     "people can answer in a reply.",
@@ -679,7 +827,11 @@ class _Builder:
         if len(angles) < MIN_ANGLES:
             angles.append({
                 "label": "Lessons learned",
-                "thesis": f"Three things you would tell someone about to take on {topic}.",
+                "thesis": (
+                    "Three things you would tell someone about to try the same."
+                    if about_sentence
+                    else f"Three things you would tell someone about to take on {topic}."
+                ),
                 "approach": with_("One short paragraph per lesson, each ending in a concrete action.", stay),
             })
         return angles[:5]
@@ -688,7 +840,7 @@ class _Builder:
         self, seed: Seed, register: str, stay: str, avoid: str, expression: str, index: int
     ) -> list[dict[str, str]]:
         claim = _sentence(_clip(seed.opinion, 400))
-        example = self.example(index)
+        example = self.example(index, seed.opinion)
         rhythm = (
             f"Match the rhythm of the example you saved: “{_clip(example['text'], 160)}”"
             if example is not None else ""
@@ -735,13 +887,19 @@ class _Builder:
         return angles
 
     def treatment(self, platform: PlatformInfo, seed: Seed) -> dict[str, str]:
+        """How this card works on one platform: the format and its real limits, media that
+        suit the kind of card, an objective for the card on that format, and what the
+        workspace's record there (and the earlier post, for a follow-up) means for it."""
         fmt = _pick_format(platform.formats, seed)
+        rationale = _rationale(platform, fmt)
+        if seed.publication is not None and seed.kind in {"follow_up", "covered", "second_chance"}:
+            rationale += " " + _earlier_post_note(platform, seed.publication, seed.kind)
         return {
             "platform": platform.provider,
             "format": fmt.key,
-            "media": _media(fmt),
-            "objective": _objective(fmt),
-            "rationale": _clip(_rationale(platform, fmt), 700),
+            "media": _media(fmt, seed.kind),
+            "objective": _objective(fmt, seed.kind),
+            "rationale": _clip(rationale, 700),
         }
 
 
@@ -812,37 +970,87 @@ def _media_kinds(types: tuple[str, ...]) -> str:
     return _join(kinds) or "files"
 
 
-def _media(fmt: PlatformFormat) -> str:
+_MEDIA_HINTS = {
+    "focus": "a photo, screenshot or chart that shows the point",
+    "gap": "a photo, screenshot or diagram of how you do it",
+    "covered": "a before-and-after screenshot or chart",
+    "follow_up": "a screenshot of the result since, or of the first post",
+    "second_chance": "the first post's visual, if it had one",
+    "opinion": "none needed, the claim carries it; skip the stock photo",
+    "interview": "one real photo or screenshot from the moment",
+    "starter": "one strong visual helps the hook land",
+}
+
+
+def _media(fmt: PlatformFormat, kind: str = "starter") -> str:
     if fmt.media_max_count == 0:
         return "Text only: this format takes no media."
     kinds = _media_kinds(fmt.media_types)
+    hint = _MEDIA_HINTS.get(kind, _MEDIA_HINTS["starter"])
     if fmt.media_required:
         count = "one" if fmt.media_max_count == 1 else f"1 to {fmt.media_max_count}"
-        return f"Required: {count} ({kinds}); the text becomes the caption."
-    return f"Optional: up to {fmt.media_max_count} ({kinds}); one strong visual helps the hook land."
+        if kind == "opinion":
+            hint = "a plain image of the claim itself works"
+        return f"Required: {count} ({kinds}): {hint}; the text becomes the caption."
+    return f"Optional: up to {fmt.media_max_count} ({kinds}); {hint}."
 
 
-def _objective(fmt: PlatformFormat) -> str:
-    if fmt.text_limit <= 300:
-        return "Spark replies with one sharp line."
-    if fmt.text_limit <= 500:
-        return "Start a conversation around one clear point."
-    if fmt.text_limit <= 1024:
-        return "Make one point people can act on."
-    if fmt.text_limit <= 2000:
-        return "Share a focused take with enough detail to act on."
-    return "Explain in depth for readers who want the detail."
+_OBJECTIVES = {  # kind -> (short format, long format)
+    "focus": ("Make one clear point people can act on.",
+              "Give your full take, with enough detail to act on."),
+    "gap": ("Show your take in one point people can act on.",
+            "Teach one repeatable method in enough detail to use it."),
+    "covered": ("Go one step deeper than last time, in one point.",
+                "Go deeper than last time: the method, the result and the caveats."),
+    "follow_up": ("Bring back the first post's readers: lead with what changed.",
+                  "Bring back the first post's readers: link it, then give the full update."),
+    "second_chance": ("Reach the followers who missed it, with a fresh first line.",
+                      "Reach the followers who missed it: rewrite the opening, keep the substance."),
+    "opinion": ("Spark replies: the claim in the first line, then ask who disagrees.",
+                "Make the full case, then ask who disagrees and why."),
+    "interview": ("Build trust with one first-person moment.",
+                  "Build trust with the whole first-person story."),
+    "starter": ("Start a conversation around one clear point.",
+                "Introduce the subject with enough detail to act on."),
+}
+
+
+def _objective(fmt: PlatformFormat, kind: str = "starter") -> str:
+    short, long = _OBJECTIVES.get(kind, _OBJECTIVES["starter"])
+    return short if fmt.text_limit <= 500 else long
+
+
+def _limit_phrase(fmt: PlatformFormat) -> str:
+    """"500 graphemes (each URL counts as 23, …)" from the adapter's counting rule."""
+    unit, _, detail = fmt.counting_rule.partition(";")
+    detail = detail.strip()
+    return f"{fmt.text_limit} {unit.strip()}" + (f" ({detail})" if detail else "")
+
+
+def _earlier_post_note(platform: PlatformInfo, post: PastPublication, kind: str) -> str:
+    statuses = {o.status for o in post.outcomes if o.provider == platform.provider}
+    name = platform.display_name
+    if "published" in statuses:
+        if kind == "second_chance":
+            return (
+                f"Your {name} followers already saw the first post: post only what is new "
+                "here, or leave this platform out."
+            )
+        return "The first post went out here: reply to it or quote it so the thread stays together."
+    if "failed" in statuses:
+        return f"The first post failed here, so this is its first real run on {name}."
+    return f"The first post did not go to {name}: give readers here one line of context."
 
 
 def _rationale(platform: PlatformInfo, fmt: PlatformFormat) -> str:
     fit = (
-        "lead with the hook and keep to a single angle"
+        "Lead with the hook and keep to a single angle."
         if fmt.text_limit <= 500
-        else "room for the hook, two or three points and a closing question"
+        else "Room for the hook, two or three points and a closing question."
     )
     if fmt.text_limit > 2000:
-        fit = "room for the full argument; break it into short paragraphs"
-    text = f"{platform.display_name} ({fmt.key}) allows {fmt.text_limit} {fmt.counting_rule}: {fit}."
+        fit = "Room for the full argument; break it into short paragraphs."
+    text = f"{platform.display_name} ({fmt.key}): up to {_limit_phrase(fmt)}. {fit}"
     stats = platform.deliveries
     total = stats.published + stats.failed
     if platform.connected_accounts == 0:

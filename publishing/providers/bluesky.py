@@ -595,6 +595,20 @@ class BlueskyAdapter(ProviderAdapter):
         name = f"repost:{account.external_id}:{subject_uri}"
         return record_key_for(f"{name}:{idempotency_key}" if idempotency_key else name)
 
+    def _viewer_repost(self, account: AccountContext, post: dict[str, Any]) -> str:
+        """The account's live repost of ``post``: the AppView's ``viewer.repost``, confirmed
+        with ``getRecord`` in the account's own repository. The AppView indexes deletions with
+        a lag, so a repost that was just removed (the previous stage's) may still be reported;
+        trusting it would record a dead repost as the new stage's."""
+        reported = str((post.get("viewer") or {}).get("repost") or "")
+        if not reported:
+            return ""
+        owner, _, rest = reported.removeprefix("at://").partition("/")
+        collection, _, rkey = rest.partition("/")
+        if owner != account.external_id or collection != REPOST or not rkey:
+            return ""
+        return self._get_record(account, REPOST, rkey) or ""
+
     def _repost_result(self, uri: str, post: dict[str, Any], repost_uri: str) -> PublishResult:
         author = (post.get("author") or {}).get("handle") or uri.split("/")[2]
         return PublishResult(
@@ -612,7 +626,7 @@ class BlueskyAdapter(ProviderAdapter):
     ) -> PublishResult:
         uri = external_id or self._uri_from_url(account, source_url)
         post = self._post_view(account, uri)
-        existing = str((post.get("viewer") or {}).get("repost") or "")
+        existing = self._viewer_repost(account, post)
         if existing:  # one live repost per account and post, as in the Bluesky app
             return self._repost_result(uri, post, existing)
         record = {
@@ -643,7 +657,7 @@ class BlueskyAdapter(ProviderAdapter):
         found = self._get_record(
             account, REPOST, self._repost_key(account, str(post["uri"]), idempotency_key)
         )
-        found = found or str((post.get("viewer") or {}).get("repost") or "")
+        found = found or self._viewer_repost(account, post)
         return self._repost_result(uri, post, found) if found else None
 
     def unrepost(

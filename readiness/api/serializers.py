@@ -111,7 +111,8 @@ class ApprovalReviewInputSerializer(StrictSerializer):
     provider = serializers.CharField(max_length=40)
     outcome = serializers.ChoiceField(choices=ApprovalReview.Outcome.choices)
     operations = serializers.ListField(child=serializers.ChoiceField(choices=OPERATIONS), required=False,
-                                       max_length=len(OPERATIONS), help_text="Permitted operations; default all")
+                                       allow_empty=False, max_length=len(OPERATIONS),
+                                       help_text="Permitted operations; default all")
     review_reference = serializers.CharField(max_length=500, required=False, default="",
                                              help_text="Stored only as a one-way fingerprint")
     reviewed_at = serializers.DateTimeField(required=False)
@@ -145,7 +146,8 @@ class CertificationInputSerializer(StrictSerializer):
                                         help_text="Federated providers without account_id (stored as a hash)")
     checks = CertificationCheckInputSerializer(many=True, allow_empty=False, max_length=6)  # type: ignore[call-arg]
     external_result_reference = serializers.CharField(max_length=500, required=False, default="",
-                                                      help_text="Stored only as a one-way fingerprint")
+                                                      help_text="Required for publish operations (the provider's "
+                                                      "post reference); stored only as a one-way fingerprint")
     tested_at = serializers.DateTimeField(required=False)
     retest_days = serializers.IntegerField(min_value=1, max_value=365, required=False)
 

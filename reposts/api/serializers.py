@@ -29,7 +29,11 @@ class RepostStageInputSerializer(StrictSerializer):
 
 
 class RepostRuleInputSerializer(StrictSerializer):
-    delay_seconds = serializers.IntegerField(min_value=0, max_value=MAX_SECONDS, default=86_400)
+    delay_seconds = serializers.IntegerField(
+        min_value=0, max_value=MAX_SECONDS, default=86_400,
+        help_text="Seconds after publishing when a rule without stages becomes eligible (and "
+                  "reposts once the thresholds pass). A rule with stages uses each stage's delay.",
+    )  # fmt: skip
     evaluation_window_seconds = serializers.IntegerField(
         min_value=900, max_value=MAX_SECONDS, default=604_800
     )
@@ -44,8 +48,9 @@ class RepostRuleInputSerializer(StrictSerializer):
     require_plateau = serializers.BooleanField(default=False)
     stages = serializers.ListField(
         child=RepostStageInputSerializer(), max_length=MAX_STAGES, default=list,
-        help_text="At most 20; delays strictly increasing; the first never unreposts. Empty: one "
-                  "repost at delay_seconds.",
+        help_text="At most 20; delays (seconds after publishing) strictly increasing; the first "
+                  "never unreposts and is when the execution becomes eligible. Empty: one repost "
+                  "at delay_seconds.",
     )  # fmt: skip
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +68,8 @@ class RepostRuleInputSerializer(StrictSerializer):
                 ]
         if any(stage_errors):
             errors["stages"] = stage_errors
-        last = max([attrs["delay_seconds"], *(s["delay_seconds"] for s in stages)])
+        # The schedule: the stages, or one repost at delay_seconds (reposts.rules.rule_stages).
+        last = stages[-1]["delay_seconds"] if stages else attrs["delay_seconds"]
         if attrs["evaluation_window_seconds"] <= last:
             errors["evaluation_window_seconds"] = [
                 f"The evaluation window must end after the last stage ({last} seconds)."
@@ -258,7 +264,11 @@ class RepostExecutionSerializer(serializers.Serializer):  # type: ignore[type-ar
     published_at = serializers.DateTimeField()
     evaluate_from = serializers.DateTimeField()
     window_ends_at = serializers.DateTimeField()
-    next_check_at = serializers.DateTimeField(allow_null=True)
+    next_check_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the engine looks again; null once finished (unless a repost that was in "
+        "flight is still being settled with the provider).",
+    )
     checks = serializers.IntegerField()
     stable_checks = serializers.IntegerField(
         help_text="Identical consecutive metric reads (plateau)."
@@ -267,8 +277,8 @@ class RepostExecutionSerializer(serializers.Serializer):  # type: ignore[type-ar
     metrics_checked_at = serializers.DateTimeField(allow_null=True)
     thresholds_met_at = serializers.DateTimeField(allow_null=True)
     skip_reason = serializers.CharField(
-        help_text="window_closed, target_unavailable, source_unavailable, policy_removed, policy_disabled "
-                  "or target_removed; empty unless skipped."
+        help_text="window_closed, target_unavailable, source_unavailable, policy_removed, policy_disabled, "
+                  "target_removed or source_removed; empty unless skipped."
     )  # fmt: skip
     unavailable_reason = serializers.CharField(
         help_text="Why the target (target_unavailable) or the source post (source_unavailable) "
@@ -284,7 +294,8 @@ class RepostExecutionSerializer(serializers.Serializer):  # type: ignore[type-ar
 
     def to_representation(self, instance: RepostExecution) -> dict[str, Any]:
         data: dict[str, Any] = super().to_representation(instance)
-        if instance.status not in RepostExecution.ACTIVE:
+        settling = any(stage["status"] == RepostStage.Status.IN_FLIGHT for stage in data["stages"])
+        if instance.status not in RepostExecution.ACTIVE and not settling:
             data["next_check_at"] = None
         return data
 

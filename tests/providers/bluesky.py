@@ -72,6 +72,10 @@ class BlueskyStandIn(StandIn):
     def clear_data(self) -> None:
         self.records: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.blobs: dict[str, dict[str, Any]] = {}
+        # The AppView indexes the firehose with a lag: with ``stale_viewer`` set, a deleted
+        # repost stays the viewer's ``viewer.repost`` of the post (until data is cleared).
+        self.stale_viewer = False
+        self.deleted_reposts: dict[tuple[str, str], str] = {}
 
     def fixtures(self) -> dict[str, Any]:
         return {
@@ -120,6 +124,9 @@ class BlueskyStandIn(StandIn):
         return Reply(401, {"error": "AuthenticationRequired", "message": "Token has been revoked"})
 
     def configure_extra(self, spec: dict[str, Any]) -> None:
+        if "stale_viewer" in spec:
+            with self.lock:
+                self.stale_viewer = bool(spec.pop("stale_viewer"))
         if spec.get("expire_tokens"):
             with self.lock:
                 for session in self.access.values():
@@ -389,7 +396,9 @@ class BlueskyStandIn(StandIn):
         with self.lock:
             stored = self.records.pop(key, None)
             if stored is not None and key[1] == REPOST:
-                subject = self.records.get(self._key(stored["value"]["subject"]["uri"]))
+                subject_uri = stored["value"]["subject"]["uri"]
+                self.deleted_reposts[(str(did), subject_uri)] = stored["uri"]
+                subject = self.records.get(self._key(subject_uri))
                 if subject is not None:
                     subject["repostCount"] -= 1
                 self.counters["reposts_deleted"] += 1
@@ -407,7 +416,7 @@ class BlueskyStandIn(StandIn):
             subject = (stored["value"].get("subject") or {}).get("uri")
             if did == viewer and collection == REPOST and subject == uri:
                 return str(stored["uri"])
-        return None
+        return self.deleted_reposts.get((viewer, uri)) if self.stale_viewer else None
 
     def get_posts(self, request: Request) -> Reply:
         viewer, denied = self._did(request)

@@ -286,7 +286,8 @@ class ListOf(serializers.ListField):  # type: ignore[type-arg]
 
 
 class ManifestGroup(StrictSerializer):
-    """An object of the manifest: strict keys; validated data as plain dicts (stored as JSON)."""
+    # An object of the manifest: strict keys; validated data as plain dicts (stored as JSON).
+    # (A comment: drf-spectacular would copy a docstring into every group's description.)
 
     def to_internal_value(self, data: Any) -> Any:
         if not isinstance(data, Mapping):
@@ -294,9 +295,26 @@ class ManifestGroup(StrictSerializer):
         return dict(super().to_internal_value(data))
 
 
-def group(name: str, fields: Mapping[str, serializers.Field], base: type = ManifestGroup) -> type:  # type: ignore[type-arg]
-    """A serializer class named ``name`` (its OpenAPI component) with ``fields`` in key order."""
-    return type(f"{name}Serializer", (base,), {"__module__": __name__, **fields})
+def group(
+    name: str,
+    fields: Mapping[str, serializers.Field],  # type: ignore[type-arg]
+    description: str,
+    base: type = ManifestGroup,
+) -> type:
+    """A serializer class named ``name`` (its OpenAPI component, described by ``description``)
+    with ``fields`` in key order."""
+    return type(f"{name}Serializer", (base,), {"__module__": __name__, "__doc__": description, **fields})
+
+
+def _contrast_description() -> str:
+    def rules(minimum: float) -> str:
+        return "; ".join(f"{ink} on {ground}" for ink, ground, m in v.CONTRAST_RULES if m == minimum)
+
+    return (
+        "Every key is required. Contrast (WCAG relative luminance; translucent colors composited on "
+        f"canvas): at least {v.TEXT_CONTRAST:g}:1 for {rules(v.TEXT_CONTRAST)}; at least "
+        f"{v.UI_CONTRAST:g}:1 for {rules(v.UI_CONTRAST)}."
+    )
 
 
 def _family(**kwargs: Any) -> TextField:
@@ -313,6 +331,7 @@ MotionSpecSerializer = group(
         "opacity": NumberField(minimum=0.0, maximum=1.0,
                                description="starting opacity; the lower bound depends on the motion"),
     },
+    "One motion: distance (px), duration, easing and starting opacity.",
 )
 
 
@@ -339,6 +358,7 @@ SchemeMotionSerializer = group(
         **{key: MotionSpecSerializer() for key in sorted(v.MOTION_LIMITS)},
         "reducedMotion": ChoiceField(v.REDUCED_MOTION),
     },
+    "Motions. Distance at most: " + ", ".join(f"{k} {d:g} px" for k, (d, _) in v.MOTION_LIMITS.items()) + "; starting opacity at least 0.5 for press, hover and selection, 0.1 for loading.",
     base=_MotionBase,
 )
 
@@ -354,17 +374,28 @@ TypeStyleSerializer = group(
         "weight": IntegerField(minimum=v.FONT_WEIGHT_MIN, maximum=v.FONT_WEIGHT_MAX,
                                step=v.FONT_WEIGHT_STEP),
     },
+    "A type style; family is a font family of the manifest's fonts or a safe family.",
 )
 
-SchemeColorsSerializer = group("SchemeColors", {key: ColorField() for key in v.COLOR_KEYS})
-SchemeComponentsSerializer = group(
-    "SchemeComponents", {key: ChoiceField(values) for key, values in v.COMPONENTS.items()}
+SchemeColorsSerializer = group(
+    "SchemeColors", {key: ColorField() for key in v.COLOR_KEYS}, _contrast_description()
 )
-SchemeElevationSerializer = group("SchemeElevation", {key: ShadowField() for key in v.ELEVATION_KEYS})
+SchemeComponentsSerializer = group(
+    "SchemeComponents",
+    {key: ChoiceField(values) for key, values in v.COMPONENTS.items()},
+    "The style of each component.",
+)
+SchemeElevationSerializer = group(
+    "SchemeElevation",
+    {key: ShadowField() for key in v.ELEVATION_KEYS},
+    "Shadows: none, or 'x y blur spread <color>'.",
+)
 SchemeProtectedEditorSerializer = group(
     "SchemeProtectedEditor",
     {key: ColorField(description="owned by Herald: exactly the built-in value of the scheme")
      for key in v.PROTECTED_EDITOR_KEYS},
+    "The editor chrome is Herald's: a manifest carries exactly the built-in values of the scheme, "
+    "so the editor stays legible whatever the theme.",
 )
 SchemeShapeSerializer = group(
     "SchemeShape",
@@ -372,6 +403,7 @@ SchemeShapeSerializer = group(
         "borderStyle": ChoiceField(v.BORDER_STYLES),
         **{key: LengthField(low, high) for key, (low, high) in v.SHAPE_LENGTHS.items()},
     },
+    "Border and corner shapes.",
 )
 SchemeShellSerializer = group(
     "SchemeShell",
@@ -379,6 +411,7 @@ SchemeShellSerializer = group(
         "canvasTreatment": ChoiceField(v.CANVAS_TREATMENTS),
         **{key: LengthField(low, high) for key, (low, high) in v.SHELL_LENGTHS.items()},
     },
+    "The application shell: canvas treatment and frame sizes.",
 )
 SchemeSpacingSerializer = group(
     "SchemeSpacing",
@@ -386,9 +419,12 @@ SchemeSpacingSerializer = group(
         **{key: LengthField(low, high) for key, (low, high) in v.SPACING_LENGTHS.items()},
         "density": ChoiceField(v.DENSITIES),
     },
+    "Spacing and control sizes.",
 )
 SchemeTypographySerializer = group(
-    "SchemeTypography", {role: TypeStyleSerializer() for role in v.TYPOGRAPHY_ROLES}
+    "SchemeTypography",
+    {role: TypeStyleSerializer() for role in v.TYPOGRAPHY_ROLES},
+    "A type style per role.",
 )
 
 
@@ -413,11 +449,14 @@ SchemeSerializer = group(
         "spacing": SchemeSpacingSerializer(),
         "typography": SchemeTypographySerializer(),
     },
+    "One color scheme (light or dark): every group is required.",
     base=_SchemeBase,
 )
 
 ManifestSchemesSerializer = group(
-    "ManifestSchemes", {name: SchemeSerializer(required=False) for name in v.SCHEMES}
+    "ManifestSchemes",
+    {name: SchemeSerializer(required=False) for name in v.SCHEMES},
+    "The schemes present; supportedSchemes lists exactly these keys, light before dark.",
 )
 
 FontSerializer = group(
@@ -433,6 +472,7 @@ FontSerializer = group(
                                step=v.FONT_WEIGHT_STEP),
         "display": ChoiceField(v.FONT_DISPLAYS),
     },
+    "A web font: sourceUrl names a font asset of the organization (asset:<ID>); IDs are unique across fonts and assets.",
 )
 
 ManifestAssetSerializer = group(
@@ -446,6 +486,7 @@ ManifestAssetSerializer = group(
         "sourceUrl": TextField(max_length=64, pattern=ASSET_SOURCE_PATTERN,
                                description="asset:<theme asset ID> of an image asset of the organization"),
     },
+    "An image: sourceUrl names an image asset of the organization of this mimeType; each slot at most once; alt text is required for the illustration slots.",
 )
 
 
@@ -532,6 +573,7 @@ ManifestSerializer = group(
         "assets": ListOf(child=ManifestAssetSerializer(), max_length=v.MAX_ASSETS, required=False,
                          default=list),
     },
+    "A theme manifest: at most 256 KiB as JSON; unknown keys are rejected at every level.",
     base=_ManifestBase,
 )
 
