@@ -18,14 +18,19 @@ from collections.abc import Callable
 REDACTED = "[REDACTED]"
 
 # Names whose values are secrets, in key=value, key: value, JSON and query-string forms.
+# A name (a run of name characters) that contains one of the words; the run is taken whole and
+# never backtracked into, so that a long run costs linear time, not quadratic.
 _SENSITIVE = (
-    r"[A-Za-z0-9_.\-]*(?:password|passwd|passphrase|secret|token|api[_\-]?key|apikey"
+    r"(?=[A-Za-z0-9_.\-]*?(?:password|passwd|passphrase|secret|token|api[_\-]?key|apikey"
     r"|access[_\-]?key|private[_\-]?key|signing[_\-]?key|credential|signature|session[_\-]?id"
-    r"|cookie)"
-    r"[A-Za-z0-9_.\-]*"
+    r"|cookie))"
+    r"[A-Za-z0-9_.\-]++"
 )
 # Short query-parameter names that carry secrets in URLs (API keys, signatures, OAuth codes).
 _QUERY_NAME = rf"(?:{_SENSITIVE}|key|sig|code|auth|pass|pwd|jwt)"
+# Names are matched only from their first character: trying every position inside a long run
+# of name characters would make redaction quadratic in the length of a log line.
+_NAME_START = r"(?<![A-Za-z0-9_.\-])"
 # A name that is a file name (credentials.json) is no secret's name.
 _NOT_A_FILE = (
     r"(?<!\.json)(?<!\.yml)(?<!\.yaml)(?<!\.toml)(?<!\.txt)(?<!\.py)(?<!\.log)(?<!\.ini)(?<!\.cfg)"
@@ -47,7 +52,8 @@ _PATTERNS: list[tuple[re.Pattern[str], Replacement]] = [
     ),
     (
         re.compile(
-            r"(?m)(?:^[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+[ \t]*-----END [A-Z0-9 ]*PRIVATE KEY-----"
+            r"(?m)(?:^[ \t]*+[A-Za-z0-9+/=]{16,100}+[ \t]*+\r?\n)++[ \t]*+"
+            r"-----END [A-Z0-9 ]*PRIVATE KEY-----"
         ),
         "-----" + REDACTED + " PRIVATE KEY-----",
     ),
@@ -70,7 +76,9 @@ _PATTERNS: list[tuple[re.Pattern[str], Replacement]] = [
     # Passwords in URL user-info: scheme://user:password@host (a password may hold '@' or '/';
     # host:port/path/@name is a port, not a password).
     (
-        re.compile(r"(?i)([a-z][a-z0-9+.\-]*://[^:/@\s\"'<>]*:)(?!\d+[/?#])[^\s\"'<>]*@"),
+        re.compile(
+            r"(?i)(?<![a-z0-9+.\-])([a-z][a-z0-9+.\-]*+://[^:/@\s\"'<>]*+:)(?!\d+[/?#])[^\s\"'<>]{0,256}@"
+        ),
         r"\1" + REDACTED + "@",
     ),
     # Webhook tokens in paths: Discord /api/webhooks/<id>/<token>, Slack /services/T…/B…/<token>.
@@ -124,7 +132,7 @@ _PATTERNS: list[tuple[re.Pattern[str], Replacement]] = [
     # name followed by a colon ("credentials.json: Permission denied").
     (
         re.compile(
-            rf"(?i)(\b{_SENSITIVE}{_NOT_A_FILE}\s*[=:]\s*)"
+            rf"(?i)({_NAME_START}{_SENSITIVE}{_NOT_A_FILE}\s*[=:]\s*)"
             + _NOT_DONE
             + r"(\"[^\"]*\"|'[^']*'|[^\s,;&}\"']+)"
         ),

@@ -13,7 +13,8 @@ the SQL, and pays for it once:
 
 - ``build(*shape)`` returns the queryset. ``Param`` marks each value that changes from call to
   call; the ORM compiles it to one placeholder. Anything that changes the SQL text (a slice
-  size, a field list) is a ``shape`` argument: each shape is compiled once, on first use.
+  size, a field list) is a ``shape`` argument: each shape is compiled once, on first use, and
+  kept for the life of the process, so shapes must come from a small set (e.g. 1 to 200).
 - At run time each value goes through its model field's ``get_db_prep_value`` (as a lookup
   would prepare it), the SQL runs on a plain cursor of the queryset's database (so
   ``connection.execute_wrapper`` hooks and query logging still see it), and rows get the ORM's
@@ -32,7 +33,7 @@ from typing import Any
 
 from django.db import connections
 from django.db.models import Expression, Field, Model, QuerySet
-from django.db.models.query import get_related_populators
+from django.db.models.query import ModelIterable, ValuesListIterable, get_related_populators
 from django.db.transaction import TransactionManagementError
 
 
@@ -129,6 +130,9 @@ class CompiledQuery:
         query = queryset.query
         if queryset._prefetch_related_lookups or query.deferred_loading[0] or query.extra:
             raise TypeError("CompiledQuery runs plain reads only")
+        expected = ModelIterable if instances else ValuesListIterable
+        if queryset._iterable_class is not expected:  # e.g. values() dicts, flat=True scalars
+            raise TypeError(f"{'instances' if instances else 'values'}() needs a {expected.__name__} queryset")
         compiler = query.get_compiler(using=self.using)
         sql, params = compiler.as_sql()
         fields = [column[0] for column in compiler.select[: compiler.col_count]]

@@ -1,7 +1,8 @@
 """The staged repost engine (issue 7): for each destination published from a source account of
 an enabled policy, one execution per target account.
 
-* An execution waits ``delay_seconds`` after the publish time, then reads the post's metrics
+* An execution waits until its first stage's time (``delay_seconds`` after the publish time for
+  a rule without stages), then reads the post's metrics
   through the adapter at most once per ``HERALD_REPOST_METRICS_INTERVAL_SECONDS`` until the gates
   pass (``all``: every non-zero ``min_*``; ``any``: at least one; no non-zero gate: passes) and,
   with ``require_plateau``, the last ``plateau_checks`` reads were identical.
@@ -11,6 +12,8 @@ an enabled policy, one execution per target account.
 * It is skipped with a reason when the window closes first, when the target becomes unusable
   (disconnected, reconnect required, grant revoked, readiness blocks it), when the source post
   is gone, or when the policy no longer wants it.
+* A finished execution whose repost was still in flight (its worker died, then it was skipped
+  or failed) is settled with the provider (``_settle``): never abandoned, never reposted.
 
 Readiness is asked immediately before every provider call. A worker claims an execution with a
 conditional update (a lease), records each repost's intent before calling the provider and its
@@ -269,7 +272,9 @@ def _shared_reading(
 def _read_metrics(execution: RepostExecution) -> dict[str, int]:
     source = execution.destination.account
     if source.status != Account.Status.ACTIVE:
-        raise _Unusable("source", "The source account must be reconnected.")
+        raise _Unusable("source", "The source account must be reconnected."
+                        if source.status == Account.Status.RECONNECT_REQUIRED
+                        else "The source account was disconnected.")  # fmt: skip
     _require_ready(source, "source")
     try:
         metrics = get_adapter(source.provider).metrics(
@@ -374,9 +379,10 @@ def _find_repost(execution: RepostExecution, stage: RepostStage) -> PublishResul
     target = execution.target_account
     adapter = get_adapter(target.provider)
     _require_ready(target, "target")
-    return _target_call(target, lambda: adapter.find_repost(  # type: ignore[no-any-return]
+    found: PublishResult | None = _target_call(target, lambda: adapter.find_repost(
         account=account_context(target), idempotency_key=_stage_key(execution, stage),
         **_subject(execution)))  # fmt: skip
+    return found
 
 
 def _reconcile_stage(execution: RepostExecution, stage: RepostStage, now: datetime) -> None:

@@ -10,7 +10,9 @@ each). ``mode`` changes the answer:
 * ``invalid`` — JSON that breaks the card rules (two angles, a missing member);
 * ``refusal`` — a refusal message;
 * ``http_error`` — HTTP 500 with an error body;
-* ``slow`` — sleeps ``delay`` seconds before answering (past the client's timeout).
+* ``slow`` — sleeps ``delay`` seconds before answering (past the client's timeout);
+* ``trickle`` — answers at once with a valid reply, but sends its body a few bytes every
+  ``trickle_interval`` seconds (each read is quick; the whole reply is not).
 
 Every request is recorded (``requests``: headers and JSON body) for assertions. Use it as a
 context manager::
@@ -33,6 +35,8 @@ class LlmStandIn:
     def __init__(self) -> None:
         self.mode = "ok"
         self.delay = 2.0
+        self.trickle_interval = 0.3
+        self.trickle_bytes = 16
         self.extra_text = ""
         self.model = "standin-model-1"
         self.requests: list[dict[str, Any]] = []
@@ -139,7 +143,14 @@ class LlmStandIn:
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    if standin.mode != "trickle":
+                        self.wfile.write(data)
+                        return
+                    step = standin.trickle_bytes
+                    for start in range(0, len(data), step):
+                        self.wfile.write(data[start : start + step])
+                        self.wfile.flush()
+                        time.sleep(standin.trickle_interval)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 

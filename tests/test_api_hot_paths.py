@@ -105,6 +105,15 @@ def test_compiled_query_refuses_prefetching() -> None:
         query.instances()
 
 
+def test_compiled_query_refuses_rows_it_would_shape_differently() -> None:
+    with pytest.raises(TypeError, match="ValuesListIterable"):
+        CompiledQuery(lambda: ApiToken.objects.values("id")).values()
+    with pytest.raises(TypeError, match="ValuesListIterable"):
+        CompiledQuery(lambda: ApiToken.objects.values_list("id", flat=True)).values()
+    with pytest.raises(TypeError, match="ModelIterable"):
+        CompiledQuery(lambda: ApiToken.objects.values_list("id")).instances()
+
+
 @pytest.mark.django_db(transaction=True)  # autocommit outside the atomic block, as in production
 def test_locking_compiled_query_runs_only_inside_a_transaction(user: User) -> None:
     locked = CompiledQuery(
@@ -155,6 +164,29 @@ def test_a_connection_the_server_ended_is_replaced_before_the_next_query() -> No
         time.sleep(0.05)
     close_old_connections()
     assert _backend_pid() != pid  # reconnected; no error reached the caller
+
+
+# --- The Redis broker transport -------------------------------------------------------------
+
+
+def test_redis_broker_channel_reuses_one_client_until_its_pool_is_replaced() -> None:
+    from django.conf import settings
+
+    if not settings.CELERY_BROKER_URL.startswith("redis://"):
+        pytest.skip("needs REDIS_URL (the Redis broker)")
+    from config.celery import app
+
+    with app.connection_for_write() as broker:
+        channel = broker.default_channel
+        assert type(channel).__name__ == "RedisChannel"
+        with channel.conn_or_acquire() as first, channel.conn_or_acquire() as second:
+            assert first is second
+            assert first.ping()
+        channel._disconnect_pools()  # what kombu does after a connection error
+        with channel.conn_or_acquire() as third:
+            assert third is not first
+            assert third.connection_pool is channel.pool
+            assert third.ping()
 
 
 # --- Bearer authentication still reads validity every time -----------------------------------

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -114,6 +115,18 @@ def test_a_slow_model_is_504(owner_client: APIClient, workspace: Any, llm: LlmSt
     assert "1 s" in body["detail"]
     llm.mode = "ok"  # the slot was released: the next call succeeds
     assert discover(owner_client, workspace).status_code == 200
+
+
+def test_a_reply_that_trickles_in_is_cut_off_at_the_deadline(
+    owner_client: APIClient, workspace: Any, llm: LlmStandIn
+) -> None:
+    """Every read returns within the read timeout, but the whole reply would take minutes:
+    the call still ends near the deadline (connect + twice the 1 s timeout at most)."""
+    llm.mode = "trickle"
+    llm.trickle_interval, llm.trickle_bytes = 0.2, 8
+    started = time.monotonic()
+    assert_problem(discover(owner_client, workspace), 504, "model_timeout")
+    assert time.monotonic() - started < 3.0
 
 
 @pytest.mark.parametrize("missing", ["HERALD_DISCOVERY_LLM_URL", "HERALD_DISCOVERY_LLM_MODEL"])

@@ -18,7 +18,13 @@ from publishing.models import Account, Destination, Publication
 from publishing.providers import PROVIDERS
 from publishing.services import delivery
 from readiness import ledgers
-from readiness.models import LEDGER_MODELS, ApprovalReview, CertificationRun, RuntimeControl
+from readiness.models import (
+    LEDGER_MODELS,
+    OPERATIONS,
+    ApprovalReview,
+    CertificationRun,
+    RuntimeControl,
+)
 from readiness.projection import provider_readiness_projection
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers.discord_webhook import DiscordWebhookStandIn
@@ -461,6 +467,9 @@ def test_admin_pages_are_add_only(admin_user: Any, workspace: Any) -> None:
         "review_reference": "ticket 7"})
     assert response.status_code == 302
     assert ApprovalReview.objects.get().operations == ["connect", "publish_immediate"]
+    response = client.post("/admin/readiness/approvalreview/add/", {"provider": "bluesky", "outcome": "trial"})
+    assert response.status_code == 302
+    assert ApprovalReview.objects.latest("id").operations == sorted(OPERATIONS)  # none selected: all
     account = make_account(workspace)
     fields = {"kind": "local", "provider": "discord_webhook", "operation": "publish_immediate",
               "output_profile": "discord_webhook.message", "account_id": str(account.pk),

@@ -481,6 +481,51 @@ def test_readiness_is_asked_before_reading_metrics(
     assert calls == [(source.username, "publish_immediate"), (target.username, "publish_immediate")]
 
 
+def test_readiness_is_asked_before_the_unrepost(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account,
+    settings: Any,
+) -> None:  # fmt: skip
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0, stages=TWO_STAGES))
+    post = published(source)
+    t0 = post.published_at
+    assert run(t0, HOUR).status == S.READY
+    settings.HERALD_DISABLED_PROVIDERS = ["mastodon"]
+
+    execution = run(t0, 3 * HOUR)
+
+    assert (execution.status, execution.skip_reason) == (S.SKIPPED, "target_unavailable")
+    assert Requests(mastodon).count("POST", "/unreblog") == 0
+    assert [s.status for s in stages(execution)] == [RepostStage.Status.SUCCEEDED, RepostStage.Status.SKIPPED]
+    assert live_mastodon_boosts(mastodon, "2", post.external_id) == 1  # the first boost stays
+
+
+def test_readiness_is_asked_before_looking_up_an_in_flight_repost(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account,
+    settings: Any, provider_settings: Any,
+) -> None:  # fmt: skip
+    provider_settings.HERALD_REPOST_MAX_FAILURES = 2
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0))
+    post = published(source)
+    t0 = post.published_at
+    with _die_after_repost("mastodon", made=True), pytest.raises(KeyboardInterrupt):
+        tick(t0 + timedelta(seconds=60))
+    settings.HERALD_DISABLED_PROVIDERS = ["mastodon"]
+    lookups = Requests(mastodon)
+
+    execution = run(t0, (only_execution().claimed_until - t0).total_seconds() + 1)
+    assert (execution.status, execution.skip_reason) == (S.SKIPPED, "target_unavailable")
+    execution = run(t0, (execution.next_check_at - t0).total_seconds())  # settling: blocked
+    assert stages(execution)[0].status == RepostStage.Status.IN_FLIGHT
+    execution = run(t0, (execution.next_check_at - t0).total_seconds())  # blocked again: give up
+
+    (stage,) = stages(execution)
+    assert stage.status == RepostStage.Status.FAILED
+    assert "unknown" in stage.error_message
+    assert "disabled" in stage.error_message
+    assert lookups.count("GET", f"/statuses/{post.external_id}") == 0  # never asked while blocked
+    assert tick(t0 + timedelta(days=1))["dispatched"] == 0
+
+
 def test_a_target_that_must_reconnect_is_skipped(
     owner_client: APIClient,
     workspace: Any,
@@ -536,6 +581,27 @@ def test_removing_a_source_or_target_skips_its_pending_executions(
     mastodon.set_counts(post.external_id, favourites=5)
     tick(post.published_at + timedelta(seconds=HOUR))
     assert mastodon.counters["reblogs"] == 0
+
+
+def test_an_empty_source_list_means_every_compatible_account_of_the_workspace(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, bluesky: BlueskyStandIn,
+    source: Account, target: Account,
+) -> None:  # fmt: skip
+    third = Account.objects.create(
+        workspace=workspace, provider="mastodon", external_id="3", username="third@127.0.0.1",
+        instance_url=mastodon.url, app=target.app, credentials_encrypted=target.credentials_encrypted,
+    )  # fmt: skip
+    sky = bluesky_account(workspace, bluesky)
+    save(owner_client, workspace, policy([target], min_likes=1))
+    from_source, from_third = published(source), published(third)
+    published(sky)  # another platform than the target's: no execution
+    published(target)  # the target's own post: never reposted by itself
+
+    assert tick(from_source.published_at + timedelta(seconds=60))["created"] == 2
+
+    assert set(RepostExecution.objects.values_list("destination_id", "target_account_id")) == {
+        (from_source.pk, target.pk), (from_third.pk, target.pk),
+    }  # fmt: skip
 
 
 def test_one_execution_per_destination_and_target(

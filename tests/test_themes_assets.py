@@ -330,3 +330,59 @@ def test_assets_are_stored_in_and_served_from_s3(
             deleted = owner.delete(f"/api/v1/theme-assets/{record['id']}?organization_id={organization.pk}")
         assert deleted.status_code == 204
     assert s3.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+
+
+# --- Content safety, conditional requests and upload access ---------------------------------------
+
+
+def test_if_none_match_follows_rfc_9110(owner: APIClient, organization: Any) -> None:
+    record = upload_asset(owner, organization, image_bytes()).json()
+    etag = f'"{record["checksum_sha256"]}"'
+    for header in (etag, f"W/{etag}", f'"other", {etag}', "*"):
+        response = content(owner, record, HTTP_IF_NONE_MATCH=header)
+        assert response.status_code == 304, header
+        assert response["ETag"] == etag
+        assert response["X-Content-Type-Options"] == "nosniff"
+    for header in ('"other"', "W/\"other\"", "garbage"):
+        assert content(owner, record, HTTP_IF_NONE_MATCH=header).status_code == 200, header
+
+
+@pytest.mark.parametrize(
+    ("data", "filename"),
+    [
+        (b'<svg xmlns="http://www.w3.org/2000/svg" onload="alert(1)"><script>alert(2)</script></svg>', "x.svg"),
+        (b"<!doctype html><html><body><script>alert(1)</script></body></html>", "x.html"),
+        (b"\x89PNG\r\n\x1a\n<script>alert(1)</script>", "x.png"),  # a PNG signature, then no PNG
+    ],
+)
+def test_files_that_could_run_script_are_refused(
+    owner: APIClient, organization: Any, data: bytes, filename: str
+) -> None:
+    response = upload_asset(owner, organization, data, filename=filename)
+    assert_invalid(response, "body.file")
+    assert ThemeAsset.objects.count() == 0
+
+
+def test_content_is_served_so_a_browser_never_runs_it(owner: APIClient, organization: Any) -> None:
+    record = upload_asset(owner, organization, image_bytes(), filename="<evil>.html").json()
+    served = content(owner, record)
+    assert served["Content-Type"] == "image/png"  # the sniffed type, never the client's
+    assert served["X-Content-Type-Options"] == "nosniff"
+    assert served["Content-Security-Policy"] == "default-src 'none'; sandbox"
+    assert served["Content-Disposition"] == f'inline; filename="{record["id"]}.png"'  # not the upload's name
+
+
+def test_uploads_need_an_organization_owner_or_admin(
+    bearer_client: Callable[..., APIClient], make_user: Callable[..., User], user: User,
+    organization: Any, workspace: Any, media_storage: Any,
+) -> None:
+    member = make_user()
+    OrganizationMembership.objects.create(organization=organization, user=member, role="member")
+    callers = {
+        "token_workspace_scope": bearer_client(user, workspace=workspace),
+        "no_organization_access": bearer_client(make_user()),
+        "role_too_low": bearer_client(member),
+    }
+    for code, client in callers.items():
+        assert_problem(upload_asset(client, organization, image_bytes()), 403, code)
+    assert ThemeAsset.objects.count() == 0

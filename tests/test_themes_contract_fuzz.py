@@ -4,10 +4,10 @@ deliberately invalid ones) must never answer 500, and every answer must use a de
 code, a declared content type and the declared schema.
 
 The world, made afresh for each operation (``transaction=True``): an organization owned by the
-bearer token's user, a workspace, a theme with a published revision and an image asset. This
-module runs on PostgreSQL only: between transactional tests the database is emptied, and on
-SQLite that is a ``DELETE`` that the immutable-revision triggers refuse (PostgreSQL empties
-tables with ``TRUNCATE``, which row triggers do not see).
+bearer token's user, a workspace, a theme with a published revision and an image asset. It runs
+on both databases: on SQLite, ``flushable_revisions`` lets Django empty the tables afterwards
+(the immutability triggers refuse the ``DELETE`` of a flush; PostgreSQL flushes with
+``TRUNCATE``, which row triggers do not see).
 
 ``HERALD_FUZZ_EXAMPLES`` (default 10) sets the examples per operation and generation mode.
 """
@@ -31,10 +31,8 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.test_themes_support import image_bytes
+from tests.test_themes_support import flushable_revisions, image_bytes
 from workspaces.access import Actor
-
-pytestmark = pytest.mark.postgres
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 FUZZED_PATHS = ("/api/v1/themes", "/api/v1/theme-settings", "/api/v1/theme-assignments", "/api/v1/theme-assets")
@@ -62,8 +60,11 @@ class World:
     ids: dict[str, str]
 
 
+__all__ = ["flushable_revisions"]  # a fixture (imported for pytest)
+
+
 @pytest.fixture
-def world(make_user: Any, media_storage: Any) -> World:
+def world(make_user: Any, media_storage: Any, flushable_revisions: None) -> World:
     from themes import services
     from workspaces.services import api_token_create, organization_create, workspace_create
 

@@ -4,6 +4,7 @@ validation; and the OpenAPI contract is derived from the same definition."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -66,6 +67,29 @@ def test_built_ins_have_distinct_characters() -> None:
     assert len(treatments) >= 5
     contrast = next(b for b in BUILT_INS if b.id == "contrast").manifest["schemes"]["light"]["colors"]
     assert css.contrast_ratio(css.parse_color(contrast["ink"]), css.parse_color(contrast["canvas"])) >= 7
+
+
+# A built-in version is a pinned reference ({kind: built_in, id, version}): what version 1 of a
+# built-in looks like must never change. Change a recipe (or the code that computes it) only
+# together with BUILT_IN_VERSION, then record the new digests here.
+BUILT_IN_DIGESTS = {
+    "neutral": "6f84ecfe7c90090b3b44ffcbd02095161959e46b25fa249463b24328a832b844",
+    "paper": "de4e5254983bca540fe8a91d86dd661f057c48474ed58544eba522730a1b5648",
+    "contrast": "0ff47817db40cfe6a2a1d6b0c719067da7410fc3b2148625c30940a1f658a950",
+    "midnight": "061280d727ce67fd7aaff62d26bd8bbfb23055cbadc08f269f50e97163b45ee1",
+    "garden": "443b1658e902868f01d881b7a8fa3f7ac79a0733de83bd55a9865b4ed54ed4f6",
+    "studio": "00b77557221b8da097859738fd1a66e06d95b33e4feeaff8860b00c5b158fa2c",
+    "confetti": "4159f8c11026f9b527d0325f68a6548e3942e921cfe4d965afbc8fe98956a52e",
+}
+
+
+def test_a_built_in_version_never_changes() -> None:
+    assert {b.version for b in BUILT_INS} == {1}
+    digests = {
+        b.id: hashlib.sha256(json.dumps(b.manifest, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        for b in BUILT_INS
+    }
+    assert digests == BUILT_IN_DIGESTS, "a built-in changed: bump BUILT_IN_VERSION and record the digests"
 
 
 def test_built_ins_endpoint_lists_every_built_in_with_its_manifest(owner: APIClient) -> None:
@@ -275,6 +299,13 @@ def test_validation_and_contract_come_from_one_definition() -> None:
     manifest_schema = schemas["ManifestRequest"]
     assert manifest_schema["additionalProperties"] is False
     assert set(props("ManifestRequest")) == set(ManifestSerializer().fields)
+    # Requests may leave out description, fonts and assets (they have defaults); a manifest in a
+    # response always carries every key, and the schemes present stay optional one by one.
+    assert set(manifest_schema["required"]) == set(ManifestSerializer().fields) - {"description", "fonts", "assets"}
+    assert set(schemas["Manifest"]["required"]) == set(ManifestSerializer().fields)
+    assert set(props("Manifest")) == set(props("ManifestRequest"))
+    assert "required" not in schemas["ManifestSchemes"]
+    assert set(schemas["SchemeColors"]["required"]) == set(v.COLOR_KEYS)
     scheme = ref(props("ManifestSchemesRequest")["light"])
     assert set(props(scheme)) == {"colors", "components", "elevation", "motion", "protectedEditor",
                                   "shape", "shell", "spacing", "typography"}

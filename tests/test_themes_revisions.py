@@ -11,10 +11,13 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 
 from config.errors import RevisionConflictError
+from tests.test_themes_support import SQLITE_TRIGGERS, flushable_revisions, sqlite_revision_triggers
 from themes import services
 from themes.models import ImmutableRevisionError, PublishedRevision, Theme
 from workspaces.access import Actor
 from workspaces.models import User
+
+__all__ = ["flushable_revisions"]  # a fixture (imported for pytest)
 
 
 @pytest.fixture
@@ -101,3 +104,30 @@ def test_postgresql_trigger_is_installed() -> None:
             [PublishedRevision._meta.db_table],
         )
         assert [row[0] for row in cursor.fetchall()] == ["themes_publishedrevision_immutable"]
+
+
+@pytest.mark.django_db
+def test_sqlite_triggers_are_installed() -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite triggers; PostgreSQL has its own (test_postgresql_trigger_is_installed)")
+    with connection.cursor() as cursor:
+        assert sqlite_revision_triggers(cursor) == SQLITE_TRIGGERS
+
+
+@pytest.mark.django_db(transaction=True)
+def test_committed_revisions_stay_immutable_on_both_databases(
+    user: User, organization: Any, flushable_revisions: None
+) -> None:
+    """Committed (not rolled back) revisions: the triggers refuse raw SQL outside any test
+    transaction too; afterwards ``flushable_revisions`` lets the test database be emptied."""
+    actor = Actor(user=user)
+    theme = services.theme_create(actor=actor, organization_id=organization.pk, name="Committed")
+    published = services.theme_publish(
+        actor=actor, theme_id=theme.pk, organization_id=organization.pk,
+        expected_draft_revision=1, expected_published_revision=None,
+    )
+    table = PublishedRevision._meta.db_table
+    for statement in (f"UPDATE {table} SET revision = 5 WHERE id = %s", f"DELETE FROM {table} WHERE id = %s"):  # noqa: S608
+        with pytest.raises(IntegrityError, match="immutable"), transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(statement, [published.pk])
+    assert PublishedRevision.objects.filter(pk=published.pk, revision=1).exists()

@@ -1,23 +1,27 @@
-"""Helpers of the theme tests (no tests here): real fonts and images made in memory, and the
-API calls every theme test needs."""
+"""Helpers of the theme tests (no tests here): real fonts and images made in memory, the API
+calls every theme test needs, and the teardown that lets transactional tests run on SQLite."""
 
 from __future__ import annotations
 
 import copy
+import importlib
 import io
 import os
 import struct
 import zlib
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
+import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 from fontTools.fontBuilder import FontBuilder
 from fontTools.pens.ttGlyphPen import TTGlyphPen
 from PIL import Image
 
 from themes.builtins import built_in_manifest
-from themes.models import ThemeAsset
+from themes.models import PublishedRevision, ThemeAsset
 
 
 def woff2_font(
@@ -134,3 +138,38 @@ def make_assets(organization: Any, user: Any, count: int, *, start: Any, step: t
                                created_at=created_at, created_by=str(user.pk)))
     ThemeAsset.objects.bulk_create(rows)
     return [str(row.pk) for row in rows]
+
+
+@pytest.fixture
+def flushable_revisions(transactional_db: None) -> Iterator[None]:
+    """Transactional tests end with Django emptying every table. PostgreSQL does that with
+    ``TRUNCATE`` (row triggers do not fire); SQLite with ``DELETE``, which the immutability
+    triggers refuse once a revision was published. So, on SQLite only and in the test database
+    only, this teardown (which runs before Django's flush) drops the two triggers, empties the
+    revisions table and installs the triggers again, with the migration's own statements.
+
+    Nothing in the application can switch the triggers off: this is DDL in the test's teardown,
+    and whoever can run DDL can drop a trigger anyway. The guarantee stays "no UPDATE or DELETE".
+    """
+    yield
+    if connection.vendor != "sqlite":
+        return
+    migration = importlib.import_module("themes.migrations.0002_published_revision_immutable")
+    with connection.cursor() as cursor:
+        for statement in migration.SQLITE_REVERSE:
+            cursor.execute(statement)
+        cursor.execute(f"DELETE FROM {PublishedRevision._meta.db_table}")  # noqa: S608
+        for statement in migration.SQLITE:
+            cursor.execute(statement)
+        assert sqlite_revision_triggers(cursor) == SQLITE_TRIGGERS  # the guard is back
+
+
+SQLITE_TRIGGERS = ["themes_publishedrevision_no_delete", "themes_publishedrevision_no_update"]
+
+
+def sqlite_revision_triggers(cursor: Any) -> list[str]:
+    cursor.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = %s ORDER BY name",
+        [PublishedRevision._meta.db_table],
+    )
+    return [row[0] for row in cursor.fetchall()]

@@ -45,7 +45,7 @@ from discovery.context import (
 from discovery.context import EngineResult as Result
 
 NAME = "herald-builtin"
-VERSION = "1.0"
+VERSION = "1.1"
 MODEL = f"{NAME}/{VERSION}"
 
 _STOPWORDS = frozenset(
@@ -248,6 +248,7 @@ class _Builder:
         )
         self.post_tokens = [(p, _tokens(p.text)) for p in ctx.publications]
         self.used_opinions: set[str] = set()
+        self.lead_ins_used = 0
 
     # --- helpers over the profile -------------------------------------------------------
 
@@ -298,15 +299,13 @@ class _Builder:
         best = max(scored)
         return examples[-best[1]] if best[0] > 0 else examples[index % len(examples)]
 
-    def hook_expression(self, topic: str, index: int) -> str:
-        """A recurring expression that can open a hook about ``topic``: one that shares words
-        with it, else a short lead-in ("Here's the thing"); never a slogan that has nothing to
-        do with the claim that follows it."""
-        expressions = [e for e in self.items("recurring_expressions") if len(e) <= 80 and self.allowed(e)]
-        relevant = [e for e in expressions if _relevance(topic, e) > 0]
-        if relevant:
-            return relevant[index % len(relevant)]
-        lead_ins = [e for e in expressions if _is_lead_in(e)]
+    def hook_expression(self, index: int) -> str:
+        """A recurring expression that can open a hook: a short lead-in ("Here's the thing"),
+        never a slogan ("Ship small, ship often") glued to a claim it has nothing to do with;
+        slogans are suggested in the angles' approaches instead."""
+        lead_ins = [
+            e for e in self.items("recurring_expressions") if _is_lead_in(e) and self.allowed(e)
+        ]
         return lead_ins[index % len(lead_ins)] if lead_ins else ""
 
     # --- seeds --------------------------------------------------------------------------
@@ -648,14 +647,11 @@ class _Builder:
         is_claim = (seed.kind == "interview" and bool(seed.story)) or (
             bool(opinion) and seed.kind not in {"follow_up", "covered", "second_chance", "starter"}
         )
-        expression = self.hook_expression(f"{seed.topic} {opinion}", index) if is_claim else ""
-        if expression and len(expression) + len(line) < 380:
-            if expression[-1:] in ".!?":
-                line = f"{expression} {line}"
-            elif _is_lead_in(expression):
-                line = f"{expression.rstrip(':')}: {_lower_first(line)}"
-            else:
-                line = f"{_sentence(expression)} {line}"
+        # A catchphrase on every card wears thin: at most a third of the hooks carry one.
+        expression = self.hook_expression(index) if is_claim else ""
+        if expression and self.lead_ins_used < max(1, self.ctx.limit // 3) and len(expression) + len(line) < 380:
+            self.lead_ins_used += 1
+            line = f"{expression.rstrip(':')}: {_lower_first(line)}"
         return _clip(line, 400)
 
     def why_it_fits(self, seed: Seed, opinion: str) -> str:

@@ -9,7 +9,8 @@ phrases of the voice profile are scrubbed before that check, so they never reach
 
 Failures: not configured → 503 ``discovery_unavailable``; connection refused or unreachable →
 503 ``model_unavailable``; no answer within ``HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS`` (connect,
-each read, and the whole reply) → 504 ``model_timeout``; an HTTP error, a refusal, a truncated
+each read, and the whole reply, checked between reads: a call ends within the connect timeout
+plus twice that) → 504 ``model_timeout``; an HTTP error, a refusal, a truncated
 or invalid reply → 502 ``model_failed`` / ``model_invalid_reply``. The API key is sent only as
 a bearer header and never logged or echoed; no model text is echoed in errors either.
 """
@@ -23,6 +24,7 @@ from dataclasses import asdict
 from typing import Any
 
 import requests
+from urllib3 import exceptions as urllib3_exceptions
 
 from config.errors import ServiceUnavailableError, UpstreamError, UpstreamTimeoutError
 from discovery.cards import (
@@ -190,7 +192,9 @@ class LlmEngine:
         self.model = model
         self.api_key = api_key
         self.timeout = max(0.1, float(timeout))
-        self.time_budget_seconds = self.timeout
+        # The longest a call can take: the connect timeout, then the whole-reply deadline, which
+        # is checked between reads, so one last read may wait up to the read timeout past it.
+        self.time_budget_seconds = min(5.0, self.timeout) + 2 * self.timeout
 
     @property
     def configured(self) -> bool:
@@ -253,16 +257,21 @@ class LlmEngine:
         try:
             chunks: list[bytes] = []
             size = 0
-            for chunk in response.iter_content(64 * 1024):
+            while True:
+                # ``read1``: whatever one socket read brings (``iter_content`` would wait for
+                # a full chunk, so a reply that trickles in could outlast the deadline).
+                chunk = response.raw.read1(64 * 1024, decode_content=True)
+                if not chunk:
+                    break
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > MAX_REPLY_BYTES:
                     raise UpstreamError("The discovery model's reply is too large.", code="model_invalid_reply")
                 if time.monotonic() > deadline:
                     raise self._timeout()
-        except requests.Timeout as exc:
+        except (requests.Timeout, urllib3_exceptions.ReadTimeoutError, TimeoutError) as exc:
             raise self._timeout() from exc
-        except requests.RequestException as exc:
+        except (requests.RequestException, urllib3_exceptions.HTTPError, OSError) as exc:
             raise UpstreamError("The discovery model's reply broke off.", code="model_failed") from exc
         finally:
             response.close()

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import FileResponse, HttpResponse, HttpResponseBase
 from django.urls import reverse
+from django.utils.cache import parse_etags
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.negotiation import BaseContentNegotiation
@@ -383,7 +384,7 @@ class ThemeAssetContentView(APIView):
             "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": "default-src 'none'; sandbox",
         }
-        if etag in [tag.strip() for tag in request.headers.get("If-None-Match", "").split(",")]:
+        if _none_match(request.headers.get("If-None-Match", ""), etag):
             response: HttpResponseBase = HttpResponse(status=304)
         else:
             response = FileResponse(asset.file.open("rb"), content_type=asset.media_type)
@@ -392,6 +393,12 @@ class ThemeAssetContentView(APIView):
         for name, value in headers.items():
             response[name] = value
         return response
+
+
+def _none_match(header: str, etag: str) -> bool:
+    """If-None-Match (RFC 9110 §13.1.2): ``*`` or any tag equal under weak comparison."""
+    tags = parse_etags(header) if header else []
+    return "*" in tags or any(tag.removeprefix("W/") == etag for tag in tags)
 
 
 def _extension(name: str) -> str:

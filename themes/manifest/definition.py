@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from drf_spectacular.extensions import OpenApiSerializerFieldExtension
+from drf_spectacular.extensions import OpenApiSerializerExtension, OpenApiSerializerFieldExtension
 from rest_framework import serializers
 
 from config.api.request import StrictSerializer
@@ -631,3 +631,25 @@ class ListOfScheme(OpenApiSerializerFieldExtension):
         if self.target.unique:
             schema["uniqueItems"] = True
         return schema
+
+
+class ManifestGroupScheme(OpenApiSerializerExtension):
+    """Request bodies may leave out the keys that have defaults (``description``, ``fonts``,
+    ``assets``); a stored manifest always carries them, so responses say so. Keys without a
+    default stay optional (``schemes.light`` and ``schemes.dark``)."""
+
+    target_class = ManifestGroup
+    match_subclasses = True
+    priority = 1  # before the generic StrictSerializer extension, which it extends
+
+    def map_serializer(self, auto_schema: Any, direction: Any) -> Any:
+        from config.api.openapi import StrictSerializerScheme
+
+        schema = StrictSerializerScheme(self.target).map_serializer(auto_schema, direction)
+        if direction == "response":
+            schema["required"] = sorted(
+                name for name, field in self.target.fields.items()
+                if field.required or field.default is not serializers.empty
+            )
+        return schema
+
