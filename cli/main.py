@@ -91,6 +91,11 @@ def current() -> HeraldContext:
     return herald
 
 
+def _redact_click_error(exc: click.ClickException) -> None:
+    """Click quotes the offending argument ("No such command 'hrld_…'"); hide secrets in it."""
+    exc.message = redact(exc.message)  # type: ignore[misc]  # typed Final, but a plain attribute
+
+
 class HeraldGroup(click.Group):
     """Reports every error as one redacted line with its documented exit code.
 
@@ -109,7 +114,7 @@ class HeraldGroup(click.Group):
         try:
             return super().make_context(info_name, args, parent=parent, **extra)
         except click.ClickException as exc:
-            exc.message = redact(exc.message)
+            _redact_click_error(exc)
             raise
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -119,7 +124,7 @@ class HeraldGroup(click.Group):
             click.echo(f"herald: error: {redact(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except click.ClickException as exc:
-            exc.message = redact(exc.message)
+            _redact_click_error(exc)
             raise
         except (click.exceptions.Exit, click.exceptions.Abort, KeyboardInterrupt):
             raise

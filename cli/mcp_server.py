@@ -99,7 +99,8 @@ class ToolSpec:
             annotations=types.ToolAnnotations(
                 title=self.title,
                 readOnlyHint=self.read_only,
-                destructiveHint=self.needs_confirm if not self.read_only else None,
+                # MCP reads a missing destructiveHint as true: say false for creating a draft.
+                destructiveHint=None if self.read_only else self.needs_confirm,
                 idempotentHint=self.read_only or None,
                 openWorldHint=self.needs_confirm,
             ),

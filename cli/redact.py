@@ -17,9 +17,9 @@ from collections.abc import Callable
 
 REDACTED = "[REDACTED]"
 
-# Names whose values are secrets, in key=value, key: value, JSON and query-string forms.
-# A name (a run of name characters) that contains one of the words; the run is taken whole and
-# never backtracked into, so that a long run costs linear time, not quadratic.
+# Names whose values are secrets, in key=value, key: value, JSON and query-string forms: a run of
+# name characters that contains one of the words. The run is taken whole and never backtracked
+# into (a possessive quantifier, Python 3.11+), so a long run costs linear time, not quadratic.
 _SENSITIVE = (
     r"(?=[A-Za-z0-9_.\-]*?(?:password|passwd|passphrase|secret|token|api[_\-]?key|apikey"
     r"|access[_\-]?key|private[_\-]?key|signing[_\-]?key|credential|signature|session[_\-]?id"

@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
+from django.db.models import CharField, Q, QuerySet, Value
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from config.errors import (
@@ -200,8 +201,10 @@ def repost_settings_replace(
         RepostPolicy.objects.filter(pk__in=removed).delete()
         # Names are unique per workspace, and the new set may swap them: park the kept
         # policies under their IDs first.
-        for pk in kept:
-            RepostPolicy.objects.filter(pk=pk).update(name=f"~{pk}")
+        RepostPolicy.objects.filter(pk__in=kept).update(
+            name=Concat(Value("~"), Cast("id", output_field=CharField()))
+        )
+        saved: list[tuple[RepostPolicy, dict[str, Any]]] = []
         for position, incoming in enumerate(policies):
             policy = existing.get(_canonical(incoming.get("id") or "")) or RepostPolicy(
                 workspace=workspace, created_at=now
@@ -218,38 +221,31 @@ def repost_settings_replace(
             ]
             policy.updated_at = now
             policy.save()
-            RepostPolicyAccount.objects.filter(policy=policy).delete()
-            RepostPolicyAccount.objects.bulk_create(
-                [
-                    RepostPolicyAccount(policy=policy, account=accounts[pk], role=role, position=n)
-                    for role, key in (
-                        ("source", "source_account_ids"),
-                        ("target", "target_account_ids"),
-                    )
-                    for n, pk in enumerate(_unique(incoming.get(key) or []))
-                ]
-            )
-            if not policy.enabled:
-                executions_skip(
-                    RepostExecution.objects.filter(policy=policy), reason="policy_disabled", now=now
-                )
+            saved.append((policy, incoming))
+        # The account links and the executions the new set no longer wants, in a fixed number
+        # of queries however many policies there are.
+        RepostPolicyAccount.objects.filter(policy__in=[p for p, _ in saved]).delete()
+        RepostPolicyAccount.objects.bulk_create(
+            [
+                RepostPolicyAccount(policy=policy, account=accounts[pk], role=role, position=n)
+                for policy, incoming in saved
+                for role, key in (("source", "source_account_ids"), ("target", "target_account_ids"))
+                for n, pk in enumerate(_unique(incoming.get(key) or []))
+            ]
+        )
+        ours = RepostExecution.objects.filter(policy__workspace=workspace)
+        disabled = [policy.pk for policy, _ in saved if not policy.enabled]
+        if disabled:
+            executions_skip(ours.filter(policy_id__in=disabled), reason="policy_disabled", now=now)
+        lost_target, lost_source = Q(pk__in=[]), Q(pk__in=[])
+        for policy, incoming in saved:
             targets = _unique(incoming.get("target_account_ids") or [])
-            executions_skip(
-                RepostExecution.objects.filter(policy=policy).exclude(
-                    target_account_id__in=targets
-                ),
-                reason="target_removed",
-                now=now,
-            )
+            lost_target |= Q(policy=policy) & ~Q(target_account_id__in=targets)
             sources = _unique(incoming.get("source_account_ids") or [])
             if sources:  # an empty list means every compatible source account
-                executions_skip(
-                    RepostExecution.objects.filter(policy=policy).exclude(
-                        destination__account_id__in=sources
-                    ),
-                    reason="source_removed",
-                    now=now,
-                )
+                lost_source |= Q(policy=policy) & ~Q(destination__account_id__in=sources)
+        executions_skip(ours.filter(lost_target), reason="target_removed", now=now)
+        executions_skip(ours.filter(lost_source), reason="source_removed", now=now)
         settings.revision += 1
         settings.updated_at = now
         settings.updated_by = actor.user

@@ -137,8 +137,7 @@ class LeakyInstance:
 
     @property
     def url(self) -> str:
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://127.0.0.1:{self.server.server_port}"
 
     def __enter__(self) -> LeakyInstance:
         self.thread.start()

@@ -162,6 +162,63 @@ def test_precedence_flag_over_environment_over_profile(cli: Cli, url: str) -> No
     )
 
 
+def test_precedence_of_every_setting(config_dir: Path) -> None:
+    from cli.context import GlobalOptions, HeraldContext
+
+    store = ConfigStore(config_dir)
+    store.save_profile("saved", "https://saved.example")
+    store.set_workspace("saved", "ws-profile")
+    store.set_token("saved", "hrld_0000aaaa_" + "p" * 43)
+    store.save_profile("other", "https://other.example")
+    environment = {
+        "HERALD_INSTANCE": "https://env.example",
+        "HERALD_WORKSPACE": "ws-env",
+        "HERALD_TOKEN": "hrld_1111bbbb_" + "e" * 43,
+        "HERALD_PROFILE": "other",
+    }
+    flags = GlobalOptions(
+        instance="https://flag.example",
+        workspace="ws-flag",
+        token="hrld_2222cccc_" + "f" * 43,
+        profile="saved",
+    )
+
+    def settings(options: GlobalOptions, environ: dict[str, str]) -> dict[str, Any]:
+        hx = HeraldContext(options=options, store=store, environ=environ)
+        return {
+            "profile": hx.profile_setting.source,
+            "instance": hx.instance_setting.value,
+            "workspace": hx.workspace_setting.value,
+            "token": hx.token_setting.source,
+        }
+
+    assert settings(flags, environment) == {
+        "profile": "flag --profile",
+        "instance": "https://flag.example",
+        "workspace": "ws-flag",
+        "token": "flag --token",
+    }
+    assert settings(GlobalOptions(), environment) == {
+        "profile": "environment HERALD_PROFILE",
+        "instance": "https://env.example",
+        "workspace": "ws-env",
+        "token": "environment HERALD_TOKEN",
+    }
+    assert settings(GlobalOptions(), {}) == {
+        "profile": "current profile in config.json",
+        "instance": "https://saved.example",
+        "workspace": "ws-profile",
+        "token": "credentials.json (profile 'saved')",
+    }
+    # The profile's token and workspace follow only its own instance.
+    assert settings(GlobalOptions(instance="https://flag.example"), {}) == {
+        "profile": "current profile in config.json",
+        "instance": "https://flag.example",
+        "workspace": None,
+        "token": "not set",
+    }
+
+
 def test_the_installed_console_script(url: str, config_dir: Path) -> None:
     import subprocess
     import sys

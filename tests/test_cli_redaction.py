@@ -372,3 +372,22 @@ def test_the_tool_interface_logs_are_redacted(caplog: pytest.LogCaptureFixture) 
     assert "ValueError" in text
     _assert_clean(text, "logKey12")
     json.dumps(text)  # a plain string
+
+
+def test_redaction_takes_linear_time_on_pathological_lines() -> None:
+    import time
+
+    # Long runs that made earlier patterns backtrack quadratically (minutes for 100 kB).
+    lines = [
+        "password" * 12_500,
+        "a://" * 25_000,
+        "ab-c_d." * 14_000,
+        "x://a:" + "b@" * 50_000,
+        '"password"' * 10_000,
+        "--password" * 10_000,
+    ]
+    started = time.perf_counter()
+    for line in lines:
+        redact(line)
+
+    assert time.perf_counter() - started < 5  # about 0.1 s; quadratic patterns took minutes

@@ -267,6 +267,23 @@ def test_cards_read_as_usable_briefs_not_templates(
     assert "p99 from 900 ms to 40 ms" in story["approach"]
 
 
+def test_drafts_are_not_coverage_but_are_pointed_out(
+    owner_client: APIClient, workspace: Any, user: User, realistic: Any
+) -> None:
+    """A draft or scheduled post is not something the audience has seen: the topic is still a
+    gap (not "you covered it"), and the card points at the waiting draft."""
+    Publication.objects.create(
+        workspace=workspace, created_by=user, status=Publication.Status.DRAFT,
+        text="Developer experience is mostly removing toil from the paved road.",
+    )
+    cards = ok(discover(owner_client, workspace, limit=8))["opportunities"]
+    devex = next(c for c in cards if c["title"] == "Developer experience")
+    assert "none of your 3 posts" in devex["why_now"]
+    assert f"You already have a draft on it from {timezone.now().date().isoformat()}" in devex["why_now"]
+    assert not any(c["why_now"].startswith("You covered it in") and c["title"] == "Developer experience"
+                   for c in cards)
+
+
 def test_treatments_use_the_platforms_capabilities_and_history(
     owner_client: APIClient, workspace: Any, realistic: Any
 ) -> None:

@@ -130,6 +130,8 @@ def test_tools_are_listed_with_input_schemas(mcp_session: Callable[..., Any]) ->
     ):
         assert tools[name].annotations.readOnlyHint is True
         assert "confirm" not in tools[name].inputSchema["properties"]
+    assert tools["create_publication"].annotations.readOnlyHint is False
+    assert tools["create_publication"].annotations.destructiveHint is False
     assert tools["get_publication"].inputSchema["required"] == ["publication_id"]
     assert tools["create_publication"].inputSchema["required"] == ["text", "destinations"]
     assert tools["discover_opportunities"].inputSchema["required"] == ["platforms"]
@@ -206,6 +208,7 @@ def test_publishing_tools_act_only_with_confirm(
                 "destinations": [{"account_id": str(account.pk)}],
             },
         )
+        assert created.structuredContent is not None, text_of(created)
         publication_id = created.structuredContent["id"]
         missing = await session.call_tool(
             "publish_publication_now", {"publication_id": publication_id}

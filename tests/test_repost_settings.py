@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 from rest_framework.test import APIClient
 
-from publishing.models import Account
-from reposts.models import RepostGrant, RepostPolicy
+from publishing.models import Account, Destination, Publication
+from reposts.executions import executions_create
+from reposts.models import RepostExecution, RepostGrant, RepostPolicy
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.publishing_support import make_account
 from tests.repost_support import API, policy, put_policies, settings_url
@@ -415,6 +417,44 @@ def test_replacing_keeps_policies_by_id_and_swaps_names(
     assert_invalid(
         put_policies(owner_client, workspace, [unknown], revision=2), "body.policies[0].id"
     )
+
+
+def test_replacing_costs_one_query_per_policy_at_most(
+    owner_client: APIClient, workspace: Any, accounts: dict[str, Account]
+) -> None:
+    def replace(count: int) -> int:
+        current = owner_client.get(settings_url(workspace)).json()
+        kept = current["policies"][:count]
+        new = [policy([accounts["mastodon"]], [accounts["mastodon2"]], name=f"P{i}")
+               for i in range(len(kept), count)]  # fmt: skip
+        with CaptureQueriesContext(connection) as captured:
+            response = put_policies(owner_client, workspace, kept + new, revision=current["revision"])
+        assert response.status_code == 200, response.content
+        return len(captured)
+
+    replace(5)
+    replace(20)
+    few, many = replace(5), replace(20)  # 5 kept (15 deleted), then 5 kept + 15 new
+    assert many - few <= 15, (few, many)
+
+
+def test_disabling_a_policy_skips_its_pending_executions(
+    owner_client: APIClient, workspace: Any, accounts: dict[str, Account]
+) -> None:
+    put_policies(owner_client, workspace, [policy([accounts["mastodon2"]], min_likes=1)], revision=0)
+    (saved,) = owner_client.get(settings_url(workspace)).json()["policies"]
+    publication = Publication.objects.create(workspace=workspace, status="published", text="x")
+    destination = Destination.objects.create(
+        publication=publication, account=accounts["mastodon"], profile="mastodon.post",
+        status="published", idempotency_key="k", external_id="1", published_at=saved["created_at"],
+    )  # fmt: skip
+
+    assert executions_create(now=timezone.now()) == 1
+    saved["enabled"] = False
+    assert put_policies(owner_client, workspace, [saved], revision=1).status_code == 200
+    execution = RepostExecution.objects.get(destination=destination)
+    assert (execution.status, execution.skip_reason) == ("skipped", "policy_disabled")
+    assert executions_create(now=timezone.now()) == 0  # a disabled policy creates nothing
 
 
 # --- Grants -----------------------------------------------------------------------------------

@@ -265,8 +265,20 @@ def test_content_is_readable_by_organization_members_only(
     record = upload_asset(owner, organization, image_bytes()).json()
     member = make_user()
     OrganizationMembership.objects.create(organization=organization, user=member, role="member")
-    assert content(bearer_client(member), record).status_code == 200
-    assert content(bearer_client(user, workspace=workspace), record).status_code == 200  # renders the theme
+    renderers = {"member": bearer_client(member), "workspace-bound token": bearer_client(user, workspace=workspace)}
+    # Only owners and admins see assets no published revision uses (the draft inventory).
+    assert content(owner, record).status_code == 200
+    for client in renderers.values():
+        assert_problem(content(client, record), 404, "not_found")
+    theme = create_theme(owner, organization)
+    texture = [{"id": "t", "alt": "", "mimeType": "image/png", "slot": "background-texture",
+                "sourceUrl": f"asset:{record['id']}"}]
+    assert replace_draft(owner, organization, theme, manifest(assets=texture)).status_code == 200
+    for client in renderers.values():
+        assert_problem(content(client, record), 404, "not_found")  # a draft only uses it
+    assert publish(owner, organization, theme["draft"]["theme_id"], draft=2, published=None).status_code == 201
+    for label, client in renderers.items():  # a published revision uses it: whoever renders reads it
+        assert content(client, record).status_code == 200, label
     assert_problem(content(bearer_client(make_user()), record), 403, "no_organization_access")
     # Listing and deleting stay with organization owners and admins.
     assert_problem(bearer_client(member).get("/api/v1/theme-assets", {"organization_id": str(organization.pk)}),

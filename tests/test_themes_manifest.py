@@ -142,6 +142,23 @@ def test_focus_needs_three_to_one_on_every_ground() -> None:
     assert len(problems["focus"]) == 4  # canvas, surface, field, sidebar
 
 
+@pytest.mark.parametrize(("ink", "minimum"), sorted({(ink, minimum) for ink, _, minimum in v.CONTRAST_RULES}))
+def test_every_contrast_pair_has_its_own_minimum(ink: str, minimum: float) -> None:
+    """Each ink of docs/themes.md is checked on every ground it sits on, at its ratio: just
+    above the minimum passes, just below fails (4.5:1 for text, 3:1 for the others)."""
+    grounds = [ground for key, ground, _ in v.CONTRAST_RULES if key == ink]
+    colors = built_in_colors()
+    for ground in grounds:
+        colors[ground] = "#ffffff"
+    passing, failing = ("#767676", "#777777") if minimum == v.TEXT_CONTRAST else ("#949494", "#959595")
+    colors[ink] = passing  # 4.54:1 / 3.03:1 on white
+    assert ink not in contrast_problems(colors)
+    colors[ink] = failing  # 4.48:1 / 2.996:1 on white
+    problems = contrast_problems(colors)[ink]
+    assert len(problems) == len(grounds)
+    assert all(f"at least {minimum:g}:1" in message for message in problems)
+
+
 def test_unknown_keys_are_rejected_at_every_level(owner: APIClient, organization: Any, theme: dict[str, Any]) -> None:
     body = manifest()
     body["colour"] = "red"
@@ -187,6 +204,7 @@ def test_a_300_kib_manifest_is_rejected(owner: APIClient, organization: Any, the
         (("id",), "-starts-with-a-dash"),
         (("revision",), ""),
         (("name",), "n" * 81),
+        (("name",), "   "),
         (("description",), "d" * 241),
         (("schemaVersion",), 2),
         (("schemaVersion",), "1"),

@@ -76,6 +76,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("interview question", {"interview_answers": [{"question": "q" * 501, "answer": "a"}]}, "body.definition.interview_answers[0].question"),
     ("interview answer", {"interview_answers": [{"question": "q", "answer": "a" * 4001}]}, "body.definition.interview_answers[0].answer"),
     ("unknown member", {"tone": "calm"}, "body.definition.tone"),
+    ("object member control character", {"examples": [{"text": "nul\x00byte"}]}, "body.definition.examples[0].text"),
+    ("DEL character", {"humor": "dry\x7f"}, "body.definition.humor"),
+    ("C1 control character", {"boundaries": ["ok", "next\x85line"]}, "body.definition.boundaries[1]"),
+    ("tab in one-line text", {"preferred_language": "English\tGerman"}, "body.definition.preferred_language"),
+    ("CRLF in one-line text", {"preferred_language": "English\r\nGerman"}, "body.definition.preferred_language"),
+    ("limit counted after trimming", {"humor": "  " + "h" * 401 + "  "}, "body.definition.humor"),
 ]
 CASES += [(f"{name} count", {name: distinct(41)}, f"body.definition.{name}") for name in LISTS_200 + LISTS_400]
 CASES += [(f"{name} item", {name: ["ok", "i" * 201]}, f"body.definition.{name}[1]") for name in LISTS_200]
@@ -152,14 +158,25 @@ def test_text_is_trimmed_and_line_endings_normalised(owner_client: APIClient, pr
     assert definition["traits"] == ["Direct"]
 
 
+def test_limits_apply_after_cleaning(owner_client: APIClient, profile: VoiceProfile) -> None:
+    """400 characters once trimmed, and CRLF counted as one character: accepted."""
+    response = put(owner_client, profile, {
+        "humor": "   " + "h" * 400 + "\n\n ",
+        "formality": ("f" * 199 + "\r\n") * 2,  # 402 characters sent, 400 after CRLF -> LF
+    })
+    assert response.status_code == 200, response.content[:400]
+    assert response.json()["definition"]["humor"] == "h" * 400
+    assert len(response.json()["definition"]["formality"]) == 399  # the final LF is trimmed
+
+
 def test_lists_drop_duplicates_case_insensitively(owner_client: APIClient, profile: VoiceProfile) -> None:
     response = put(owner_client, profile, {
-        "traits": ["Direct", "direct", " DIRECT ", "Warm"],
+        "traits": ["Direct", "direct", " DIRECT ", "Warm", "STRASSE", "straße"],
         "forbidden_phrases": ["Synergy", "synergy"],
         "examples": [{"text": "Same"}, {"text": "same"}, {"text": "Other"}],
     })
     definition = response.json()["definition"]
-    assert definition["traits"] == ["Direct", "Warm"]
+    assert definition["traits"] == ["Direct", "Warm", "STRASSE"]
     assert definition["forbidden_phrases"] == ["Synergy"]
     assert [e["text"] for e in definition["examples"]] == ["Same", "Other"]
 

@@ -181,6 +181,13 @@ def test_names_are_unique_per_workspace_case_insensitively(
         409,
         "name_taken",
     )
+    assert_problem(
+        owner_client.post(
+            f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "name": "  BRAND\t"}, format="json"
+        ),
+        409,
+        "name_taken",
+    )
     other = create_profile(owner_client, workspace, "Other")
     assert_problem(replace(owner_client, other, name="BRAND"), 409, "name_taken")
     assert VoiceProfile.objects.get(pk=other["id"]).revision == 1

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import Exists, OuterRef, Q
 
 from config.api.pagination import Page, decode_cursor, encode_cursor, keyset_page
 from config.api.problems import RequestValidationError
@@ -21,17 +21,25 @@ from themes.models import (
     ReferenceKind,
     Theme,
     ThemeAsset,
+    ThemeAssetUse,
     ThemeAssignment,
 )
 from themes.references import HERALD_DEFAULT, Reference
-from workspaces.access import Actor, parse_id, require_organization, require_workspace
+from workspaces.access import (
+    ORG_ADMIN_ROLES,
+    Actor,
+    parse_id,
+    require_organization,
+    require_workspace,
+)
 from workspaces.models import Organization, OrganizationMembership
 
 
 @dataclass(frozen=True)
 class ThemeSummary:
-    """Spec §2 ThemeSummary. Name, description, icon pack and schemes describe the latest
-    published revision, or the draft while nothing is published."""
+    """Spec §2 ThemeSummary. Description, icon pack and schemes describe the latest published
+    revision, or the draft while nothing is published; ``name`` is the theme's name (unique in
+    its organization, set when the draft is written)."""
 
     assigned_workspace_count: int
     built_in: bool
@@ -338,8 +346,11 @@ def theme_asset_page(*, actor: Actor, organization_id: Any, limit: int, cursor: 
 
 
 def theme_asset_for_content(*, actor: Actor, asset_id: Any, organization_id: Any) -> ThemeAsset:
-    """An asset's bytes are read by whoever renders the theme: any member of the organization,
-    including through a token bound to one of its workspaces."""
+    """An asset's bytes. Organization owners and admins read any asset of the organization.
+    Whoever renders a published theme reads the assets that live published revisions use: any
+    member of the organization, including through a token bound to one of its workspaces. An
+    asset that only drafts use (or none) is not theirs to see: 404, as for an unknown ID, so
+    the draft inventory stays with the organization's owners and admins."""
     pk_org = parse_id(organization_id, what="organization")
     organization = Organization.objects.filter(pk=pk_org).first()
     if organization is None:
@@ -352,10 +363,21 @@ def theme_asset_for_content(*, actor: Actor, asset_id: Any, organization_id: Any
                 "This API token is bound to a workspace of another organization.",
                 code="token_workspace_scope",
             )
+        sees_drafts = False
     else:
-        require_organization(actor, organization.pk, roles=tuple(OrganizationMembership.Role.values))
+        _, membership = require_organization(
+            actor, organization.pk, roles=tuple(OrganizationMembership.Role.values)
+        )
+        sees_drafts = membership.role in ORG_ADMIN_ROLES
     pk = parse_id(asset_id, what="theme asset")
-    asset = ThemeAsset.objects.filter(pk=pk, organization=organization).first()
+    assets = ThemeAsset.objects.filter(pk=pk, organization=organization)
+    if not sees_drafts:
+        assets = assets.filter(
+            Exists(ThemeAssetUse.objects.filter(
+                asset=OuterRef("pk"), revision__isnull=False, theme__deleted_at__isnull=True
+            ))
+        )
+    asset = assets.first()
     if asset is None:
         raise NotFoundError(f"No theme asset with ID {pk}.")
     return asset

@@ -4,7 +4,7 @@ It turns the workspace's own material into idea cards:
 
 * **seeds** (what a card is about), in this order: the requested ``focus``; the profile's
   ``expertise`` the workspace has *not* written about lately (a coverage gap in the last 90
-  days), interleaved with follow-ups to its best-received recent posts (engagement where known,
+  days; only posts that went out count, a waiting draft is pointed out instead), interleaved with follow-ups to its best-received recent posts (engagement where known,
   else successful delivery); expertise it did cover; ``opinions`` no expertise card used;
   posts whose delivery failed somewhere ("second chance"); ``interview_answers``; and, only
   when the material runs out, starter cards built from the workspace name and ``audience``;
@@ -13,7 +13,9 @@ It turns the workspace's own material into idea cards:
   an audience question — each with an approach in the profile's register (traits, formality,
   humour, vocabulary, recurring expressions, boundaries, patterns to avoid);
 * **treatments** from each platform's capability metadata (length limit and counting rule,
-  media kinds and counts) and the workspace's recent delivery record on that platform.
+  media kinds and counts), the kind of card (its objective and media suggestion), the
+  workspace's recent delivery record on that platform and, for a card about an earlier post,
+  what happened to that post there.
 
 Forbidden phrases are scrubbed from every text, and the cards are checked against every card
 invariant before they leave. Same context → same cards (``generated_at`` aside).
@@ -126,6 +128,8 @@ def _join(items: list[str]) -> str:
         return "".join(items)
     return ", ".join(items[:-1]) + " and " + items[-1]
 
+
+PLANNED_STATUSES = frozenset({"draft", "scheduled", "publishing"})
 
 _STARTER_HOOKS = {
     "starter:intro": "Who we are at {name}, what we do, and why we are posting here.",
@@ -246,7 +250,14 @@ class _Builder:
         self.profile_date = (
             self.voice.updated_at.date() if self.voice is not None else ctx.today
         )
-        self.post_tokens = [(p, _tokens(p.text)) for p in ctx.publications]
+        # Coverage counts what went out; drafts and scheduled posts are "planned" (a topic with
+        # a draft waiting is not one the audience has heard about).
+        self.post_tokens = [(p, _tokens(p.text)) for p in ctx.publications if _published_somewhere(p)]
+        self.planned_tokens = [
+            (p, _tokens(p.text))
+            for p in ctx.publications
+            if not _published_somewhere(p) and p.status in PLANNED_STATUSES and p.text.strip()
+        ]
         self.used_opinions: set[str] = set()
         self.lead_ins_used = 0
 
@@ -283,8 +294,22 @@ class _Builder:
         return best
 
     def coverage(self, topic: str) -> list[PastPublication]:
+        """Posts published (somewhere) in the last 90 days that touch ``topic``."""
         topic_tokens = _tokens(topic)
         return [p for p, tokens in self.post_tokens if _covers(topic_tokens, tokens)]
+
+    def planned_note(self, topic: str) -> str:
+        """" You already have a draft on it from …" when an unpublished post touches it."""
+        topic_tokens = _tokens(topic)
+        planned = [p for p, tokens in self.planned_tokens if _covers(topic_tokens, tokens)]
+        if not planned:
+            return ""
+        post = planned[0]  # newest first
+        kind = "a draft" if post.status == "draft" else "a scheduled post"
+        return (
+            f" You already have {kind} on it from {post.created_at.date().isoformat()}: use "
+            "this card to sharpen that one rather than start over."
+        )
 
     def expression(self, index: int) -> str:
         expressions = [e for e in self.items("recurring_expressions") if len(e) <= 80]
@@ -312,7 +337,7 @@ class _Builder:
 
     def seeds(self) -> list[Seed]:
         ctx = self.ctx
-        total = len(ctx.publications)
+        total = len(self.post_tokens)  # posts that went out somewhere
         focus_seeds: list[Seed] = []
         if ctx.focus:
             covered = self.coverage(ctx.focus)
@@ -326,7 +351,7 @@ class _Builder:
                 why = (
                     "You asked for ideas on this now, and none of your posts from the last 90 "
                     "days covers it yet."
-                )
+                ) + self.planned_note(ctx.focus)
             focus_seeds.append(
                 Seed("focus", "focus", ctx.focus, ctx.today, why, _clip(ctx.focus, 90))
             )
@@ -345,7 +370,7 @@ class _Builder:
                     if total
                     else "It is one of your areas of expertise and a natural first subject: "
                     "nothing has been published from this workspace yet."
-                )
+                ) + self.planned_note(topic)
                 gaps.append(Seed(f"gap:{topic}", "gap", topic, self.profile_date, why, topic))
             else:
                 best = max(covered, key=lambda p: (_score(p), p.created_at))

@@ -24,6 +24,7 @@ from dataclasses import asdict
 from typing import Any
 
 import requests
+from django.views.decorators.debug import sensitive_variables
 from urllib3 import exceptions as urllib3_exceptions
 
 from config.errors import ServiceUnavailableError, UpstreamError, UpstreamTimeoutError
@@ -231,6 +232,7 @@ class LlmEngine:
 
     # --- transport ------------------------------------------------------------------------
 
+    @sensitive_variables("headers")  # the bearer header never reaches an error report
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
@@ -308,7 +310,7 @@ class LlmEngine:
             raise self._invalid("no choices")
         choice = choices[0]
         if choice.get("finish_reason") not in (None, "stop"):
-            raise self._invalid(f"generation ended with {str(choice.get('finish_reason'))[:40]!r}")
+            raise self._invalid("the generation did not finish normally (truncated or filtered)")
         message = choice.get("message")
         if not isinstance(message, dict):
             raise self._invalid("no message")

@@ -370,7 +370,9 @@ class ThemeAssetContentView(APIView):
             **problems(404, 422),
         },
         description="The asset's bytes with an ETag (its SHA-256), a long private cache lifetime "
-        "and X-Content-Type-Options: nosniff. Readable by every member of the organization.",
+        "and X-Content-Type-Options: nosniff. Organization owners and admins read every asset; "
+        "other members of the organization (and tokens bound to one of its workspaces) read the "
+        "assets published revisions use, which is what they render.",
     )
     def get(self, request: Request, asset_id: str) -> HttpResponseBase:
         query = parse_query(s.OrganizationQuerySerializer, request)

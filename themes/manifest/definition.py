@@ -79,9 +79,9 @@ class TextField(ManifestValueField):
         super().__init__(**kwargs)
 
     def clean(self, data: str) -> str:
-        if len(data) < self.min_length:
+        if len(data.strip()) < self.min_length:
             raise serializers.ValidationError(
-                "Must not be empty." if self.min_length == 1 else f"At least {self.min_length} characters."
+                "Must not be blank." if self.min_length == 1 else f"At least {self.min_length} characters."
             )
         if len(data) > self.max_length:
             raise serializers.ValidationError(f"At most {self.max_length} characters.")
@@ -95,6 +95,8 @@ class TextField(ManifestValueField):
             schema["minLength"] = self.min_length
         if self.pattern:
             schema["pattern"] = self.pattern
+        elif self.min_length:
+            schema["pattern"] = r"\S"  # not blank
         return schema
 
 
