@@ -75,6 +75,7 @@ def executions_skip(
         status=S.SKIPPED,
         skip_reason=reason,
         unavailable_reason=unavailable_reason[:300],
+        failures=0,  # a fresh budget for settling a repost still in flight
         finished_at=now,
         updated_at=now,
     )

@@ -162,6 +162,10 @@ def test_revision_path_and_query_rules(owner: APIClient, organization: Any) -> N
     theme_id = create_theme(owner, organization)["draft"]["theme_id"]
     assert_invalid(owner.get(f"/api/v1/themes/{theme_id}/revisions/0", org_query(organization)), "path.revision")
     assert_invalid(owner.get(f"/api/v1/themes/{theme_id}/revisions/abc", org_query(organization)), "path.revision")
+    assert_invalid(owner.get(f"/api/v1/themes/{theme_id}/revisions/{2**63}", org_query(organization)), "path.revision")
+    # int64's largest value is a valid revision number that simply does not exist (not a 500).
+    assert_problem(owner.get(f"/api/v1/themes/{theme_id}/revisions/{2**63 - 1}", org_query(organization)),
+                   404, "not_found")
     assert_invalid(owner.get(f"/api/v1/themes/{theme_id}/revisions/1"), "query.organization_id")
     assert_problem(owner.get(f"/api/v1/themes/{theme_id}/revisions/1", org_query(organization)), 404, "not_found")
     assert_problem(owner.get("/api/v1/themes/not-a-theme", org_query(organization)), 404, "not_found")

@@ -24,8 +24,6 @@ from config.api.request import StrictSerializer
 from themes.manifest import css
 from themes.manifest import vocabulary as v
 
-UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-ASSET_SOURCE_PATTERN = rf"^asset:{UUID_PATTERN}$"
 CSS_TEXT_PATTERN = r"^(?![\s\S]*[uU][rR][lL]\()[^;{}<>@\r\n\x00]+$"
 
 
@@ -466,7 +464,7 @@ FontSerializer = group(
     {
         "id": TextField(max_length=128, pattern=v.ID_PATTERN),
         "family": _family(),
-        "sourceUrl": TextField(max_length=64, pattern=ASSET_SOURCE_PATTERN,
+        "sourceUrl": TextField(max_length=64, pattern=v.ASSET_SOURCE_PATTERN,
                                description="asset:<theme asset ID> of a font asset of the organization"),
         "format": ChoiceField(v.FONT_FORMATS),
         "style": ChoiceField(v.FONT_STYLES),
@@ -485,7 +483,7 @@ ManifestAssetSerializer = group(
                          description="required (non-empty) for the two illustration slots"),
         "mimeType": ChoiceField(v.ASSET_MIME_TYPES),
         "slot": ChoiceField(v.ASSET_SLOTS, description="each slot at most once"),
-        "sourceUrl": TextField(max_length=64, pattern=ASSET_SOURCE_PATTERN,
+        "sourceUrl": TextField(max_length=64, pattern=v.ASSET_SOURCE_PATTERN,
                                description="asset:<theme asset ID> of an image asset of the organization"),
     },
     "An image: sourceUrl names an image asset of the organization of this mimeType; each slot at most once; alt text is required for the illustration slots.",

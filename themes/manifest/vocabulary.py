@@ -16,7 +16,8 @@ ICON_PACKS = ("lucide", "heroicons-outline", "heroicons-solid", "phosphor", "tab
 ID_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9_-]{0,127}$"
 REVISION_PATTERN = r"^[a-zA-Z0-9][a-zA-Z0-9 _.-]{0,127}$"
 FAMILY_PATTERN = r"^[a-zA-Z0-9 _.,:'-]+$"
-ASSET_SOURCE_PATTERN = r"^asset:[0-9a-fA-F-]{1,64}$"
+UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+ASSET_SOURCE_PATTERN = rf"^asset:{UUID_PATTERN}$"  # asset:<theme asset ID>
 
 MAX_FONTS = 16
 FONT_FORMATS = ("woff2",)
