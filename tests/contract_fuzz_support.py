@@ -1,9 +1,10 @@
 """The shared harness of the Schemathesis contract tests (``tests/test_*contract_fuzz*.py``).
 
 Each area's test module builds its own world (the data and credentials its operations need) and
-its own strategies; what they share is here: the served contract, loaded once per process
-through the WSGI app, the checks every answer must pass (never a 500; a declared status code,
-content type and schema), the selection of an area's operations, and the Hypothesis run.
+its own strategies. What they share is here: the served contract, loaded once per process
+through the WSGI app; the checks every answer must pass (never a 500, though a declared
+502/503/504 is an answer; a declared status code, content type and schema); the selection of an
+area's operations; and the Hypothesis run.
 """
 
 from __future__ import annotations
@@ -22,7 +23,18 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+
+def not_an_undeclared_server_error(ctx: Any, response: Any, case: Any) -> bool | None:
+    """``not_a_server_error``, except for a 502/503/504 the operation declares: a provider, model
+    or dependency that fails is the contract working (decisions §2), not a crash. A 500 always
+    fails."""
+    status = response.status_code
+    if status != 500 and str(status) in case.operation.definition.raw.get("responses", {}):
+        return None
+    return not_a_server_error(ctx, response, case)  # type: ignore[no-any-return]
+
+
+CHECKS = [not_an_undeclared_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
 
@@ -32,7 +44,7 @@ def max_examples(default: int) -> int:
     return int(os.environ.get("HERALD_FUZZ_EXAMPLES", str(default)))
 
 
-def label(operation: Any) -> str:
+def operation_label(operation: Any) -> str:
     return f"{operation.method.upper()} {operation.path}"
 
 
@@ -44,7 +56,7 @@ def operations_under(*roots: str) -> list[Any]:
             for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
             if any(operation.path == root or operation.path.startswith(f"{root}/") for root in roots)
         ),
-        key=label,
+        key=operation_label,
     )
 
 

@@ -14,36 +14,26 @@ so what the fuzzer creates, renames or removes for one operation cannot leak int
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import schemathesis
 from django.conf import settings as django_settings
-from django.core.wsgi import get_wsgi_application
 from django.middleware.csrf import CSRF_ALLOWED_CHARS, CSRF_SECRET_LENGTH
 from django.test import Client
 from django.utils import timezone
 from django.utils.crypto import get_random_string
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
 from config.web import SESSION_AUTHENTICATED_AT
+from tests.contract_fuzz_support import (
+    CHECKS,
+    assert_contract_holds,
+    max_examples,
+    operation_label,
+    operations_under,
+)
 from workspaces.access import Actor
-
-CHECKS = [
-    not_a_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_schema_conformance,
-]
 
 # The identity and health API (decisions §4 "Me, Organizations, Workspaces", spec §4 "Health").
 FUZZED_PATHS = (
@@ -83,24 +73,8 @@ EXPECTED_OPERATIONS = {
     "DELETE /api/v1/api-tokens/{token_id}",
 }
 
-# Examples per operation and generation mode; raise it for a deeper local run.
-MAX_EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "25"))
-
-SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
-
-
-def _label(operation: Any) -> str:
-    return f"{operation.method.upper()} {operation.path}"
-
-
-OPERATIONS = sorted(
-    (
-        operation
-        for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
-        if any(operation.path == root or operation.path.startswith(f"{root}/") for root in FUZZED_PATHS)
-    ),
-    key=_label,
-)
+MAX_EXAMPLES = max_examples(25)
+OPERATIONS = operations_under(*FUZZED_PATHS)
 
 
 @dataclass(frozen=True)
@@ -205,11 +179,11 @@ def _session_only(operation: Any) -> bool:
 
 
 def test_every_identity_operation_is_fuzzed() -> None:
-    assert {_label(op) for op in OPERATIONS} == EXPECTED_OPERATIONS
+    assert {operation_label(op) for op in OPERATIONS} == EXPECTED_OPERATIONS
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("operation", OPERATIONS, ids=_label)
+@pytest.mark.parametrize("operation", OPERATIONS, ids=operation_label)
 def test_operation_honours_its_contract(operation: Any, world: World) -> None:
     from django.db import connection
 
@@ -221,20 +195,7 @@ def test_operation_honours_its_contract(operation: Any, world: World) -> None:
     else:
         headers = {"Authorization": world.authorization}
 
-    @settings(
-        max_examples=MAX_EXAMPLES * 2,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(case=_strategy(operation, world))
-    def run(case: Any) -> None:
-        response = case.call(headers=headers, cookies=cookies)
-        case.validate_response(response, checks=CHECKS, headers=headers)
-
-    run()
+    assert_contract_holds(_strategy(operation, world), headers=headers, cookies=cookies, examples=MAX_EXAMPLES * 2)
 
 
 # --- Inputs the generator does not produce ---------------------------------------------------
@@ -272,7 +233,7 @@ def test_edge_case_answers_within_the_contract(
     status: int,
     world: World,
 ) -> None:
-    operation = {_label(op): op for op in OPERATIONS}[label]
+    operation = {operation_label(op): op for op in OPERATIONS}[label]
     path_parameters = {p.name: world.ids[p.name][0] for p in operation.path_parameters}
     case = operation.Case(path_parameters=path_parameters or None, query=query or None)
     headers = {"Authorization": world.authorization, **extra_headers}

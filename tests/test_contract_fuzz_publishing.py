@@ -29,7 +29,6 @@ machine: the provider call fails at once and the API answers its declared 502.
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,19 +36,17 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-import schemathesis
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.wsgi import get_wsgi_application
 from django.utils import timezone
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
+from tests.contract_fuzz_support import (
+    CHECKS,
+    assert_contract_holds,
+    max_examples,
+    operation_label,
+    operations_under,
+)
 from tests.providers import tiny_png
 from tests.providers.bluesky import BlueskyStandIn
 from tests.providers.discord_webhook import DiscordWebhookStandIn
@@ -57,23 +54,6 @@ from tests.providers.mastodon import FIXTURE_TOKEN, MastodonStandIn
 from tests.providers.telegram import TelegramStandIn
 from tests.publishing_support import connect_fields, follow_authorization
 from workspaces.access import Actor
-
-
-def not_an_undeclared_server_error(ctx: Any, response: Any, case: Any) -> bool | None:
-    """``not_a_server_error``, except for a 502/503/504 the operation declares: a provider that
-    fails is the contract working (decisions §2), not a crash. A 500 always fails."""
-    status = response.status_code
-    if status != 500 and str(status) in case.operation.definition.raw.get("responses", {}):
-        return None
-    return not_a_server_error(ctx, response, case)  # type: ignore[no-any-return]
-
-
-CHECKS = [
-    not_an_undeclared_server_error,
-    status_code_conformance,
-    content_type_conformance,
-    response_schema_conformance,
-]
 
 FUZZED_PATHS = (
     "/api/v1/account-providers",
@@ -109,23 +89,11 @@ EXPECTED_OPERATIONS = {
 PROVIDERS = ("mastodon", "bluesky", "discord_webhook", "telegram")
 
 # Examples per operation and generation mode; raise it for a deeper local run.
-MAX_EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "15"))
-
-SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
+MAX_EXAMPLES = max_examples(15)
 
 
-def _label(operation: Any) -> str:
-    return f"{operation.method.upper()} {operation.path}"
 
-
-OPERATIONS = sorted(
-    (
-        operation
-        for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
-        if any(operation.path == root or operation.path.startswith(f"{root}/") for root in FUZZED_PATHS)
-    ),
-    key=_label,
-)
+OPERATIONS = operations_under(*FUZZED_PATHS)
 
 
 # --- The machine boundary ---------------------------------------------------------------------
@@ -383,35 +351,22 @@ def _with_real_values(case: Any, world: World, seed: int) -> Any:
 
 
 def test_every_publishing_operation_is_fuzzed() -> None:
-    assert {_label(op) for op in OPERATIONS} == EXPECTED_OPERATIONS
+    assert {operation_label(op) for op in OPERATIONS} == EXPECTED_OPERATIONS
     # None of them is session-only: the bearer token reaches them all.
     for operation in OPERATIONS:
         security = operation.definition.raw.get("security")
-        assert security is None or security == [] or {"bearerAuth": []} in security, _label(operation)
+        assert security is None or security == [] or {"bearerAuth": []} in security, operation_label(operation)
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("operation", OPERATIONS, ids=_label)
+@pytest.mark.parametrize("operation", OPERATIONS, ids=operation_label)
 def test_operation_honours_its_contract(operation: Any, world: World) -> None:
     from django.db import connection
 
     assert not connection.in_atomic_block  # the app's commits are real; no test transaction
     headers = {"Authorization": world.authorization}
 
-    @settings(
-        max_examples=MAX_EXAMPLES * 2,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(case=_strategy(operation, world))
-    def run(case: Any) -> None:
-        response = case.call(headers=headers)
-        case.validate_response(response, checks=CHECKS, headers=headers)
-
-    run()
+    assert_contract_holds(_strategy(operation, world), headers=headers, examples=MAX_EXAMPLES * 2)
 
 
 # --- Inputs the generator rarely produces ---------------------------------------------------
@@ -454,7 +409,7 @@ def test_edge_case_answers_within_the_contract(
 ) -> None:
     import json
 
-    operation = {_label(op): op for op in OPERATIONS}[label]
+    operation = {operation_label(op): op for op in OPERATIONS}[label]
     ids = world.ids
     path_parameters = {p.name: ids[p.name][0] for p in operation.path_parameters}
     if "workspace_id" in {p.name for p in operation.query} or label.startswith("GET /api/v1/capabilities"):
@@ -483,13 +438,13 @@ def test_provider_failures_answer_within_the_contract(world: World, standins: St
     by readiness (the declared 409)."""
     import json
 
-    by_label = {_label(op): op for op in OPERATIONS}
+    bylabel = {operation_label(op): op for op in OPERATIONS}
     headers = {"Authorization": world.authorization}
     for provider in PROVIDERS:
         standins.of(provider).set_faults(reject_tokens=True)
 
     statuses = {}
-    options = by_label["GET /api/v1/accounts/{account_id}/destination-options"]
+    options = bylabel["GET /api/v1/accounts/{account_id}/destination-options"]
     for provider, account_id in zip(PROVIDERS, world.ids["account_id"], strict=True):
         case = options.Case(path_parameters={"account_id": account_id})
         response = case.call(headers=headers)
@@ -498,14 +453,14 @@ def test_provider_failures_answer_within_the_contract(world: World, standins: St
     assert statuses["telegram"] == 502, statuses
     assert set(statuses.values()) <= {200, 502}, statuses
 
-    connect = by_label["POST /api/v1/accounts/connect"]
+    connect = bylabel["POST /api/v1/accounts/connect"]
     case = connect.Case(body={"workspace_id": world.ids["workspace_id"][0], **world.connect["telegram"]},
                         media_type="application/json")
     response = case.call(headers=headers)
     assert response.status_code == 502, response.text[:300]
     case.validate_response(response, checks=CHECKS, headers=headers)
 
-    publish = by_label["POST /api/v1/publications/{publication_id}/publish-now"]
+    publish = bylabel["POST /api/v1/publications/{publication_id}/publish-now"]
     case = publish.Case(path_parameters={"publication_id": world.ids["publication_id"][0]})
     response = case.call(headers={**headers, "Content-Type": "application/json"}, data=json.dumps({}).encode())
     assert response.status_code == 409, response.text[:300]

@@ -8,27 +8,21 @@ accounts, one grant between them and a saved policy set."""
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import schemathesis
-from django.core.wsgi import get_wsgi_application
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
+from tests.contract_fuzz_support import (
+    assert_contract_holds,
+    max_examples,
+    operation_label,
+    operations_under,
+)
 from workspaces.access import Actor
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
-MAX_EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "25"))
-SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
+MAX_EXAMPLES = max_examples(25)
 EXPECTED = {
     "GET /api/v1/repost-automation",
     "PUT /api/v1/repost-automation",
@@ -37,18 +31,7 @@ EXPECTED = {
 }
 
 
-def _label(operation: Any) -> str:
-    return f"{operation.method.upper()} {operation.path}"
-
-
-OPERATIONS = sorted(
-    (
-        operation
-        for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
-        if operation.path.startswith(("/api/v1/repost-automation", "/api/v1/repost-account-grants"))
-    ),
-    key=_label,
-)
+OPERATIONS = operations_under("/api/v1/repost-automation", "/api/v1/repost-account-grants")
 
 
 @dataclass(frozen=True)
@@ -124,26 +107,13 @@ def _with_real_values(case: Any, world: World) -> Any:
 
 
 def test_every_repost_operation_is_fuzzed() -> None:
-    assert {_label(op) for op in OPERATIONS} == EXPECTED
+    assert {operation_label(op) for op in OPERATIONS} == EXPECTED
 
 
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("operation", OPERATIONS, ids=_label)
+@pytest.mark.parametrize("operation", OPERATIONS, ids=operation_label)
 def test_repost_operation_honours_its_contract(operation: Any, world: World) -> None:
     headers = {"Authorization": world.authorization}
 
-    @settings(
-        max_examples=MAX_EXAMPLES * 2,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(case=_strategy(operation, world))
-    def run(case: Any) -> None:
-        response = case.call(headers=headers)
-        case.validate_response(response, checks=CHECKS, headers=headers)
-
-    run()
+    assert_contract_holds(_strategy(operation, world), headers=headers, examples=MAX_EXAMPLES * 2)

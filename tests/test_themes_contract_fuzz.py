@@ -14,44 +14,27 @@ on both databases: on SQLite, ``flushable_revisions`` lets Django empty the tabl
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import schemathesis
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.wsgi import get_wsgi_application
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
+from tests.contract_fuzz_support import (
+    assert_contract_holds,
+    max_examples,
+    operation_label,
+    operations_under,
+)
 from tests.test_themes_support import flushable_revisions, image_bytes
 from workspaces.access import Actor
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 FUZZED_PATHS = ("/api/v1/themes", "/api/v1/theme-settings", "/api/v1/theme-assignments", "/api/v1/theme-assets")
-MAX_EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "10"))
-SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
+MAX_EXAMPLES = max_examples(10)
 
 
-def _label(operation: Any) -> str:
-    return f"{operation.method.upper()} {operation.path}"
-
-
-OPERATIONS = sorted(
-    (
-        operation
-        for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
-        if any(operation.path == root or operation.path.startswith(f"{root}/") for root in FUZZED_PATHS)
-    ),
-    key=_label,
-)
+OPERATIONS = operations_under(*FUZZED_PATHS)
 
 
 @dataclass(frozen=True)
@@ -116,21 +99,8 @@ def test_every_theme_operation_is_fuzzed() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("operation", OPERATIONS, ids=_label)
+@pytest.mark.parametrize("operation", OPERATIONS, ids=operation_label)
 def test_theme_operation_honours_its_contract(operation: Any, world: World) -> None:
     headers = {"Authorization": world.authorization}
 
-    @settings(
-        max_examples=MAX_EXAMPLES * 2,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(case=_strategy(operation, world))
-    def run(case: Any) -> None:
-        response = case.call(headers=headers)
-        case.validate_response(response, checks=CHECKS, headers=headers)
-
-    run()
+    assert_contract_holds(_strategy(operation, world), headers=headers, examples=MAX_EXAMPLES * 2)

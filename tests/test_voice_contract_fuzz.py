@@ -9,25 +9,20 @@ lifted so the generator reaches the engine rather than a 429.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-import schemathesis
-from django.core.wsgi import get_wsgi_application
-from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from schemathesis.checks import not_a_server_error
-from schemathesis.specs.openapi.checks import (
-    content_type_conformance,
-    response_schema_conformance,
-    status_code_conformance,
-)
 
+from tests.contract_fuzz_support import (
+    assert_contract_holds,
+    max_examples,
+    operation_label,
+    operations_under,
+)
 from workspaces.access import Actor
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 EXPECTED_OPERATIONS = {
     "GET /api/v1/voice-profiles",
     "POST /api/v1/voice-profiles",
@@ -38,21 +33,11 @@ EXPECTED_OPERATIONS = {
     "PUT /api/v1/voice-profile-assignments/{account_id}",
     "POST /api/v1/publication-opportunities/discover",
 }
-MAX_EXAMPLES = int(os.environ.get("HERALD_FUZZ_EXAMPLES", "15"))
-SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
+MAX_EXAMPLES = max_examples(15)
 
 
-def _label(operation: Any) -> str:
-    return f"{operation.method.upper()} {operation.path}"
-
-
-OPERATIONS = sorted(
-    (
-        operation
-        for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
-        if operation.path.startswith(("/api/v1/voice-profile", "/api/v1/publication-opportunities"))
-    ),
-    key=_label,
+OPERATIONS = operations_under(
+    "/api/v1/voice-profiles", "/api/v1/voice-profile-assignments", "/api/v1/publication-opportunities"
 )
 
 
@@ -131,25 +116,12 @@ def _strategy(operation: Any, world: World) -> st.SearchStrategy[Any]:
 
 
 def test_every_voice_and_discovery_operation_is_fuzzed() -> None:
-    assert {_label(op) for op in OPERATIONS} == EXPECTED_OPERATIONS
+    assert {operation_label(op) for op in OPERATIONS} == EXPECTED_OPERATIONS
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("operation", OPERATIONS, ids=_label)
+@pytest.mark.parametrize("operation", OPERATIONS, ids=operation_label)
 def test_operation_honours_its_contract(operation: Any, world: World) -> None:
     headers = {"Authorization": world.authorization}
 
-    @settings(
-        max_examples=MAX_EXAMPLES * 2,
-        derandomize=True,
-        deadline=None,
-        database=None,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-    )
-    @given(case=_strategy(operation, world))
-    def run(case: Any) -> None:
-        response = case.call(headers=headers)
-        case.validate_response(response, checks=CHECKS, headers=headers)
-
-    run()
+    assert_contract_holds(_strategy(operation, world), headers=headers, examples=MAX_EXAMPLES * 2)
