@@ -81,6 +81,28 @@ def process_tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def process_tree_context_switches(pid: int) -> tuple[int, int]:
+    """(voluntary, involuntary) context switches of every thread of a process and its direct
+    children. Voluntary: a thread blocked (socket I/O, or waiting for the GIL); involuntary: the
+    scheduler preempted it for another runnable task."""
+    pids = [pid]
+    voluntary = involuntary = 0
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            pids.extend(int(child) for child in (task / "children").read_text().split())
+    except OSError:
+        return 0, 0
+    for each in pids:
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{each}/task").iterdir():
+                for line in (task / "status").read_text().splitlines():
+                    if line.startswith("voluntary_ctxt_switches:"):
+                        voluntary += int(line.split()[1])
+                    elif line.startswith("nonvoluntary_ctxt_switches:"):
+                        involuntary += int(line.split()[1])
+    return voluntary, involuntary
+
+
 def database_backends_cpu(database: str) -> dict[int, float]:
     """CPU seconds of each PostgreSQL backend serving ``database`` (on this machine), by pid.
 

@@ -55,6 +55,7 @@ from bench._common import (  # noqa: E402  (after the path set-up above)
     loadavg,
     machine,
     percentile,
+    process_tree_context_switches,
     process_tree_cpu_seconds,
     tail,
     write_results,
@@ -202,10 +203,11 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def gunicorn(env: dict[str, str], port: int, log_dir: Path) -> Iterator[subprocess.Popen[bytes]]:
+def gunicorn(env: dict[str, str], port: int, log_dir: Path,
+             config: Path = GUNICORN_CONF) -> Iterator[subprocess.Popen[bytes]]:
     command = [
         sys.executable, "-m", "gunicorn",
-        "--config", str(GUNICORN_CONF),
+        "--config", str(config),
         "--bind", f"127.0.0.1:{port}",
         "--access-logfile", str(log_dir / "access.log"),
         "--error-logfile", str(log_dir / "error.log"),
@@ -238,6 +240,61 @@ def gunicorn(env: dict[str, str], port: int, log_dir: Path) -> Iterator[subproce
                 process.wait(timeout=10)
 
 
+# The container's configuration plus two hooks: every request a worker thread handles (HTTP
+# parsing, Django, writing the response and the access log) runs under that thread's cProfile,
+# and each worker writes its threads' profiles when it exits. Bench-only (--server-profile).
+PROFILING_CONF = """\
+import cProfile, os, threading, time
+exec(compile(open({conf!r}).read(), {conf!r}, "exec"))
+_CLOCK = time.thread_time if {cpu!r} else time.perf_counter
+_configured_post_worker_init = globals().get("post_worker_init")
+
+
+def post_worker_init(worker):
+    if _configured_post_worker_init is not None:
+        _configured_post_worker_init(worker)
+    profiles, handle = {{}}, worker.handle
+
+    def profiled(*args, **kwargs):
+        profile = profiles.get(threading.get_ident())
+        if profile is None:
+            profile = profiles[threading.get_ident()] = cProfile.Profile(_CLOCK)
+        profile.enable()
+        try:
+            return handle(*args, **kwargs)
+        finally:
+            profile.disable()
+
+    worker.handle = profiled
+    worker.herald_profiles = profiles
+
+
+def worker_exit(server, worker):
+    for ident, profile in getattr(worker, "herald_profiles", {{}}).items():
+        profile.dump_stats(os.path.join({directory!r}, f"worker-{{worker.pid}}-{{ident}}.prof"))
+"""
+
+
+def profiling_config(scratch: Path, directory: Path, *, cpu: bool) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = scratch / "gunicorn-profiling.conf.py"
+    path.write_text(PROFILING_CONF.format(conf=str(GUNICORN_CONF), cpu=cpu, directory=str(directory)))
+    return path
+
+
+def print_server_profile(directory: Path) -> None:
+    import pstats
+
+    files = sorted(str(path) for path in directory.glob("worker-*.prof"))
+    if not files:
+        print(f"no server profiles in {directory}")
+        return
+    stats = pstats.Stats(*files, stream=sys.stdout)
+    print(f"\n=== server profile: {len(files)} worker threads, all targets ({directory})")
+    stats.sort_stats("cumulative").print_stats(40)
+    stats.sort_stats("tottime").print_stats(25)
+
+
 # --- Load generator ------------------------------------------------------------------------
 
 
@@ -257,6 +314,7 @@ class Measurement:
     server_cpu: float = 0.0
     client_cpu: float = 0.0
     database_cpu: float = 0.0
+    switches: tuple[int, int] = (0, 0)  # gunicorn's (voluntary, involuntary) context switches
 
     @property
     def rps(self) -> float:
@@ -314,6 +372,7 @@ def load(port: int, target: Target, *, seconds: float, concurrency: int, server_
     for thread in threads:
         thread.start()
     cpu_before = process_tree_cpu_seconds(server_pid)
+    switches_before = process_tree_context_switches(server_pid)
     database_before = database_backends_cpu(database) if database else {}
     client_before = time.process_time()
     start_barrier.wait()
@@ -323,13 +382,15 @@ def load(port: int, target: Target, *, seconds: float, concurrency: int, server_
     elapsed = time.perf_counter() - started
     client_cpu = time.process_time() - client_before
     server_cpu = process_tree_cpu_seconds(server_pid) - cpu_before
+    switches_after = process_tree_context_switches(server_pid)
+    switches = (switches_after[0] - switches_before[0], switches_after[1] - switches_before[1])
     database_cpu = backends_cpu_since(database, database_before) if database else 0.0
     for thread in threads:
         thread.join(timeout=35)
     if failures:
         raise LoadError(f"{target.name}: {failures[0]}")
     latencies = [value for chunk in per_thread for value in chunk]
-    return Measurement(len(latencies), elapsed, latencies, server_cpu, client_cpu, database_cpu)
+    return Measurement(len(latencies), elapsed, latencies, server_cpu, client_cpu, database_cpu, switches)
 
 
 # --- Report --------------------------------------------------------------------------------
@@ -369,6 +430,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--min-ratio", type=float, default=0.25, help="audit page / bare view floor")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also cProfile N in-process requests per API target and print the top")
+    parser.add_argument("--server-profile", type=Path, metavar="DIR",
+                        help="cProfile every request inside the gunicorn worker threads, write the "
+                             "profiles to DIR and print them (the figures of such a run are slowed down)")
+    parser.add_argument("--server-profile-clock", choices=("wall", "cpu"), default="cpu",
+                        help="cpu: thread CPU time (where the CPU goes); wall: also time spent blocked "
+                             "on sockets and on the GIL")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.events < AUDIT_LIMIT:
@@ -426,7 +493,13 @@ def main(argv: list[str] | None = None) -> int:
         load_start = loadavg()
         port = free_port()
         rounds: dict[str, list[Measurement]] = {t.name: [] for t in targets}
-        with gunicorn(env, port, scratch_dir) as server:
+        config = GUNICORN_CONF
+        if args.server_profile:
+            for stale in args.server_profile.glob("worker-*.prof"):
+                stale.unlink()
+            config = profiling_config(scratch_dir, args.server_profile,
+                                      cpu=args.server_profile_clock == "cpu")
+        with gunicorn(env, port, scratch_dir, config) as server:
             for target in targets:
                 status, body = fetch(port, target.path, target.headers)
                 problem = f"HTTP {status}" if status != 200 else target.check(json.loads(body))
@@ -447,6 +520,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"ABORTED: {exc}\n{tail(scratch_dir / 'error.log')}", file=sys.stderr)
                 return 2
         load_end = loadavg()
+        if args.server_profile:
+            print_server_profile(args.server_profile)
 
     bare_rps = statistics.median(m.rps for m in rounds["bare"])
     bare_cpu = sum(m.server_cpu for m in rounds["bare"]) / max(sum(m.requests for m in rounds["bare"]), 1)
@@ -482,18 +557,26 @@ def main(argv: list[str] | None = None) -> int:
                 sum(m.database_cpu for m in measurements) / max(requests, 1) * 1000, 3
             ),
             "sql_queries_per_request": queries.get(target.name, 0),
+            # Per request, in all gunicorn threads: blocking on a socket or on the GIL
+            # (voluntary) and preemption by another runnable task (involuntary).
+            "server_context_switches_per_request": {
+                kind: round(sum(m.switches[index] for m in measurements) / max(requests, 1), 1)
+                for index, kind in enumerate(("voluntary", "involuntary"))
+            },
         }
 
     audit_ratio = report["access_audit_200"]["ratio_to_bare"]
     passed = audit_ratio >= args.min_ratio
     print()
     print(f"{'target':<18} {'req/s':>9} {'ratio':>7} {'p50 ms':>8} {'p99 ms':>8} {'srv CPU ms/req':>15} "
-          f"{'CPU ratio':>9} {'PG ms/req':>9} {'SQL':>4}")
+          f"{'CPU ratio':>9} {'PG ms/req':>9} {'SQL':>4} {'ctx sw/req':>11}")
     for name, row in report.items():
         print(f"{name:<18} {row['rps']:>9.1f} {row['ratio_to_bare']:>7.3f} {row['latency_ms']['p50']:>8.2f} "
               f"{row['latency_ms']['p99']:>8.2f} {row['server_cpu_ms_per_request']:>15.3f} "
               f"{row['cpu_ratio_to_bare'] or 0:>9.3f} {row['postgres_cpu_ms_per_request']:>9.3f} "
-              f"{row['sql_queries_per_request']:>4}")
+              f"{row['sql_queries_per_request']:>4} "
+              f"{row['server_context_switches_per_request']['voluntary']:>5.1f}+"
+              f"{row['server_context_switches_per_request']['involuntary']:<5.1f}")
     print(f"load average at start / end: {load_start} / {load_end}")  # fmt: skip
     verdict = "PASS" if passed else "FAIL"
     print(f"\n{verdict}: access-audit page (200 rows) at {audit_ratio:.1%} of the bare view "
@@ -511,6 +594,7 @@ def main(argv: list[str] | None = None) -> int:
                 "workers": args.workers,
                 "threads": args.threads,
                 "worker_class": "gthread" if args.threads > 1 else "sync",
+                "profiled": bool(args.server_profile),
                 "database": "PostgreSQL " + meta["versions"]["postgresql"],
                 "cache": "Redis" if args.redis_url else "in-process",
             },

@@ -11,8 +11,11 @@ from __future__ import annotations
 import fnmatch
 import http.server
 import json
+import os
 import re
 import runpy
+import subprocess
+import sys
 import threading
 import tomllib
 from collections.abc import Iterator
@@ -301,6 +304,35 @@ def test_gunicorn_settings_follow_the_environment(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("HERALD_WEB_THREADS", "8")
     settings = runpy.run_path(path)
     assert (settings["worker_class"], settings["threads"]) == ("gthread", 8)
+
+
+_GC_PROBE = """
+import gc, json, runpy, sys
+before = gc.get_threshold()
+settings = runpy.run_path(sys.argv[1])
+settings["post_worker_init"](None)
+print(json.dumps([before, gc.get_threshold(), gc.get_freeze_count()]))
+"""
+
+
+@pytest.mark.parametrize(("gen0", "frozen"), [("", True), ("5000", True), ("0", False)])
+def test_gunicorn_workers_tune_garbage_collection(gen0: str, frozen: bool) -> None:
+    """After loading the application a worker freezes its boot-time heap and collects young
+    garbage less often (HERALD_WEB_GC_GEN0, default 10000); 0 leaves Python's collector as is.
+    Run in a child interpreter: freezing is process-wide."""
+    env = {key: value for key, value in os.environ.items() if key != "HERALD_WEB_GC_GEN0"}
+    if gen0:
+        env["HERALD_WEB_GC_GEN0"] = gen0
+    result = subprocess.run(
+        [sys.executable, "-c", _GC_PROBE, str(ROOT / "docker" / "gunicorn.conf.py")],
+        env=env, capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    before, after, frozen_objects = json.loads(result.stdout)
+    if frozen:
+        assert after == [int(gen0 or 10000), *before[1:]]
+        assert frozen_objects > 0
+    else:
+        assert (after, frozen_objects) == (before, 0)
 
 
 # --- docker/healthcheck.py -----------------------------------------------------------------
