@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.core.cache import cache
@@ -11,7 +11,7 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from config.api.throttling import cache_get_int
+from config.api.throttling import UserRateThrottle, cache_get_int
 from config.queries import CompiledQuery, Param
 from workspaces.models import ApiToken, User
 from workspaces.tokens import parse_token, secret_matches
@@ -44,8 +44,12 @@ def failure_budget_exhausted(request: Any) -> bool:
 def check_failure_budget(request: Any) -> None:
     """429 once one IP has failed authentication more than the limit within a minute."""
     if failure_budget_exhausted(request):
-        wait = 60 - int(timezone.now().timestamp()) % 60
-        raise exceptions.Throttled(wait=wait, detail="Too many failed authentication attempts.")
+        raise _budget_exhausted()
+
+
+def _budget_exhausted() -> exceptions.Throttled:
+    wait = 60 - int(timezone.now().timestamp()) % 60
+    return exceptions.Throttled(wait=wait, detail="Too many failed authentication attempts.")
 
 
 def record_failure(request: Any) -> None:
@@ -58,40 +62,59 @@ def record_failure(request: Any) -> None:
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
+    """``Authorization: Bearer hrld_…`` (spec §5), with the per-IP failed-authentication limit.
+
+    A client over its failure budget gets a 429 whatever token it presents, a correct one
+    included. The budget is read after the token lookup, so that on success one Redis round trip
+    reads it and counts the request against the user's API rate (``UserRateThrottle.admit``);
+    a failure reads it before answering 401, then records the failure.
+    """
+
     keyword = "Bearer"
 
     def authenticate(self, request: Request) -> tuple[User, ApiToken] | None:
         header = request.META.get("HTTP_AUTHORIZATION", "")
         if not header:
             return None
-        check_failure_budget(request)
         scheme, _, value = header.partition(" ")
         if scheme.lower() != "bearer" or not value.strip():
-            record_failure(request)
-            raise exceptions.AuthenticationFailed("Malformed Authorization header; use 'Bearer <token>'.")
+            self._fail(request, "Malformed Authorization header; use 'Bearer <token>'.")
         parsed = parse_token(value.strip())
         if parsed is None:
-            record_failure(request)
-            raise exceptions.AuthenticationFailed("Malformed API token.")
+            self._fail(request, "Malformed API token.")
         token_id, secret = parsed
         found = TOKEN_WITH_USER.instances(token_id=token_id)
         token = found[0] if found else None
         if token is None or not secret_matches(secret, token.secret_hash):
-            record_failure(request)
-            raise exceptions.AuthenticationFailed("Unknown API token.")
+            self._fail(request, "Unknown API token.")
         if token.revoked_at is not None:
-            record_failure(request)
-            raise exceptions.AuthenticationFailed("This API token has been revoked.")
+            self._fail(request, "This API token has been revoked.")
         now = timezone.now()
         if token.expires_at is not None and token.expires_at <= now:
-            record_failure(request)
-            raise exceptions.AuthenticationFailed("This API token has expired.")
+            self._fail(request, "This API token has expired.")
         if not token.user.is_active:
+            check_failure_budget(request)
             raise exceptions.AuthenticationFailed("The token's user is inactive.")
+        failures = UserRateThrottle.admit(
+            request,
+            request.parser_context.get("view"),
+            token.user,
+            read_key=_failure_key(client_ip(request)),
+            stop_at=settings.HERALD_AUTH_FAILURES_PER_MINUTE,
+        )
+        if failures >= settings.HERALD_AUTH_FAILURES_PER_MINUTE:
+            raise _budget_exhausted()
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
             token.last_used_at = now
         return token.user, token
+
+    @staticmethod
+    def _fail(request: Request, message: str) -> NoReturn:
+        """429 while the client's failure budget is spent; otherwise record the failure, 401."""
+        check_failure_budget(request)
+        record_failure(request)
+        raise exceptions.AuthenticationFailed(message)
 
     def authenticate_header(self, request: Request) -> str:
         return 'Bearer realm="api"'

@@ -6,6 +6,10 @@ rate period from its first request. On Redis that is one pipelined round trip pe
 (``SET NX EX`` + ``INCR`` + ``TTL``); a 429 carries the seconds until the window ends. Like any
 fixed window (unlike DRF's sliding log), it admits up to twice the rate across the end of one
 window and the start of the next.
+
+A bearer request also reads its client's failed-authentication count. ``count_with_reading``
+does both in the same round trip (one server-side script), and ``UserRateThrottle.admit`` lets the
+authentication class use it: the throttle then finds its window already counted for the request.
 """
 
 from __future__ import annotations
@@ -71,6 +75,44 @@ def window_hit(key: str, duration: int) -> tuple[int, float]:
     return count, ends - now
 
 
+# One round trip: read an integer counter (``KEYS[1]``) and, unless it has reached ``ARGV[2]``,
+# count one request in the window ``KEYS[2]`` of ``ARGV[1]`` seconds, as ``window_hit`` does.
+_READ_THEN_HIT = """
+local reading = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if reading >= tonumber(ARGV[2]) then
+  return {reading, -1, -1}
+end
+redis.call('SET', KEYS[2], 0, 'EX', ARGV[1], 'NX')
+local count = redis.call('INCR', KEYS[2])
+local ttl = redis.call('TTL', KEYS[2])
+if ttl < 0 then
+  redis.call('EXPIRE', KEYS[2], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {reading, count, ttl}
+"""
+
+
+def count_with_reading(
+    read_key: str, stop_at: int, key: str, duration: int
+) -> tuple[int, tuple[int, float] | None]:
+    """The integer at ``read_key`` and, unless it has reached ``stop_at``, ``window_hit(key,
+    duration)``; on Redis in one round trip. A request stopped by the reading is not counted."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    if client is None:
+        reading = cache_get_int(read_key)
+        return reading, None if reading >= stop_at else window_hit(key, duration)
+    script = client.__dict__.get("_herald_read_then_hit")
+    if script is None:  # registered once per client; redis-py sends EVALSHA, loading it if needed
+        script = client.__dict__["_herald_read_then_hit"] = client.register_script(_READ_THEN_HIT)
+    full_keys = [backend.make_and_validate_key(read_key), backend.make_and_validate_key(key)]
+    reading, count, ttl = script(keys=full_keys, args=[duration, stop_at])
+    if count < 0:
+        return int(reading), None
+    return int(reading), (int(count), float(ttl))
+
+
 class WindowRateThrottle(SimpleRateThrottle):
     """``SimpleRateThrottle`` with a shared counter instead of a history list."""
 
@@ -82,7 +124,11 @@ class WindowRateThrottle(SimpleRateThrottle):
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True
-        count, self.remaining = window_hit(self.key, self.duration)
+        counted = request.__dict__.pop("_herald_counted_window", None)
+        if counted is not None and counted[0] == self.key:  # see UserRateThrottle.admit
+            count, self.remaining = counted[1]
+        else:
+            count, self.remaining = window_hit(self.key, self.duration)
         return bool(count <= self.num_requests)
 
     def wait(self) -> float | None:
@@ -93,3 +139,20 @@ class UserRateThrottle(WindowRateThrottle, _UserRateThrottle):
     """Per-user (or per-IP when anonymous) API rate, shared through the cache (Redis in prod)."""
 
     scope = "user"
+
+    @classmethod
+    def admit(cls, request: Any, view: Any, user: Any, *, read_key: str, stop_at: int) -> int:
+        """For a request ``user`` has just authenticated: the integer at ``read_key`` (the
+        client's failed authentications) and, unless it has reached ``stop_at``, this request
+        counted in the user's window, in one round trip. ``allow_request`` then uses that count
+        instead of counting again. Views that do not apply this throttle only read."""
+        if view is None or cls not in getattr(view, "throttle_classes", ()):
+            return cache_get_int(read_key)
+        throttle = cls()
+        if throttle.rate is None:
+            return cache_get_int(read_key)
+        key = throttle.cache_format % {"scope": throttle.scope, "ident": user.pk}
+        reading, window = count_with_reading(read_key, stop_at, key, throttle.duration)
+        if window is not None:
+            request.__dict__["_herald_counted_window"] = (key, window)
+        return reading
