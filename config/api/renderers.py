@@ -20,31 +20,51 @@ form (``1e16`` where Python prints ``1e+16``), and a non-finite float (NaN, infi
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
 from rest_framework.renderers import JSONRenderer
+from rest_framework.utils.encoders import JSONEncoder
 
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
-_LINE_SEPARATOR = "\u2028".encode()
-_PARAGRAPH_SEPARATOR = "\u2029".encode()
+# U+2028 and U+2029 in UTF-8. ``in`` finds one byte with memchr (microseconds for a 100 KB
+# page) but a longer needle at about 1 ns a byte (0.1 ms for each separator). So their rare
+# first byte is looked for first; only if it occurs does one regex pass find both.
+_SEPARATOR_LEAD_BYTE = b"\xe2"
+_SEPARATORS = re.compile(b"\xe2\x80[\xa8\xa9]")
+_ESCAPED = {"\u2028".encode(): b"\\u2028", "\u2029".encode(): b"\\u2029"}
+
+_DRF_DEFAULT = JSONEncoder().default  # made once: it keeps no state
+
+
+def _escape_separator(match: re.Match[bytes]) -> bytes:
+    return _ESCAPED[match[0]]
 
 
 class FastJSONRenderer(JSONRenderer):
     """``JSONRenderer`` with orjson for compact output; DRF's encoder decides what orjson
     does not handle (see the module docstring)."""
 
-    def render(self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None) -> bytes:
+    def render(
+        self, data: Any, accepted_media_type: str | None = None, renderer_context: Any = None
+    ) -> bytes:
         if data is None or not self.compact or self.ensure_ascii:
             return super().render(data, accepted_media_type, renderer_context)
         if self.get_indent(accepted_media_type, renderer_context or {}) is not None:
             return super().render(data, accepted_media_type, renderer_context)
+        encoder_class = self.encoder_class
+        default = _DRF_DEFAULT if encoder_class is JSONEncoder else encoder_class().default
         try:
-            rendered = orjson.dumps(data, default=self.encoder_class().default, option=_OPTIONS)
+            rendered = orjson.dumps(data, default=default, option=_OPTIONS)
         except orjson.JSONEncodeError:  # e.g. a 65-bit integer: DRF's renderer decides
             return super().render(data, accepted_media_type, renderer_context)
-        if _LINE_SEPARATOR in rendered:
-            rendered = rendered.replace(_LINE_SEPARATOR, b"\\u2028")
-        if _PARAGRAPH_SEPARATOR in rendered:
-            rendered = rendered.replace(_PARAGRAPH_SEPARATOR, b"\\u2029")
+        if _SEPARATOR_LEAD_BYTE in rendered:
+            rendered = _SEPARATORS.sub(_escape_separator, rendered)
         return rendered
+
+    def get_indent(self, accepted_media_type: str | None, renderer_context: Any) -> Any:
+        # A media type without parameters has no ``indent``: DRF's parsing of it is skipped.
+        if not accepted_media_type or ";" not in accepted_media_type:
+            return renderer_context.get("indent", None)
+        return super().get_indent(accepted_media_type, renderer_context)
