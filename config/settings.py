@@ -300,6 +300,8 @@ REST_FRAMEWORK = {
     ],
     # DRF's JSONRenderer output, encoded by orjson (config/api/renderers.py).
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.FastJSONRenderer"],
+    # DRF's negotiation, answering the common Accept values without parsing (config/api/fastdrf.py).
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.fastdrf.FastContentNegotiation",
     # DRF's JSON parser, but over-deep nesting and lone surrogates are a 400, not a 500.
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
