@@ -16,10 +16,14 @@ the SQL, and pays for it once:
   size, a field list) is a ``shape`` argument: each shape is compiled once, on first use, and
   kept for the life of the process, so shapes must come from a small set (e.g. 1 to 200).
 - At run time each value goes through its model field's ``get_db_prep_value`` (as a lookup
-  would prepare it), the SQL runs on a plain cursor of the queryset's database (so
+  would prepare it), the SQL runs on a cursor of the queryset's database (so
   ``connection.execute_wrapper`` hooks and query logging still see it), and rows get the ORM's
   own converters (``values``) or become model instances with their ``select_related`` objects
   the way ``QuerySet.__iter__`` builds them (``instances``).
+- On PostgreSQL that cursor binds the values on the server and prepares the statement, so the
+  server too parses and plans each shape once per connection rather than on every call (see
+  ``config/db/postgresql/base.py``; ``HERALD_DB_PREPARE=false`` turns it off). Other queries
+  keep Django's client-side binding.
 
 Only plain reads belong here: no ``prefetch_related``, no ``only``/``defer``, no ``extra``.
 """
@@ -99,7 +103,10 @@ class CompiledQuery:
             item.bind(values[item.name], connection) if isinstance(item, Param) else item
             for item in compiled.params
         ]
-        with connection.cursor() as cursor:
+        # PostgreSQL parses and plans the SQL once per connection (a prepared statement) where
+        # the backend offers it (config/db/postgresql/base.py); elsewhere, a plain cursor.
+        open_cursor = getattr(connection, "prepared_cursor", connection.cursor)
+        with open_cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
         if not compiled.converters:
