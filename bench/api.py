@@ -430,6 +430,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--min-ratio", type=float, default=0.25, help="audit page / bare view floor")
     parser.add_argument("--profile", type=int, default=0, metavar="N",
                         help="also cProfile N in-process requests per API target and print the top")
+    parser.add_argument("--only", type=lambda text: [name for name in text.split(",") if name],
+                        help="comma-separated targets to run besides bare and access_audit_200, "
+                        "which always run (e.g. access_audit_1; '-' for only those two)")
     parser.add_argument("--server-profile", type=Path, metavar="DIR",
                         help="cProfile every request inside the gunicorn worker threads, write the "
                              "profiles to DIR and print them (the figures of such a run are slowed down)")
@@ -481,6 +484,12 @@ def main(argv: list[str] | None = None) -> int:
             ]
             targets.insert(-1, Target("access_audit_1", f"{audit}?limit=1", auth,
                                       lambda body: None if len(body) == 1 else f"{len(body)} rows"))
+        if args.only:  # bare (every ratio is to it) and the checked audit page always run
+            unknown = set(args.only) - {t.name for t in targets} - {"-"}
+            if unknown:
+                raise SystemExit(f"--only: unknown target(s) {', '.join(sorted(unknown))}")
+            keep = {"bare", "access_audit_200", *args.only}
+            targets = [t for t in targets if t.name in keep]
         api_targets = [t for t in targets if t.headers is auth]
         queries = query_counts(api_targets, token)
         if args.profile:
