@@ -15,7 +15,7 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient, APIRequestFactory
 
 from config.api import throttling
-from config.api.schema import FlatRows
+from config.api.schema import FlatRows, datetime_representation
 from workspaces import selectors
 from workspaces.access import Actor
 from workspaces.api import serializers as s
@@ -140,3 +140,40 @@ def test_window_counter_counts_per_key() -> None:
     count, remaining = throttling.window_hit("throttle:test:c", 60)
     assert count == 1
     assert 0 < remaining <= 60
+
+
+# Every fraction length PostgreSQL can send: none (whole seconds), one to five digits (trailing
+# zeros dropped) and six.
+FRACTIONS = (0, 100000, 120000, 123000, 123400, 123450, 123456, 1, 10, 999999)
+
+
+def postgres_text(value: datetime) -> str:
+    """A UTC ``timestamptz`` as PostgreSQL writes it: trailing zeros of the fraction dropped."""
+    fraction = f".{value.microsecond:06d}".rstrip("0").rstrip(".")
+    return f"{value:%Y-%m-%d %H:%M:%S}{fraction}+00"
+
+
+@pytest.mark.parametrize("micros", FRACTIONS)
+def test_postgresql_date_time_text_is_shown_as_drf_shows_the_date_time(micros: int) -> None:
+    value = datetime(2026, 3, 1, 12, 0, 5, micros, tzinfo=UTC)
+    field = s.AccessAuditEventSerializer().fields["created_at"]
+    with timezone.override("UTC"):
+        convert = datetime_representation(field)
+        expected = field.to_representation(value)
+        assert convert(postgres_text(value)) == expected
+        assert convert(value) == expected
+
+
+@pytest.mark.postgres
+def test_the_text_postgresql_sends_for_every_fraction_length_is_the_one_assumed() -> None:
+    from django.db import connection
+
+    values = [datetime(2026, 3, 1, 12, 0, 5, micros, tzinfo=UTC) for micros in FRACTIONS]
+    with connection.cursor() as cursor:
+        cursor.execute("SET LOCAL TIME ZONE 'UTC'")
+        cursor.execute(
+            "SELECT value::text FROM unnest(%s::timestamptz[]) WITH ORDINALITY AS t(value, n) ORDER BY n",
+            [values],
+        )
+        texts = [text for (text,) in cursor.fetchall()]
+    assert texts == [postgres_text(value) for value in values]

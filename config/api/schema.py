@@ -249,6 +249,10 @@ def _parsed_datetime(represent: Any) -> Any:
     return parsed
 
 
+# Zeros that complete a fraction of 1 to 5 digits to DRF's six, by the text's length.
+_FRACTION_PADDING = {size: "0" * (29 - size) for size in range(24, 29)}
+
+
 def _iso_datetime(zone: Any, fallback: Any) -> Any:
     utc = zone is datetime.UTC or getattr(zone, "key", None) == "UTC"
 
@@ -272,10 +276,20 @@ def _iso_datetime(zone: Any, fallback: Any) -> Any:
         return iso
 
     def iso_utc(value: Any) -> Any:
-        # PostgreSQL's usual text, six fraction digits: rewritten by slicing alone. (A tail of
-        # "+00" at 26 means a length of 29; the date and time are then where they are sliced.)
-        if type(value) is str and value[26:] == "+00" and value[10] == " " and value[4] == "-":
-            return f"{value[:10]}T{value[11:26]}Z"
+        # PostgreSQL's text of a UTC date-time, "YYYY-MM-DD HH:MM:SS[.f]+00", rewritten by
+        # slicing alone. DRF writes six fraction digits, or none for whole seconds; PostgreSQL
+        # drops the fraction's trailing zeros. The length tells which: 29 is six digits (the
+        # common case, checked first), 24 to 28 one to five, 22 none.
+        if type(value) is str:
+            if value[26:] == "+00":
+                if value[10] == " " and value[4] == "-":
+                    return f"{value[:10]}T{value[11:26]}Z"
+            elif value[-3:] == "+00" and value[10:11] == " " and value[4:5] == "-":
+                size = len(value)
+                if 24 <= size <= 28 and value[19] == ".":
+                    return f"{value[:10]}T{value[11:-3]}{_FRACTION_PADDING[size]}Z"
+                if size == 22:
+                    return f"{value[:10]}T{value[11:19]}Z"
         return iso(value)
 
     return iso_utc
