@@ -27,7 +27,11 @@ from rest_framework.throttling import UserRateThrottle as _UserRateThrottle
 def redis_client(backend: BaseCache) -> Any | None:
     """One reused ``redis.Redis`` client per cache backend instance, or ``None`` when the cache
     is not Redis. (Django's ``RedisCache`` builds a new client for every operation, and a
-    redis-py client costs about 0.1 ms to build; the connection pool was already shared.)"""
+    redis-py client costs about 0.1 ms to build; the connection pool was already shared.)
+
+    Keys for this client go through ``backend.make_key`` (prefix and version) without
+    ``validate_key``: that check walks the key character by character for memcached's limits,
+    which Redis does not have, and the keys here are built from IP addresses and user ids."""
     from django.core.cache.backends.redis import RedisCache
 
     if not isinstance(backend, RedisCache):
@@ -46,7 +50,7 @@ def cache_get_int(key: str, default: int = 0) -> int:
     client = redis_client(backend)
     if client is None:
         return int(backend.get(key, default))
-    value = client.get(backend.make_and_validate_key(key))
+    value = client.get(backend.make_key(key))
     return default if value is None else int(value)
 
 
@@ -55,7 +59,7 @@ def window_hit(key: str, duration: int) -> tuple[int, float]:
     backend = caches["default"]
     client = redis_client(backend)
     if client is not None:
-        full_key = backend.make_and_validate_key(key)
+        full_key = backend.make_key(key)
         pipe = client.pipeline(transaction=False)
         pipe.set(full_key, 0, ex=duration, nx=True)
         pipe.incr(full_key)
@@ -106,7 +110,7 @@ def count_with_reading(
     script = client.__dict__.get("_herald_read_then_hit")
     if script is None:  # registered once per client; redis-py sends EVALSHA, loading it if needed
         script = client.__dict__["_herald_read_then_hit"] = client.register_script(_READ_THEN_HIT)
-    full_keys = [backend.make_and_validate_key(read_key), backend.make_and_validate_key(key)]
+    full_keys = [backend.make_key(read_key), backend.make_key(key)]
     reading, count, ttl = script(keys=full_keys, args=[duration, stop_at])
     if count < 0:
         return int(reading), None
