@@ -81,6 +81,38 @@ def process_tree_cpu_seconds(pid: int) -> float:
     return total
 
 
+def child_pids(pid: int) -> list[int]:
+    """The direct children of a process (gunicorn's workers)."""
+    children: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            children.extend(int(child) for child in (task / "children").read_text().split())
+    return children
+
+
+def connection_owners(parent_pid: int, server_port: int) -> dict[int, int]:
+    """Client port -> pid of the child of ``parent_pid`` (a gunicorn worker) holding the server
+    end of an established IPv4 loopback connection to ``server_port`` (from /proc/net/tcp and
+    each worker's file descriptors)."""
+    owner_of_inode: dict[int, int] = {}
+    for pid in child_pids(parent_pid):
+        with contextlib.suppress(OSError):
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    target = os.readlink(fd)
+                    if target.startswith("socket:["):
+                        owner_of_inode[int(target[8:-1])] = pid
+    owners: dict[int, int] = {}
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local_port = int(fields[1].rsplit(":", 1)[1], 16)
+        remote_port = int(fields[2].rsplit(":", 1)[1], 16)
+        owner = owner_of_inode.get(int(fields[9]))
+        if local_port == server_port and fields[3] == "01" and owner is not None:  # ESTABLISHED
+            owners[remote_port] = owner
+    return owners
+
+
 def process_tree_context_switches(pid: int) -> tuple[int, int]:
     """(voluntary, involuntary) context switches of every thread of a process and its direct
     children. Voluntary: a thread blocked (socket I/O, or waiting for the GIL); involuntary: the

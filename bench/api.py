@@ -36,6 +36,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -48,6 +49,8 @@ if str(ROOT) not in sys.path:  # `python bench/api.py` puts bench/ first on the 
 
 from bench._common import (  # noqa: E402  (after the path set-up above)
     backends_cpu_since,
+    child_pids,
+    connection_owners,
     database_backends_cpu,
     database_name,
     ensure_database,
@@ -322,6 +325,7 @@ class Measurement:
     client_cpu: float = 0.0
     database_cpu: float = 0.0
     switches: tuple[int, int] = (0, 0)  # gunicorn's (voluntary, involuntary) context switches
+    split: list[int] = field(default_factory=list)  # connections held by each gunicorn worker
 
     @property
     def rps(self) -> float:
@@ -342,18 +346,61 @@ class LoadError(RuntimeError):
     pass
 
 
+def open_connections(port: int, count: int, server_pid: int, *,
+                     balance: bool) -> tuple[list[http.client.HTTPConnection], list[int]]:
+    """``count`` open keep-alive connections, and how many of them each gunicorn worker holds
+    (most first).
+
+    gunicorn serves a keep-alive connection from the worker that accepted it until it closes.
+    Connections opened together mostly go to one worker: its poller wakes first and accepts
+    one after the other (with 8 connections and 2 workers, 8:0 and 7:1 were the most common
+    splits, 4:4 about one time in fifteen). One worker, one GIL, then serves nearly all the
+    load while the other idles, and the requests/s of the phase depend on the draw. With
+    ``balance`` the connections are opened one at a time and a connection is kept only while
+    the worker that accepted it holds fewer than its share (the others are closed again), so
+    every target of every round is measured with the same even split, as a server with many
+    clients arriving at different times sees it. The split is recorded either way."""
+    workers = max(len(child_pids(server_pid)), 1)
+    share = -(-count // workers) if balance else count
+    kept: list[http.client.HTTPConnection] = []
+    held: Counter[int] = Counter()
+    attempts = 0
+    while len(kept) < count:
+        attempts += 1
+        if attempts > 50 * count:
+            for connection in kept:
+                connection.close()
+            raise LoadError(f"{count} connections did not spread evenly over {workers} workers")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        connection.connect()
+        client_port = connection.sock.getsockname()[1]
+        deadline = time.monotonic() + 5
+        while (owner := connection_owners(server_pid, port).get(client_port)) is None:
+            if time.monotonic() > deadline:
+                raise LoadError("no gunicorn worker accepted a connection within 5 s")
+            time.sleep(0.001)
+        if held[owner] < share:
+            kept.append(connection)
+            held[owner] += 1
+        else:
+            connection.close()
+    return kept, sorted(held.values(), reverse=True) + [0] * (workers - len(held))
+
+
 def load(port: int, target: Target, *, seconds: float, concurrency: int, server_pid: int,
-         database: str = "") -> Measurement:
-    """Closed loop: `concurrency` threads, each on its own keep-alive connection."""
+         database: str = "", balance: bool = True) -> Measurement:
+    """Closed loop: `concurrency` threads, each on its own keep-alive connection (spread evenly
+    over the gunicorn workers with `balance`, see ``open_connections``)."""
     stop = threading.Event()
     failures: list[str] = []
     per_thread: list[list[float]] = [[] for _ in range(concurrency)]
     start_barrier = threading.Barrier(concurrency + 1)
     headers = {**target.headers, "Connection": "keep-alive"}
+    connections, split = open_connections(port, concurrency, server_pid, balance=balance)
 
     def run(slot: int) -> None:
         latencies = per_thread[slot]
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        conn = connections[slot]
         start_barrier.wait()
         try:
             while not stop.is_set():
@@ -397,7 +444,8 @@ def load(port: int, target: Target, *, seconds: float, concurrency: int, server_
     if failures:
         raise LoadError(f"{target.name}: {failures[0]}")
     latencies = [value for chunk in per_thread for value in chunk]
-    return Measurement(len(latencies), elapsed, latencies, server_cpu, client_cpu, database_cpu, switches)
+    return Measurement(len(latencies), elapsed, latencies, server_cpu, client_cpu, database_cpu, switches,
+                       split)
 
 
 # --- Report --------------------------------------------------------------------------------
@@ -440,6 +488,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--only", type=lambda text: [name for name in text.split(",") if name],
                         help="comma-separated targets to run besides bare and access_audit_200, "
                         "which always run (e.g. access_audit_1; '-' for only those two)")
+    parser.add_argument("--no-balance", dest="balance", action="store_false",
+                        help="keep whatever split of the connections over the gunicorn workers the "
+                             "kernel gives (by default they are opened again until it is even)")
     parser.add_argument("--server-profile", type=Path, metavar="DIR",
                         help="cProfile every request inside the gunicorn worker threads, write the "
                              "profiles to DIR and print them (the figures of such a run are slowed down)")
@@ -527,11 +578,14 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 for number in range(1, args.rounds + 1):
                     for target in targets:
-                        load(port, target, seconds=args.warmup, concurrency=args.concurrency, server_pid=server.pid)
+                        load(port, target, seconds=args.warmup, concurrency=args.concurrency,
+                             server_pid=server.pid, balance=args.balance)
                         result = load(port, target, seconds=args.seconds, concurrency=args.concurrency,
-                                      server_pid=server.pid, database=database_name(args.database_url))
+                                      server_pid=server.pid, database=database_name(args.database_url),
+                                      balance=args.balance)
                         rounds[target.name].append(result)
-                        print(f"  round {number} {target.name:<18} {result.rps:8.1f} req/s")
+                        print(f"  round {number} {target.name:<18} {result.rps:8.1f} req/s "
+                              f"(connections per worker {':'.join(map(str, result.split))})")
             except LoadError as exc:
                 print(f"ABORTED: {exc}\n{tail(scratch_dir / 'error.log')}", file=sys.stderr)
                 return 2
@@ -552,6 +606,10 @@ def main(argv: list[str] | None = None) -> int:
             "requests": requests,
             "rps": round(rps, 1),
             "rps_per_round": [round(m.rps, 1) for m in measurements],
+            "connections_per_worker_per_round": [m.split for m in measurements],
+            "server_cpu_ms_per_request_per_round": [
+                round(m.server_cpu / max(m.requests, 1) * 1000, 3) for m in measurements
+            ],
             "ratio_to_bare": round(rps / bare_rps, 3),
             "latency_ms": {
                 "p50": round(percentile(latencies, 0.50) * 1000, 2),
@@ -610,6 +668,7 @@ def main(argv: list[str] | None = None) -> int:
                 "workers": args.workers,
                 "threads": args.threads,
                 "worker_class": "gthread" if args.threads > 1 else "sync",
+                "connections_balanced": args.balance,
                 "profiled": bool(args.server_profile),
                 "database": "PostgreSQL " + meta["versions"]["postgresql"],
                 "cache": "Redis" if args.redis_url else "in-process",
