@@ -66,21 +66,6 @@ def _stat_cpu_seconds(stat: str) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
 
 
-def process_tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU of a process and its direct children (gunicorn's or Celery's workers)."""
-    pids = [pid]
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            pids.extend(int(child) for child in (task / "children").read_text().split())
-    except OSError:
-        return 0.0
-    total = 0.0
-    for each in pids:
-        with contextlib.suppress(OSError):
-            total += _stat_cpu_seconds(Path(f"/proc/{each}/stat").read_text())
-    return total
-
-
 def child_pids(pid: int) -> list[int]:
     """The direct children of a process (gunicorn's workers)."""
     children: list[int] = []
@@ -88,6 +73,15 @@ def child_pids(pid: int) -> list[int]:
         for task in Path(f"/proc/{pid}/task").iterdir():
             children.extend(int(child) for child in (task / "children").read_text().split())
     return children
+
+
+def process_tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process and its direct children (gunicorn's or Celery's workers)."""
+    total = 0.0
+    for each in [pid, *child_pids(pid)]:
+        with contextlib.suppress(OSError):
+            total += _stat_cpu_seconds(Path(f"/proc/{each}/stat").read_text())
+    return total
 
 
 def connection_owners(parent_pid: int, server_port: int) -> dict[int, int]:
@@ -117,14 +111,8 @@ def process_tree_context_switches(pid: int) -> tuple[int, int]:
     """(voluntary, involuntary) context switches of every thread of a process and its direct
     children. Voluntary: a thread blocked (socket I/O, or waiting for the GIL); involuntary: the
     scheduler preempted it for another runnable task."""
-    pids = [pid]
     voluntary = involuntary = 0
-    try:
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            pids.extend(int(child) for child in (task / "children").read_text().split())
-    except OSError:
-        return 0, 0
-    for each in pids:
+    for each in [pid, *child_pids(pid)]:
         with contextlib.suppress(OSError):
             for task in Path(f"/proc/{each}/task").iterdir():
                 for line in (task / "status").read_text().splitlines():
