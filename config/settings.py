@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -41,13 +42,21 @@ def _secret_key() -> str:
         raise ImproperlyConfiguredEnv("SECRET_KEY must be set outside HERALD_ENVIRONMENT=local")
     # Local runs persist a generated key so sessions survive restarts of `make run`.
     key_file = DATA_DIR / "secret_key"
-    if key_file.exists():
-        return key_file.read_text(encoding="utf-8").strip()
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_urlsafe(50)
-    key_file.write_text(key, encoding="utf-8")
-    key_file.chmod(0o600)
-    return key
+    if not key_file.exists():
+        # Owner-only from its creation (no window before a chmod), written under a private name
+        # and linked into place, so processes starting together all read the same whole key.
+        DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+        partial = DATA_DIR / f".secret_key.{secrets.token_hex(8)}"
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(secrets.token_urlsafe(50))
+            os.link(partial, key_file)
+        except FileExistsError:
+            pass  # another process linked its key first: use that one
+        finally:
+            partial.unlink(missing_ok=True)
+    return key_file.read_text(encoding="utf-8").strip()
 
 
 SECRET_KEY = _secret_key()
@@ -125,7 +134,7 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATA_DIR.mkdir(parents=True, exist_ok=True)
+    DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
