@@ -1,70 +1,252 @@
 """`make run`: migrate, create a first administrator, then run gunicorn, a Celery worker and beat
-on the embedded default (SQLite, local media folder, filesystem broker). Ctrl-C stops all three."""
+on the embedded default (SQLite, local media folder, filesystem broker). Ctrl-C stops all three.
+
+Order of events, each step only after the previous one succeeded:
+
+1. Listen on ``HERALD_HOST:HERALD_PORT`` (this process binds the socket and hands it to gunicorn
+   as ``fd://N``): a busy port is a one-line error, exit status 2, before anything else happens.
+2. Files and processes are owner-only: umask 077 for this process and everything it starts,
+   ``HERALD_DATA_DIR`` mode 0700, its existing files tightened to 0600.
+3. ``migrate`` and ``ensure_admin --password-file`` (the one-time password goes to a 0600 file in
+   the data folder, read and deleted at once; it is never written to a log).
+4. gunicorn, the worker and beat start; the banner is printed only once ``/api/v1/health``
+   answers on the bound address, then the administrator's password, framed, if it was just
+   created. If a process exits first, or the server does not answer in time, everything stops
+   and the exit status is 1.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import json
 import os
 import signal
+import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
+STARTUP_SECONDS = 120  # migrations on a slow disk plus gunicorn importing the application
+STOP_SECONDS = 15
+
+
+class Stop(Exception):
+    """SIGTERM or SIGHUP: stop everything as Ctrl-C does."""
+
+
+def _raise_stop(*_: object) -> None:
+    raise Stop
+
+
+def fail(message: str, status: int) -> int:
+    print(message, file=sys.stderr, flush=True)
+    return status
+
+
+def listen(host: str, port: int) -> socket.socket:
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        # As gunicorn does: a port left in TIME_WAIT by a previous run is not "in use", a
+        # listening socket is.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def base_url(sock: socket.socket) -> str:
+    """The address to reach the bound socket at (loopback for a wildcard bind)."""
+    host, port = sock.getsockname()[:2]
+    if sock.family == socket.AF_INET6:
+        host = "::1" if host == "::" else host
+        return f"http://[{host}]:{port}"
+    host = "127.0.0.1" if host == "0.0.0.0" else host  # noqa: S104 - reading, not binding
+    return f"http://{host}:{port}"
+
+
+def tighten(data_dir: Path) -> None:
+    """Owner-only data folder; its files (database, journals, keys, schedules) 0600."""
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if data_dir.stat().st_mode & stat.S_ISVTX:
+        return  # a shared folder such as /tmp: not ours to close
+    data_dir.chmod(0o700)
+    for entry in os.scandir(data_dir):
+        info = entry.stat(follow_symlinks=False)
+        if info.st_uid != os.getuid() or not (info.st_mode & 0o077):
+            continue
+        if stat.S_ISREG(info.st_mode):
+            os.chmod(entry.path, 0o600)
+        elif stat.S_ISDIR(info.st_mode):
+            os.chmod(entry.path, 0o700)
 
 
 def manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, check=True)
 
 
-def main() -> int:
-    host = os.environ.get("HERALD_HOST", "127.0.0.1")
-    port = os.environ.get("HERALD_PORT", "8000")
-    data_dir = Path(os.environ.get("HERALD_DATA_DIR", ROOT / ".data"))
-    data_dir.mkdir(parents=True, exist_ok=True)
-    manage("migrate", "--noinput", "-v", "0")
-    manage("ensure_admin")
-    commands = {
-        "web": [str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"{host}:{port}",
-                "--workers", os.environ.get("HERALD_WEB_WORKERS", "2"), "--threads", "4",
-                "--access-logfile", "-"],
-        "worker": [str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
-                   "--concurrency", os.environ.get("HERALD_WORKER_CONCURRENCY", "2")],
-        "beat": [str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO",
-                 "--schedule", str(data_dir / "celerybeat-schedule")],
-    }
-    processes: dict[str, subprocess.Popen[bytes]] = {}
-    for name, command in commands.items():
-        processes[name] = subprocess.Popen(command, cwd=ROOT, start_new_session=True)
-    print(f"\nHerald is running at http://{host}:{port}/  (API docs: http://{host}:{port}/docs/)")
-    print("Sign in at /login/ and create API tokens at /settings/developer/. Ctrl-C stops.\n",
-          flush=True)
-
-    def stop(*_: object) -> None:
-        for process in processes.values():
-            if process.poll() is None:
-                process.terminate()  # gunicorn and celery shut their own children down
-        deadline = time.monotonic() + 15
-        for process in processes.values():
-            try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-
-    signal.signal(signal.SIGTERM, lambda *_: (stop(), sys.exit(0)))
+def first_admin(data_dir: Path) -> dict[str, str] | None:
+    """Run ``ensure_admin``; the e-mail and password if it just created the administrator."""
+    fd, path = tempfile.mkstemp(prefix=".first-admin-", dir=data_dir)  # mode 0600
+    os.close(fd)
     try:
+        manage("ensure_admin", "--password-file", path)
+        text = Path(path).read_text(encoding="utf-8")
+    finally:
+        os.unlink(path)
+    return json.loads(text) if text else None
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - http://loopback
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def stop(processes: dict[str, subprocess.Popen[bytes]]) -> None:
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)  # a second Ctrl-C must not cut the clean-up short
+    for process in processes.values():
+        if process.poll() is None:
+            process.terminate()  # gunicorn and celery shut their own children down
+    deadline = time.monotonic() + STOP_SECONDS
+    for process in processes.values():
+        try:
+            process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    for process in processes.values():
+        # Each process leads its own group: anything of it still there (a pool child whose
+        # parent was killed) goes too. No group left is the normal case.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
+def framed(lines: list[str]) -> str:
+    width = max(len(line) for line in lines)
+    rule = "+" + "-" * (width + 2) + "+"
+    return "\n".join([rule, *(f"| {line.ljust(width)} |" for line in lines), rule])
+
+
+def main() -> int:
+    os.umask(0o077)
+    host = os.environ.get("HERALD_HOST", "127.0.0.1")
+    raw_port = os.environ.get("HERALD_PORT", "8000")
+    try:
+        port = int(raw_port)
+    except ValueError:
+        return fail(f"HERALD_PORT must be a port number, not {raw_port!r}", 2)
+    try:
+        sock = listen(host, port)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return fail(
+                f"Port {port} on {host} is already in use; set HERALD_PORT=<another port> "
+                "or stop the other process",
+                2,
+            )
+        return fail(f"Cannot listen on {host} port {port}: {exc}; check HERALD_HOST/HERALD_PORT", 2)
+
+    signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGHUP, _raise_stop)
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        data_dir = Path(os.environ.get("HERALD_DATA_DIR") or ROOT / ".data").resolve()
+        tighten(data_dir)
+        manage("migrate", "--noinput", "-v", "0")
+        admin = first_admin(data_dir)
+        url = base_url(sock)
+        fd = sock.fileno()
+        commands = {
+            "web": [
+                str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"fd://{fd}",
+                "--workers", os.environ.get("HERALD_WEB_WORKERS", "2"), "--threads", "4",
+                "--graceful-timeout", "10", "--access-logfile", "-",
+                # One control socket per user home (~/.gunicorn/gunicorn.ctl) would be shared by
+                # every instance; the image disables it too (docker/gunicorn.conf.py).
+                "--no-control-socket",
+            ],
+            "worker": [
+                str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
+                "--concurrency", os.environ.get("HERALD_WORKER_CONCURRENCY", "2"),
+            ],
+            "beat": [
+                str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO",
+                "--schedule", str(data_dir / "celerybeat-schedule"),
+            ],
+        }
+        for name, command in commands.items():
+            processes[name] = subprocess.Popen(
+                command,
+                cwd=ROOT,
+                start_new_session=True,
+                pass_fds=(fd,) if name == "web" else (),
+            )
+        sock.close()  # gunicorn holds it now
+
+        deadline = time.monotonic() + STARTUP_SECONDS
+        while not answers(f"{url}/api/v1/health"):
+            for name, process in processes.items():
+                if process.poll() is not None:
+                    print(f"\n{name} exited with status {process.returncode} before the server "
+                          "answered; stopping the others.", file=sys.stderr, flush=True)
+                    stop(processes)
+                    return 1
+            if time.monotonic() > deadline:
+                print(f"\nThe server did not answer {url}/api/v1/health within "
+                      f"{STARTUP_SECONDS} s; stopping.", file=sys.stderr, flush=True)
+                stop(processes)
+                return 1
+            time.sleep(0.25)
+
+        print(f"\nHerald is running at {url}/  (API docs: {url}/docs/)")
+        print("Sign in at /login/ and create API tokens at /settings/developer/. Ctrl-C stops.\n",
+              flush=True)
+        if admin:
+            print(framed([
+                "First administrator created. The password is shown only this once:",
+                "",
+                f"  e-mail:   {admin['email']}",
+                f"  password: {admin['password']}",
+                f"  sign in:  {url}/login/",
+                "",
+                "Change it after signing in.",
+            ]) + "\n", flush=True)
+            del admin
+
         while True:
             for name, process in processes.items():
                 if process.poll() is not None:
-                    print(f"{name} exited with status {process.returncode}; stopping the others.")
-                    stop()
+                    print(f"{name} exited with status {process.returncode}; stopping the others.",
+                          file=sys.stderr, flush=True)
+                    stop(processes)
                     return 1
             time.sleep(1)
-    except KeyboardInterrupt:
-        print("\nStopping…")
-        stop()
-    return 0
+    except (KeyboardInterrupt, Stop):
+        print("\nStopping…", flush=True)
+        stop(processes)
+        return 0
+    except subprocess.CalledProcessError as exc:
+        stop(processes)
+        return fail(f"{' '.join(exc.cmd[1:3])} failed with status {exc.returncode}", 1)
+    finally:
+        sock.close()
 
 
 if __name__ == "__main__":
