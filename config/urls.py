@@ -30,6 +30,7 @@ urlpatterns = [
     path("api/v1/", include(api_v1)),
     path("docs/openapi.json", OpenApiJsonView.as_view(), name="openapi"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
+    path("docs/problems/", web.problem_index, name="problem-index"),
     path("docs/problems/<slug:code>", web.problem_type, name="problem-type"),
     path("admin/", admin.site.urls),
     path("login/", web.HeraldLoginView.as_view(), name="login"),

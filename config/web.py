@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from config.errors import DomainError
+from config.problem_catalogue import catalogue
 from workspaces import selectors, services
 from workspaces.access import Actor
 from workspaces.authentication import failure_budget_exhausted, record_failure
@@ -126,48 +127,14 @@ def developer_settings(request: HttpRequest) -> HttpResponse:
     return response
 
 
-PROBLEM_TYPES = {
-    "invalid": "The request does not match the endpoint schema; see errors[] for each location.",
-    "malformed_body": "The body is not valid JSON.",
-    "not_authenticated": "Credentials are missing, malformed, unknown, expired or revoked.",
-    "permission_denied": "The caller lacks a permission, role, or workspace access.",
-    "not_found": "The path or resource does not exist on this instance.",
-    "method_not_allowed": "The HTTP method is not allowed on this path.",
-    "payload_too_large": "The request body exceeds the instance's limit.",
-    "rate_limited": "Too many requests; retry after the number of seconds in Retry-After.",
-    "revision_conflict": "The resource changed since the caller read it; reload and retry.",
-    "internal_error": "An unexpected error occurred; it was logged on the server.",
-    "bad_request": "The request is well-formed but cannot be acted on.",
-    "malformed_request": "The request itself is malformed (for example an invalid Content-Length).",
-    "unsupported_media_type": "The body's media type is not accepted here; send application/json.",
-    "not_acceptable": "None of the media types in the Accept header can be produced.",
-    "token_permission": "The API token lacks the permission (api:read or api:write) this needs.",
-    "token_workspace_scope": "The API token is bound to another workspace, or cannot reach organization resources.",
-    "session_required": "This operation needs a signed-in browser session; API tokens are refused.",
-    "csrf_failed": "A browser-session request that changes state must carry the CSRF token.",
-    "no_workspace_access": "The caller is not an active member of the workspace.",
-    "no_organization_access": "The caller is not a member of the organization.",
-    "role_too_low": "The caller's workspace or organization role is too low for this operation.",
-    "instance_admin_required": "Only an instance administrator's browser session may do this.",
-    "plan_limit": "The workspace plan's limit has been reached.",
-    "conflict": "The request conflicts with the current state of the resource.",
-    "name_taken": "Another resource in the same scope already has this name.",
-    "last_admin": "A workspace must keep at least one active admin.",
-    "already_member": "The invited person is already a member of the workspace.",
-    "invitation_exists": "A pending invitation for this e-mail exists; resend it instead.",
-    "invitation_not_pending": "The invitation was already accepted, revoked, or has expired.",
-    "invitation_email_mismatch": "The invitation was sent to another e-mail address.",
-    "recent_authentication_required": "Sign in again, or send current_password, to confirm this operation.",
-    "deletion_blocked": "The workspace has deletion blockers; see its deletion preview.",
-    "upstream_error": "An upstream service (provider or model) failed.",
-    "unavailable": "A required dependency is unavailable.",
-    "upstream_timeout": "An upstream service timed out.",
-}
-
-
 def problem_type(request: HttpRequest, code: str) -> HttpResponse:
-    """Human documentation of one problem ``type`` URI."""
-    description = PROBLEM_TYPES.get(code)
-    if description is None:
+    """Human documentation of one problem ``type`` URI (config.problem_catalogue)."""
+    problem = catalogue().get(code)
+    if problem is None:
         raise Http404
-    return render(request, "herald/problem_type.html", {"code": code, "description": description})
+    return render(request, "herald/problem_type.html", {"code": code, "problem": problem})
+
+
+def problem_index(request: HttpRequest) -> HttpResponse:
+    """Every problem type this instance can answer with."""
+    return render(request, "herald/problem_index.html", {"problems": list(catalogue().values())})
