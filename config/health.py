@@ -1,11 +1,13 @@
 """Liveness and readiness probes (spec §1 "Operations", §4 "Health").
 
 Liveness never touches the database, so a database outage cannot cause restart loops.
-Readiness runs a bounded database probe and, only when S3 storage is configured, a bounded
-object-store capability check (write, read back, delete a random object). Both checks run
-concurrently, each on its own small thread pool, so a hung object store can never starve the
-database probe. The object-store result is cached (success 30 s, failure 5 s) in the shared
-cache, so load balancers polling every instance do not turn into an S3 request storm.
+Readiness runs a bounded database probe, when ``REDIS_URL`` is configured a bounded Redis probe
+(``PING`` on a fresh connection: Redis is the Celery broker, the cache and the shared rate
+limits) and, only when S3 storage is configured, a bounded object-store capability check (write,
+read back, delete a random object). The checks run concurrently, each on its own small thread
+pool, so a hung dependency can never starve another one's probe. The object-store result is
+cached (success 30 s, failure 5 s) in the shared cache, so load balancers polling every instance
+do not turn into an S3 request storm.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from rest_framework.views import APIView
 from config.api.problems import PROBLEM_CONTENT_TYPE, problem_exception_handler
 from config.api.schema import ResponseSerializer, problems
 from config.errors import ServiceUnavailableError
+from config.outages import log_outage
 
 logger = logging.getLogger(__name__)
 
@@ -38,12 +41,16 @@ S3_SUCCESS_TTL = 30
 S3_FAILURE_TTL = 5
 DB_TIMEOUT_SECONDS = 3.0
 DB_STATEMENT_TIMEOUT_MS = 2000
+REDIS_TIMEOUT_SECONDS = 2.0
 
 # Separate pools: stuck object-store calls (bounded by botocore timeouts) must not queue up in
 # front of the database probe.
 _db_executor = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="probe-db")
 _storage_executor = concurrent.futures.ThreadPoolExecutor(
     max_workers=2, thread_name_prefix="probe-s3"
+)
+_redis_executor = concurrent.futures.ThreadPoolExecutor(
+    max_workers=2, thread_name_prefix="probe-redis"
 )
 
 
@@ -54,6 +61,11 @@ class LivenessSerializer(ResponseSerializer):
 class ReadinessSerializer(ResponseSerializer):
     status = serializers.ChoiceField(choices=["ready"])
     database = serializers.ChoiceField(choices=["ok"])
+    redis = serializers.ChoiceField(
+        choices=["ok"],
+        required=False,
+        help_text="Present only when REDIS_URL is configured (Celery broker, cache, rate limits).",
+    )
     storage = serializers.ChoiceField(
         choices=["ok"], required=False, help_text="Present only when S3 storage is configured."
     )
@@ -77,6 +89,22 @@ def _probe_database() -> None:
             cursor.execute("SELECT 1")
     finally:
         connection.close()
+
+
+# --- Redis ---------------------------------------------------------------------------------
+
+
+def _probe_redis(url: str, timeout: float) -> None:
+    """``PING`` on a fresh connection, so a connection left broken by a Redis restart never
+    makes a healthy server look down (nor a pooled one make a dead server look up)."""
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=timeout, socket_timeout=timeout)
+    try:
+        if not client.ping():
+            raise RuntimeError("Redis did not answer PING")
+    finally:
+        client.close()
 
 
 # --- Object store ----------------------------------------------------------------------------
@@ -132,8 +160,9 @@ def _probe_storage(timeout: float) -> None:
 def _cached_storage_result() -> bool | None:
     try:
         cached = cache.get(S3_CACHE_KEY)
-    except Exception as exc:  # the cache is not a readiness dependency: just probe
-        logger.warning("Readiness: cache unavailable (%s); probing storage", type(exc).__name__)
+    except Exception as exc:  # the cache is not the storage's dependency: just probe
+        log_outage(logger, "cache", "readiness", "probing storage without the cached result (%s)",
+                   type(exc).__name__)  # fmt: skip
         return None
     return None if cached is None else bool(cached)
 
@@ -142,7 +171,8 @@ def _remember_storage_result(healthy: bool) -> None:
     try:
         cache.set(S3_CACHE_KEY, healthy, S3_SUCCESS_TTL if healthy else S3_FAILURE_TTL)
     except Exception as exc:
-        logger.warning("Readiness: could not cache the storage result: %s", type(exc).__name__)
+        log_outage(logger, "cache", "readiness", "storage result not cached (%s)",
+                   type(exc).__name__)  # fmt: skip
 
 
 # --- Waiting ---------------------------------------------------------------------------------
@@ -165,6 +195,11 @@ def readiness() -> tuple[dict[str, str], list[str]]:
     """Run the required checks concurrently; return (result, failing dependency names)."""
     now = time.monotonic()
     db_future = _db_executor.submit(_probe_database)
+    redis_future = None
+    if settings.REDIS_URL:
+        redis_future = _redis_executor.submit(
+            _probe_redis, settings.REDIS_URL, REDIS_TIMEOUT_SECONDS
+        )
     storage_future = None
     storage_cached = None
     storage_timeout = float(settings.HERALD_S3_CHECK_TIMEOUT_SECONDS)
@@ -179,6 +214,11 @@ def readiness() -> tuple[dict[str, str], list[str]]:
         result["database"] = "ok"
     else:
         failing.append("database")
+    if redis_future is not None:
+        if _outcome(redis_future, now + REDIS_TIMEOUT_SECONDS, "redis"):
+            result["redis"] = "ok"
+        else:
+            failing.append("redis")
     if settings.HERALD_S3_BUCKET:
         if storage_future is not None:
             storage_cached = _outcome(storage_future, now + storage_timeout, "object-store")
@@ -220,9 +260,10 @@ class ReadinessView(APIView):
         auth=[],
         responses={200: ReadinessSerializer, **problems(503)},
         description=(
-            "Readiness: a bounded database probe and, when S3 storage is configured, a bounded "
-            "object-store capability check. 503 (code `dependency_unavailable`) names the "
-            "failing dependencies in its `failing` member (`database`, `storage`)."
+            "Readiness: a bounded database probe, when REDIS_URL is configured a bounded Redis "
+            "probe and, when S3 storage is configured, a bounded object-store capability check. "
+            "503 (code `dependency_unavailable`) names the failing dependencies in its `failing` "
+            "member (`database`, `redis`, `storage`)."
         ),
     )
     def get(self, request: Request) -> Response:

@@ -5,10 +5,14 @@
 * one request in flight: a lock key per user (``SET NX EX`` on Redis, ``cache.add`` on other
   caches) that lives at most the engine's time budget plus a margin, so a process that dies
   mid-request cannot block its user for longer than that.
+
+While Redis is down, taking the slot fails and the request is a 503 ``dependency_unavailable``
+problem (``config/api/problems.py``); a slot whose release fails expires on its own.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import secrets
 from collections.abc import Iterator
@@ -18,7 +22,10 @@ from typing import Any
 from django.core.cache import caches
 
 from config.api.throttling import UserRateThrottle, redis_client
+from config.outages import REDIS_OUTAGE_ERRORS, log_outage
 from discovery.errors import DiscoveryInFlightError
+
+logger = logging.getLogger(__name__)
 
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
@@ -53,7 +60,11 @@ def one_in_flight(user_id: Any, *, ttl_seconds: float, retry_after: float) -> It
     try:
         yield
     finally:
-        if client is not None:
-            client.eval(_RELEASE, 1, full_key, token)
-        elif backend.get(_key(user_id)) == token:
-            backend.delete(_key(user_id))
+        try:
+            if client is not None:
+                client.eval(_RELEASE, 1, full_key, token)
+            elif backend.get(_key(user_id)) == token:
+                backend.delete(_key(user_id))
+        except REDIS_OUTAGE_ERRORS as exc:  # Redis went away mid-request: the key expires anyway
+            log_outage(logger, "redis", "discovery", "in-flight slot left to expire (%s)",
+                       type(exc).__name__)  # fmt: skip

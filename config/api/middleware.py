@@ -10,7 +10,7 @@ from collections.abc import Callable
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config.api.problems import PROBLEM_CONTENT_TYPE, problem_response
+from config.api.problems import PROBLEM_CONTENT_TYPE, outage_response, problem_response
 
 logger = logging.getLogger("django.request")
 
@@ -44,6 +44,9 @@ class ApiProblemMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
             return None
+        outage = outage_response(exception, request)  # Redis down: 503, logged once per interval
+        if outage is not None:
+            return outage
         logger.error(
             "Unhandled exception on %s %s", request.method, request.path, exc_info=exception
         )

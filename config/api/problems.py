@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from http import HTTPStatus
 from typing import Any
 
@@ -15,6 +16,9 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from config.api.schema_urls import schema_url
 from config.errors import DomainError, FieldValidationError, RateLimitedError
+from config.outages import log_outage, outage_dependency
+
+logger = logging.getLogger(__name__)
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEMS_PATH = "/docs/problems/"
@@ -188,8 +192,47 @@ def _finish(response: Response, request: Any, code: str, detail: str, errors: An
     return response
 
 
+OUTAGE_RETRY_AFTER_SECONDS = 5
+
+
+def outage_detail(dependency: str) -> str:
+    return f"A required service ({dependency}) is unavailable; retry later."
+
+
+def outage_problem(exc: Exception, request: Any) -> Response | None:
+    """A 503 ``dependency_unavailable`` problem when ``exc`` says Redis or the broker cannot be
+    reached (``config/outages.py``), logged once per interval without a traceback; else None."""
+    dependency = outage_dependency(exc)
+    if dependency is None:
+        return None
+    path = getattr(request, "path", "")
+    log_outage(logger, dependency, "api", "answering 503 to API requests that need it (%s on %s)",
+               type(exc).__name__, path)  # fmt: skip
+    response = Response(status=503, headers={"Retry-After": str(OUTAGE_RETRY_AFTER_SECONDS)})
+    response = _finish(response, request, "dependency_unavailable", outage_detail(dependency))
+    response.data["failing"] = [dependency]
+    return response
+
+
+def outage_response(exc: Exception, request: HttpRequest) -> JsonResponse | None:
+    """:func:`outage_problem` for plain Django views and middleware (outside DRF)."""
+    dependency = outage_dependency(exc)
+    if dependency is None:
+        return None
+    log_outage(logger, dependency, "api", "answering 503 to API requests that need it (%s on %s)",
+               type(exc).__name__, request.path)  # fmt: skip
+    body = _problem_body(request, 503, "dependency_unavailable", outage_detail(dependency))
+    body["failing"] = [dependency]
+    response = JsonResponse(body, status=503, content_type=PROBLEM_CONTENT_TYPE)
+    response["Retry-After"] = str(OUTAGE_RETRY_AFTER_SECONDS)
+    return response
+
+
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     request = context.get("request")
+    outage = outage_problem(exc, request)
+    if outage is not None:
+        return outage
     if isinstance(exc, DomainError):
         headers: dict[str, str] = {}
         if isinstance(exc, RateLimitedError):

@@ -1,0 +1,273 @@
+"""Redis outages (issue 15 part 6): with ``REDIS_URL`` configured and Redis down, ``/ready`` is
+a 503 naming ``redis``, API requests answer without a 500 or a per-request traceback, and a
+publication published meanwhile is stored and delivered exactly once after Redis is back.
+
+The in-process tests point the settings at a port nobody listens on (a Redis that is down) or
+at a private ``redis-server``. The end-to-end test runs a real gunicorn, Celery worker and beat
+against its own ``redis-server`` on a free port, stops it, and starts it again on that port.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+from django.conf import settings as django_settings
+from django.test import override_settings
+from rest_framework.test import APIClient
+
+from config import health
+from config.outages import reset_outage_log
+from publishing.models import Destination, Publication
+from tests.problem_asserts import assert_problem
+from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.worker_harness import (
+    BIN,
+    Broker,
+    DeliveryStack,
+    ManagedProcess,
+    RedisServer,
+    free_port,
+    use_broker,
+    wait_until,
+)
+
+READY = "/api/v1/ready"
+DISCOVER = "/api/v1/publication-opportunities/discover"
+HAS_REDIS_SERVER = shutil.which("redis-server") is not None
+
+
+def redis_settings(url: str) -> override_settings:
+    """This process's cache and readiness probe on ``url`` (as ``REDIS_URL`` would set them)."""
+    return override_settings(
+        REDIS_URL=url,
+        HERALD_S3_BUCKET=None,
+        CACHES={
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": url,
+                "KEY_PREFIX": "herald",
+                "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+            }
+        },
+    )
+
+
+@pytest.fixture
+def down_redis_url() -> str:
+    """A Redis URL on a port where nothing listens: connections are refused at once."""
+    return f"redis://127.0.0.1:{free_port()}/0"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_outage_log() -> Iterator[None]:
+    reset_outage_log()
+    yield
+    reset_outage_log()
+
+
+# --- Readiness ---------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_readiness_is_503_naming_redis_when_redis_is_down(down_redis_url: str) -> None:
+    started = time.monotonic()
+    with redis_settings(down_redis_url):
+        response = APIClient().get(READY)
+    assert time.monotonic() - started < health.REDIS_TIMEOUT_SECONDS + 2
+    body = assert_problem(response, 503, "dependency_unavailable")
+    assert body["failing"] == ["redis"]
+    assert "redis" in body["detail"]
+    assert response["Cache-Control"] == "no-store"
+
+
+@pytest.mark.django_db
+@pytest.mark.skipif(not HAS_REDIS_SERVER, reason="needs redis-server on PATH")
+def test_readiness_reports_redis_ok_when_it_answers(tmp_path: Path) -> None:
+    server = RedisServer(tmp_path).start()
+    try:
+        with redis_settings(server.url):
+            response = APIClient().get(READY)
+    finally:
+        server.stop()
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body == {"$schema": body["$schema"], "status": "ready", "database": "ok", "redis": "ok"}
+
+
+# --- API requests ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_api_request_that_needs_redis_is_a_503_problem_logged_once(
+    down_redis_url: str,
+    session_client: APIClient,
+    csrf_headers: Any,
+    workspace: Any,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Discovery's one-in-flight slot lives in Redis: without it the request cannot be admitted,
+    so it is a 503 ``dependency_unavailable`` problem — not a 500 — and the outage is logged
+    once per interval, without a traceback, however many requests meet it."""
+    body = {"workspace_id": str(workspace.pk), "platforms": ["mastodon"], "limit": 1}
+    with redis_settings(down_redis_url), caplog.at_level(logging.WARNING):
+        headers = csrf_headers(session_client)
+        responses = [
+            session_client.post(DISCOVER, body, format="json", **headers) for _ in range(3)
+        ]
+    for response in responses:
+        problem = assert_problem(response, 503, "dependency_unavailable")
+        assert problem["failing"] == ["redis"]
+        assert response["Retry-After"] == "5"
+    reports = [r for r in caplog.records if r.name == "config.api.problems"]
+    assert len(reports) == 1, [r.getMessage() for r in reports]
+    assert "redis unavailable" in reports[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+# --- End to end: gunicorn, worker and beat through an outage -----------------------------------
+
+
+def _keys() -> dict[str, str]:
+    """What the processes need to decrypt the credentials this process encrypts."""
+    env = {
+        "SECRET_KEY": django_settings.SECRET_KEY,
+        "HERALD_ENVIRONMENT": django_settings.HERALD_ENVIRONMENT,
+    }
+    if django_settings.HERALD_CREDENTIALS_KEY:
+        env["HERALD_CREDENTIALS_KEY"] = django_settings.HERALD_CREDENTIALS_KEY
+    return env
+
+
+def _start_web(stack: DeliveryStack, tmp_path: Path) -> tuple[ManagedProcess, str]:
+    port = free_port()
+    argv = [
+        str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+        "--workers", "1", "--threads", "2", "--graceful-timeout", "2",
+    ]  # fmt: skip
+    web = ManagedProcess("web", argv, stack.env(), tmp_path / "web.log").start()
+    stack.processes.append(web)  # stopped with the stack, whatever happens
+    base = f"http://127.0.0.1:{port}"
+
+    def answers() -> bool:
+        try:
+            return requests.get(f"{base}/api/v1/health", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    stack.wait_until(lambda: answers() or not web.alive, timeout=45, what="gunicorn to answer")
+    assert web.alive, f"gunicorn exited during start-up\n{stack.logs()}"
+    return web, base
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    not django_settings.REDIS_URL, reason="the PostgreSQL + Redis run stops and restarts Redis"
+)
+def test_redis_outage_end_to_end(
+    worker_database_url: str, tmp_path: Path, user: Any, workspace: Any, make_token: Any
+) -> None:
+    redis = RedisServer(tmp_path).start()
+    broker = Broker.redis(redis.url)
+    stack = DeliveryStack(
+        database_url=worker_database_url, broker=broker, data_dir=tmp_path, settings_env=_keys()
+    )
+    discord = DiscordWebhookStandIn().start()
+    try:
+        with use_broker(broker):
+            _outage_scenario(stack, redis, discord, tmp_path, user, workspace, make_token)
+    finally:
+        stack.stop()
+        redis.stop()
+        discord.stop()
+
+
+def _outage_scenario(
+    stack: DeliveryStack,
+    redis: RedisServer,
+    discord: DiscordWebhookStandIn,
+    tmp_path: Path,
+    user: Any,
+    workspace: Any,
+    make_token: Any,
+) -> None:
+    stack.start_beat()
+    stack.start_worker()
+    web, base = _start_web(stack, tmp_path)
+    api = requests.Session()
+    api.headers["Authorization"] = f"Bearer {make_token(user)}"
+
+    def call(method: str, path: str, **kwargs: Any) -> requests.Response:
+        return api.request(method, f"{base}/api/v1{path}", timeout=15, **kwargs)
+
+    # Redis up: ready, and an account connected through the API.
+    ready = requests.get(f"{base}{READY}", timeout=10)
+    assert ready.status_code == 200, ready.text
+    assert ready.json()["redis"] == "ok"
+    connected = call("POST", "/accounts/connect", json={
+        "workspace_id": str(workspace.pk), "provider": "discord_webhook",
+        "fields": {"webhook_url": discord.webhook_url()},
+    })  # fmt: skip
+    assert connected.status_code == 201, connected.text
+    account_id = connected.json()["account"]["id"]
+
+    # Redis down.
+    redis.stop()
+    started = time.monotonic()
+    ready = requests.get(f"{base}{READY}", timeout=10)
+    assert time.monotonic() - started < health.REDIS_TIMEOUT_SECONDS + 3
+    assert ready.status_code == 503, ready.text
+    assert ready.headers["Content-Type"].startswith("application/problem+json")
+    assert ready.json()["code"] == "dependency_unavailable"
+    assert "redis" in ready.json()["failing"]
+    assert "database" not in ready.json()["failing"]
+
+    me = call("GET", "/me")
+    assert me.status_code != 500, me.text
+    assert me.status_code == 200, me.text  # the rate counters fail open
+
+    created = call("POST", "/publications", json={
+        "workspace_id": str(workspace.pk), "text": "Sent while Redis was down",
+        "destinations": [{"account_id": account_id}],
+    })  # fmt: skip
+    assert created.status_code != 500, created.text
+    assert created.status_code == 201, created.text
+    publication_id = created.json()["id"]
+    published = call("POST", f"/publications/{publication_id}/publish-now", json={})
+    assert published.status_code != 500, published.text
+    assert published.status_code == 202, published.text
+    stored = Publication.objects.get(pk=publication_id)
+    assert stored.status == Publication.Status.PUBLISHING
+    assert {d.status for d in Destination.objects.filter(publication=stored)} == {
+        Destination.Status.QUEUED
+    }
+    assert discord.posts_accepted == 0
+    assert "Traceback" not in web.log(), web.log()[-4000:]
+
+    # Redis back on the same port, empty (no persistence): the sweeper re-enqueues the work.
+    redis.start()
+    row = stack.wait_until(
+        lambda: Destination.objects.filter(
+            publication_id=publication_id, status=Destination.Status.PUBLISHED
+        ).first(),
+        timeout=120,
+        what="the destination to be published after Redis came back",
+    )
+    assert row.external_id
+    time.sleep(3)  # a few more dispatcher ticks: nothing is sent twice
+    assert discord.posts_accepted == 1, discord.posts
+    assert Publication.objects.get(pk=publication_id).status == Publication.Status.PUBLISHED
+    wait_until(
+        lambda: requests.get(f"{base}{READY}", timeout=10).status_code == 200,
+        timeout=15,
+        what="/ready to answer 200 again",
+    )
+    assert web.alive
