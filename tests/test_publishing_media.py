@@ -184,3 +184,48 @@ def test_access(owner_client: APIClient, workspace: Any, media_storage: Path, ma
     assert_problem(upload(stranger_client, workspace, status=403), 403, "no_workspace_access")
     read_only = bearer_client(User.objects.get(email="owner@example.com"), permissions=("api:read",))
     assert upload(read_only, workspace, status=403).status_code == 403
+
+
+def png_header_only(width: int, height: int) -> bytes:
+    """A tiny PNG whose IHDR claims ``width`` x ``height`` pixels, with one empty IDAT."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "limit"),
+    [
+        (20000, 10000, None),  # past Pillow's DecompressionBombError threshold (2x its MAX_IMAGE_PIXELS)
+        (12000, 10000, None),  # past Pillow's DecompressionBombWarning threshold only
+        (20000, 10000, 10**12),  # Herald's own limit raised above Pillow's: still refused, never a 500
+        (12000, 10000, 10**12),
+    ],
+)
+def test_decompression_bomb_headers_are_a_422(owner_client: APIClient, workspace: Any, media_storage: Path,
+                                              settings: Any, width: int, height: int, limit: int | None) -> None:
+    if limit is not None:
+        settings.HERALD_MAX_IMAGE_PIXELS = limit
+    payload = png_header_only(width, height)
+    assert len(payload) < 100
+    with Image.open(io.BytesIO(tiny_png())):  # Pillow itself is unchanged by the upload
+        pass
+    response = upload(owner_client, workspace, payload, name="bomb.png", status=422)
+    body = assert_invalid(response, "body.file")
+    assert "pixels" in body["errors"][0]["message"] or "decod" in body["errors"][0]["message"]
+    assert not Media.objects.exists()
+    assert stored_files(media_storage) == []
+
+
+def test_an_image_whose_pixels_cannot_be_decoded_is_a_422(owner_client: APIClient, workspace: Any,
+                                                          media_storage: Path) -> None:
+    # Well-formed chunks (verify() alone accepts it) but no pixel data behind the header.
+    response = upload(owner_client, workspace, png_header_only(10, 10), name="hollow.png", status=422)
+    assert_invalid(response, "body.file")
+    assert not Media.objects.exists()
+    upload(owner_client, workspace, tiny_png(10, 10))

@@ -53,19 +53,7 @@ def media_upload(*, actor: Actor, workspace_id: Any, upload: UploadedFile, alt_t
         )
     width = height = None
     if mime.startswith("image/"):
-        upload.seek(0)
-        try:
-            with Image.open(upload) as image:
-                image.verify()
-                width, height = image.size
-        except (UnidentifiedImageError, OSError, SyntaxError) as exc:
-            raise FieldValidationError(
-                [{"location": "body.file", "message": "The image is damaged or not decodable."}]
-            ) from exc
-        if width * height > settings.HERALD_MAX_IMAGE_PIXELS:
-            raise FieldValidationError(
-                [{"location": "body.file", "message": "The image has too many pixels."}]
-            )
+        width, height = _image_dimensions(upload)
     digest = hashlib.sha256()
     upload.seek(0)
     for chunk in upload.chunks():
@@ -90,6 +78,39 @@ def media_upload(*, actor: Actor, workspace_id: Any, upload: UploadedFile, alt_t
         media.file.delete(save=False)  # nothing orphaned in the store
         raise
     return media
+
+
+def _image_dimensions(upload: UploadedFile) -> tuple[int, int]:
+    """Width and height of an uploaded image, decoded fully; anything else is a 422 at ``body.file``.
+
+    The pixel count in the header is checked before any pixel is decoded, against
+    ``HERALD_MAX_IMAGE_PIXELS`` capped at Pillow's own decompression-bomb limit (Pillow raises
+    ``DecompressionBombError`` from ``open`` past twice that; it is refused the same way).
+    """
+    limit = settings.HERALD_MAX_IMAGE_PIXELS
+    if Image.MAX_IMAGE_PIXELS:
+        limit = min(limit, Image.MAX_IMAGE_PIXELS)
+    too_many = [{"location": "body.file", "message": f"The image has too many pixels; at most {limit}."}]
+    damaged = [{"location": "body.file", "message": "The image is damaged or not decodable."}]
+    try:
+        upload.seek(0)
+        with Image.open(upload) as image:
+            width, height = image.size
+            if width * height > limit:
+                raise FieldValidationError(too_many)
+            image.verify()
+        upload.seek(0)
+        with Image.open(upload) as image:  # verify() leaves the image unusable: decode a fresh one
+            image.load()
+    except FieldValidationError:
+        raise
+    except Image.DecompressionBombError as exc:
+        raise FieldValidationError(too_many) from exc
+    except (UnidentifiedImageError, OSError, SyntaxError, ValueError, EOFError) as exc:
+        raise FieldValidationError(damaged) from exc
+    finally:
+        upload.seek(0)
+    return width, height
 
 
 def _extension(mime: str) -> str:
