@@ -10,6 +10,7 @@ import click
 from cli import cli_version
 from cli.context import GlobalOptions, HeraldContext
 from cli.errors import EXIT_CODES_HELP, EXIT_FAILED, HeraldError
+from cli.output import echo, printable
 from cli.redact import redact
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -93,7 +94,7 @@ def current() -> HeraldContext:
 
 def _redact_click_error(exc: click.ClickException) -> None:
     """Click quotes the offending argument ("No such command 'hrld_…'"); hide secrets in it."""
-    exc.message = redact(exc.message)  # type: ignore[misc]  # typed Final, but a plain attribute
+    exc.message = printable(redact(exc.message))  # type: ignore[misc]  # typed Final, but a plain attribute
 
 
 class HeraldGroup(click.Group):
@@ -121,7 +122,7 @@ class HeraldGroup(click.Group):
         try:
             return super().invoke(ctx)
         except HeraldError as exc:
-            click.echo(f"herald: error: {redact(str(exc))}", err=True)
+            echo(f"herald: error: {redact(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except click.ClickException as exc:
             _redact_click_error(exc)
@@ -130,7 +131,7 @@ class HeraldGroup(click.Group):
             raise
         except Exception as exc:
             message = redact(" ".join(str(exc).split()))[:300]
-            click.echo(
+            echo(
                 f"herald: error: unexpected {type(exc).__name__}: {message} "
                 "(a bug in herald; please report it)",
                 err=True,

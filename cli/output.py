@@ -1,16 +1,58 @@
-"""Plain-text tables and JSON output."""
+"""Plain-text tables and JSON output: the one place the CLI writes to the terminal.
+
+Every human-readable line goes through :func:`echo`, which escapes the control characters a
+server could smuggle into a publication text, an account name or a problem detail (ESC starting
+CSI/OSC sequences such as OSC 52 clipboard writes or OSC 8 links, BEL, CR, the C1 range, DEL), so
+nothing the server says can drive the terminal. ``--json`` output (:func:`emit_json`) stays exact
+JSON, with DEL and C1 characters written as ``\\u`` escapes. ``tests/test_cli_control_chars.py``
+also checks that nothing in ``cli/`` calls ``click.echo`` except this module.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
+# C0 except newline and tab (which this module's own layout uses), DEL, and C1.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Inside a JSON document, DEL and C1 characters can only be inside strings (json.dumps already
+# escapes C0 there).
+_JSON_RAW = re.compile("[\x7f-\x9f]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+
+
+def printable(text: Any) -> str:
+    """``text`` with every control character but newline and tab written as ``\\x1b`` /
+    ``\\u009b``; safe to write to a terminal."""
+    return _CONTROL.sub(_escape, str(text))
+
+
+def echo(message: Any = "", *, err: bool = False, nl: bool = True) -> None:
+    """``click.echo`` for human-readable output, with control characters escaped."""
+    click.echo(printable(message), err=err, nl=nl)
+
+
+def clear_line(*, err: bool = False) -> None:
+    """Erase the current terminal line (the CLI's own live progress line)."""
+    click.echo("\r\x1b[2K", nl=False, err=err)
+
+
+def json_text(data: Any) -> str:
+    return _JSON_RAW.sub(
+        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, indent=2, ensure_ascii=False)
+    )
+
 
 def emit_json(data: Any) -> None:
-    click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+    click.echo(json_text(data))
 
 
 def shorten(text: Any, width: int) -> str:
@@ -19,9 +61,10 @@ def shorten(text: Any, width: int) -> str:
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A left-aligned text table with a header row; empty cells read ``-``."""
+    """A left-aligned text table with a header row; empty cells read ``-``; a cell's control
+    characters are escaped first so that the columns line up."""
     cells = [[str(h) for h in headers]] + [
-        [("-" if value in (None, "") else str(value)) for value in row] for row in rows
+        [("-" if value in (None, "") else _cell(value)) for value in row] for row in rows
     ]
     widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
     lines = [
@@ -31,7 +74,11 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
 
 
 def echo_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], empty: str) -> None:
-    click.echo(table(headers, rows) if rows else empty)
+    echo(table(headers, rows) if rows else empty)
+
+
+def _cell(value: Any) -> str:
+    return printable(str(value).replace("\n", " ").replace("\t", " "))
 
 
 def fields(pairs: Sequence[tuple[str, Any]]) -> str:

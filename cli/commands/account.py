@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from cli.main import current, global_options
-from cli.output import echo_table, emit_json, shorten
+from cli.output import echo, echo_table, emit_json, shorten
 
 
 @click.group("account")
@@ -40,4 +40,4 @@ def list_accounts(provider: str | None, limit: int, cursor: str | None) -> None:
     ]
     echo_table(["ID", "PROVIDER", "USERNAME", "STATUS", "REASON"], rows, "No connected accounts.")
     if page.get("next_cursor"):
-        click.echo(f"More: --cursor {page['next_cursor']}")
+        echo(f"More: --cursor {page['next_cursor']}")

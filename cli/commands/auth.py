@@ -10,7 +10,7 @@ import click
 from cli.client import HeraldClient
 from cli.errors import NotSignedIn, UsageProblem
 from cli.main import current, global_options
-from cli.output import emit_json, fields
+from cli.output import echo, emit_json, fields
 
 DEFAULT_PROFILE = "default"
 
@@ -70,8 +70,8 @@ def login() -> None:
     if hx.json:
         emit_json({"profile": name, "instance": instance, "user": email, "saved": True})
         return
-    click.echo(f"Signed in to {instance} as {email} (token {_describe_token(me)}).")
-    click.echo(f"Token saved for profile {name!r} in {hx.store.credentials_path} (mode 0600).")
+    echo(f"Signed in to {instance} as {email} (token {_describe_token(me)}).")
+    echo(f"Token saved for profile {name!r} in {hx.store.credentials_path} (mode 0600).")
 
 
 @group.command("status")
@@ -99,7 +99,7 @@ def status() -> None:
     if hx.json:
         emit_json(report)
         return
-    click.echo(
+    echo(
         fields(
             [
                 ("Instance", instance),
@@ -126,11 +126,11 @@ def logout() -> None:
         emit_json({"profile": name, "removed": removed})
         return
     if removed:
-        click.echo(
+        echo(
             f"Removed the saved token of profile {name!r}. It is still valid until you "
             "revoke it in the instance's developer settings (/settings/developer/)."
         )
     else:
-        click.echo(f"Profile {name!r} has no saved token.")
+        echo(f"Profile {name!r} has no saved token.")
     if hx.environ.get("HERALD_TOKEN"):
-        click.echo("Note: HERALD_TOKEN is set in the environment and still applies.", err=True)
+        echo("Note: HERALD_TOKEN is set in the environment and still applies.", err=True)

@@ -12,7 +12,7 @@ from cli.diagnostics import collect_diagnostics, render_diagnostics
 from cli.errors import EXIT_FAILED
 from cli.health import health_report
 from cli.main import current, global_options
-from cli.output import echo_table, emit_json, fields
+from cli.output import echo, echo_table, emit_json, fields
 
 
 @click.group("instance")
@@ -36,11 +36,11 @@ def add(name: str, url: str) -> None:
             {"profile": name, "instance": instance, "selected": hx.store.current_profile() == name}
         )
         return
-    click.echo(f"Saved profile {name!r}: {instance}")
+    echo(f"Saved profile {name!r}: {instance}")
     if first:
-        click.echo(f"Selected {name!r} (the first profile).")
+        echo(f"Selected {name!r} (the first profile).")
     else:
-        click.echo(f"Select it with: herald instance use {name}")
+        echo(f"Select it with: herald instance use {name}")
 
 
 @group.command("use")
@@ -53,7 +53,7 @@ def use(name: str) -> None:
     if hx.json:
         emit_json({"profile": profile.name, "instance": profile.instance, "selected": True})
         return
-    click.echo(f"Using profile {profile.name!r}: {profile.instance}")
+    echo(f"Using profile {profile.name!r}: {profile.instance}")
 
 
 @group.command("list")
@@ -106,7 +106,7 @@ def remove(name: str) -> None:
     if hx.json:
         emit_json({"profile": name, "removed": True})
         return
-    click.echo(f"Removed profile {name!r} and its saved token.")
+    echo(f"Removed profile {name!r} and its saved token.")
 
 
 @group.command("health")
@@ -121,7 +121,7 @@ def health() -> None:
     if hx.json:
         emit_json(report)
         for problem in problems:
-            click.echo(f"herald: {problem}", err=True)
+            echo(f"herald: {problem}", err=True)
     else:
         pairs = [
             ("Instance", report["instance"]),
@@ -131,7 +131,7 @@ def health() -> None:
         ]
         if "storage" in report:
             pairs.append(("Storage", report["storage"]))
-        click.echo(fields(pairs))
+        echo(fields(pairs))
     if problems:
         raise click.exceptions.Exit(EXIT_FAILED)
 
@@ -160,4 +160,4 @@ def diagnostics(deployment: str | None, provider: str | None, logs_file: Path | 
     if hx.json:
         emit_json(report)
     else:
-        click.echo(render_diagnostics(report))
+        echo(render_diagnostics(report))

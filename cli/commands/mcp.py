@@ -11,14 +11,16 @@ import click
 
 from cli.context import HeraldContext
 from cli.main import current, global_options
+from cli.output import printable
 from cli.redact import redact
 
 
 class RedactingFormatter(logging.Formatter):
-    """Log records (tracebacks included) pass through redaction before they reach stderr."""
+    """Log records (tracebacks included) pass through redaction, and their control characters
+    are escaped (cli.output.printable), before they reach stderr."""
 
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        return printable(redact(super().format(record)))
 
 
 @click.command("mcp")

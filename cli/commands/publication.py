@@ -17,7 +17,7 @@ import click
 from cli.client import HeraldClient
 from cli.errors import EXIT_FAILED, UsageProblem
 from cli.main import current, global_options
-from cli.output import echo_table, emit_json, shorten, table
+from cli.output import clear_line, echo, echo_table, emit_json, shorten, table
 from cli.redact import redact
 
 # Destination statuses that are still moving (decisions §5); the others have settled or wait
@@ -114,7 +114,7 @@ def list_publications(status: str | None, limit: int, cursor: str | None) -> Non
     ]
     echo_table(["ID", "STATUS", "SCHEDULED", "DESTINATIONS", "TEXT"], rows, "No publications.")
     if page.get("next_cursor"):
-        click.echo(f"More: --cursor {page['next_cursor']}")
+        echo(f"More: --cursor {page['next_cursor']}")
 
 
 @group.command("create")
@@ -172,9 +172,9 @@ def create(
     if hx.json:
         emit_json(publication)
         return
-    click.echo(_headline(publication))
-    click.echo(_destination_table(publication))
-    click.echo(
+    echo(_headline(publication))
+    echo(_destination_table(publication))
+    echo(
         f"Next: herald publication schedule {publication['id']} --at TIME, "
         f"or herald publication publish-now {publication['id']}"
     )
@@ -216,8 +216,8 @@ def schedule(publication_id: str, at: str, expected_revision: int | None) -> Non
     if hx.json:
         emit_json(publication)
         return
-    click.echo(_headline(publication))
-    click.echo(f"Follow delivery with: herald publication status {publication['id']}")
+    echo(_headline(publication))
+    echo(f"Follow delivery with: herald publication status {publication['id']}")
 
 
 @group.command("publish-now")
@@ -266,8 +266,8 @@ def publish_now(
     if hx.json:
         emit_json(publication)
         return
-    click.echo(_headline(publication))
-    click.echo(
+    echo(_headline(publication))
+    echo(
         f"Queued: not delivered yet. Follow with: herald publication status {publication['id']}"
     )
 
@@ -302,8 +302,8 @@ def status(publication_id: str, once: bool, interval: float, timeout: float) -> 
         if hx.json:
             emit_json(publication)
         else:
-            click.echo(_headline(publication))
-            click.echo(_destination_table(publication))
+            echo(_headline(publication))
+            echo(_destination_table(publication))
         if any(d.get("status") in UNSUCCESSFUL for d in publication.get("destinations") or []):
             raise click.exceptions.Exit(EXIT_FAILED)
         return
@@ -321,17 +321,17 @@ class _Progress:
 
     def _clear(self) -> None:
         if self.shown:
-            click.echo("\r\x1b[2K", nl=False, err=self.err)
+            clear_line(err=self.err)
             self.shown = False
 
     def change(self, text: str) -> None:
         self._clear()
-        click.echo(text, err=self.err)
+        echo(text, err=self.err)
 
     def tick(self, text: str) -> None:
         if self.live:
             self._clear()
-            click.echo(text, nl=False, err=self.err)
+            echo(text, nl=False, err=self.err)
             self.shown = True
 
     def done(self) -> None:
@@ -387,10 +387,10 @@ def _follow_and_report(
     if as_json:
         emit_json(publication)
     else:
-        click.echo(_headline(publication))
-        click.echo(_destination_table(publication))
+        echo(_headline(publication))
+        echo(_destination_table(publication))
     if not settled:
-        click.echo(
+        echo(
             f"herald: still in flight after {timeout:.0f} s ({_summary(destinations)}); "
             f"run `herald publication status {publication_id}` again.",
             err=True,

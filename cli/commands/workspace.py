@@ -7,7 +7,7 @@ import click
 from cli.client import normalize_instance
 from cli.errors import UsageProblem
 from cli.main import current, global_options
-from cli.output import echo_table, emit_json
+from cli.output import echo, echo_table, emit_json
 
 
 @click.group("workspace")
@@ -62,6 +62,6 @@ def use(workspace_id: str) -> None:
     if hx.json:
         emit_json({"profile": profile.name, "workspace": workspace})
         return
-    click.echo(
+    echo(
         f"Profile {profile.name!r} now uses workspace {workspace['id']} ({workspace.get('name')})."
     )
