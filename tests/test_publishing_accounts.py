@@ -259,7 +259,7 @@ def test_mastodon_private_instance_is_refused_in_production(owner_client: APICli
     response = owner_client.post(f"{API}/accounts/connect", {
         "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": "http://127.0.0.1:9",
     }, format="json")
-    assert response.status_code in (422, 502), response.content
+    assert_invalid(response, "body.instance_url")
     assert not ProviderApp.objects.exists()
 
 
@@ -338,6 +338,76 @@ def test_wrong_credentials_are_502_without_the_secret(provider: str, owner_clien
     assert_problem(response, 502, "provider_error")
     assert secret not in response.content.decode()
     assert not Account.objects.exists()
+
+
+# Local validation (issue 16): a value the adapter refuses before asking the provider is a 422 at
+# that value, never a 502 ``provider_error`` (the provider was never asked, so it cannot have failed).
+
+
+@pytest.mark.parametrize(("provider", "change", "location"), [
+    ("discord_webhook", {"webhook_url": "ftp://127.0.0.1/api/webhooks/1/abc"}, "body.fields.webhook_url"),
+    ("discord_webhook", {"webhook_url": "http://[::1/api/webhooks/1/abc"}, "body.fields.webhook_url"),
+    ("telegram", {"bot_token": "not-a-bot-token"}, "body.fields.bot_token"),
+    ("telegram", {"chat_id": "no spaces allowed"}, "body.fields.chat_id"),
+    ("bluesky", {"handle": "@"}, "body.fields.handle"),
+])
+def test_fields_refused_by_local_checks_are_422_at_the_field(
+    provider: str, change: dict[str, str], location: str, owner_client: APIClient, workspace: Any,
+    provider_settings: Any,
+) -> None:
+    with STANDINS[provider]() as server:
+        point_settings_at(provider_settings, provider, server)
+        fields = {**connect_fields(provider, server), **change}
+        before = server.stats()["requests"]
+        response = owner_client.post(f"{API}/accounts/connect", {
+            "workspace_id": str(workspace.pk), "provider": provider, "fields": fields,
+        }, format="json")
+        body = assert_invalid(response, location)
+        assert server.stats()["requests"] == before  # the provider was never asked
+    assert all("value" not in error for error in body["errors"])
+    for value in change.values():
+        assert value not in response.content.decode()
+    assert not Account.objects.exists()
+
+
+@pytest.mark.parametrize("webhook_url", [
+    "https://example.com/api/webhooks/1/abcdef",  # not Discord
+    "http://discord.com/api/webhooks/1/abcdef",  # not https
+    "https://discord.com:8443/api/webhooks/1/abcdef",  # a port
+    "https://discord.com:notaport/api/webhooks/1/abcdef",  # an unparsable port
+    "https://discord.com/api/not-a-webhook",
+])
+def test_malformed_discord_webhook_url_is_422_in_production(webhook_url: str, owner_client: APIClient,
+                                                            workspace: Any, settings: Any) -> None:
+    settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = False
+    settings.HERALD_DISABLED_PROVIDERS = []
+    response = owner_client.post(f"{API}/accounts/connect", {
+        "workspace_id": str(workspace.pk), "provider": "discord_webhook", "fields": {"webhook_url": webhook_url},
+    }, format="json")
+    body = assert_invalid(response, "body.fields.webhook_url")
+    assert "abcdef" not in response.content.decode()
+    assert "discord.com/api/webhooks/<id>/<token>" in body["errors"][0]["message"]
+
+
+@pytest.mark.parametrize("instance_url", [
+    "http://mastodon.example",  # not https
+    "https://127.0.0.1:9",  # a private address
+    "https://localhost",
+    "https://10.1.2.3",
+    "https://user@mastodon.example",  # user info
+    "https://no-such-host.invalid",  # a name that does not exist
+])
+def test_instance_url_refused_by_local_checks_is_422_at_instance_url(
+    instance_url: str, owner_client: APIClient, workspace: Any, settings: Any,
+) -> None:
+    settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = False
+    settings.HERALD_DISABLED_PROVIDERS = []
+    response = owner_client.post(f"{API}/accounts/connect", {
+        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": instance_url,
+    }, format="json")
+    assert_invalid(response, "body.instance_url")
+    assert not ProviderApp.objects.exists()
+    assert not OAuthState.objects.exists()
 
 
 # --- List, get, disconnect ------------------------------------------------------------------------

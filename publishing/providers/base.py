@@ -195,6 +195,18 @@ class ProviderError(Exception):
         }[self.kind]
 
 
+class ProviderInputError(ProviderError):
+    """A value the user supplied failed the adapter's own checks, before any provider call (a
+    malformed webhook URL or bot token, a non-https or private instance URL). ``field`` names
+    it: a credential field (``webhook_url``, ``bot_token``...) or ``instance_url``. The API
+    answers 422 at that field, not 502: the provider was never asked. The message is fixed
+    text and never carries the value (it may be a secret)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(ErrorKind.PERMANENT, message)
+        self.field = field
+
+
 class NotSupported(ProviderError):
     def __init__(self, what: str) -> None:
         super().__init__(ErrorKind.PERMANENT, f"{what} is not implemented for this provider.")

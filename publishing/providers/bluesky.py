@@ -38,6 +38,7 @@ from publishing.providers.base import (
     OutputProfile,
     ProviderAdapter,
     ProviderError,
+    ProviderInputError,
     PublishRequest,
     PublishResult,
 )
@@ -344,10 +345,10 @@ class BlueskyAdapter(ProviderAdapter):
     def connect_with_credentials(self, *, fields: dict[str, str]) -> ConnectedAccount:
         identifier = (fields.get("handle") or fields.get("identifier") or "").strip().lstrip("@")
         password = (fields.get("app_password") or fields.get("password") or "").strip()
-        if not identifier or not password:
-            raise ProviderError(
-                ErrorKind.PERMANENT, f"{LABEL}: handle and app password are required."
-            )
+        if not identifier:
+            raise ProviderInputError("handle", f"{LABEL}: the handle is required.")
+        if not password:
+            raise ProviderInputError("app_password", f"{LABEL}: the app password is required.")
         service = self.service_url
         response = self._request(
             "POST",

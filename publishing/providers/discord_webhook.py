@@ -30,6 +30,7 @@ from publishing.providers.base import (
     OutputProfile,
     ProviderAdapter,
     ProviderError,
+    ProviderInputError,
     PublishRequest,
     PublishResult,
 )
@@ -115,16 +116,23 @@ class DiscordWebhookAdapter(ProviderAdapter):
     def _webhook_url(self, url: str) -> str:
         url = url.strip()
         if self.http.allow_private:
-            checked = check_public_url(url, allow_private=True, provider=LABEL, what="webhook URL")
+            checked = check_public_url(
+                url, allow_private=True, provider=LABEL, what="webhook URL", field="webhook_url"
+            )
             parts = urlsplit(checked)
             return f"{parts.scheme}://{parts.netloc}{parts.path}"
-        parts = urlsplit(url)
+        malformed = ProviderInputError(
+            "webhook_url",
+            f"{LABEL}: the webhook URL must look like https://discord.com/api/webhooks/<id>/<token>.",
+        )
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError:  # an unparsable netloc or port
+            raise malformed from None
         bare = f"{parts.scheme}://{(parts.hostname or '').lower()}{parts.path.rstrip('/')}"
-        if parts.port or parts.username or not _WEBHOOK_RE.match(bare):
-            raise ProviderError(
-                ErrorKind.PERMANENT,
-                f"{LABEL}: the webhook URL must look like https://discord.com/api/webhooks/<id>/<token>.",
-            )
+        if port or parts.username or not _WEBHOOK_RE.match(bare):
+            raise malformed
         return bare
 
     @staticmethod

@@ -42,6 +42,7 @@ from publishing.providers.base import (
     NotSupported,
     OutputProfile,
     ProviderError,
+    ProviderInputError,
     PublishRequest,
 )
 
@@ -327,6 +328,12 @@ def is_public_ip(value: str) -> bool:
     return bool(address.is_global) and not address.is_multicast
 
 
+# getaddrinfo's answers for a name that does not exist (not a resolver that failed to answer).
+_NO_SUCH_HOST = frozenset(
+    getattr(socket, name) for name in ("EAI_NONAME", "EAI_NODATA") if hasattr(socket, name)
+)
+
+
 def check_public_url(
     url: str,
     *,
@@ -334,16 +341,24 @@ def check_public_url(
     provider: str = "provider",
     what: str = "URL",
     resolve: bool = True,
+    field: str | None = None,
 ) -> str:
     """Validate a user-supplied URL; returns it normalized (no fragment, no trailing slash).
 
     Without ``allow_private``: https only, no user info, and the host (literal or every DNS
     answer) must be a public address. With it (tests, private deployments): http or https, any
     host. The socket-level guard of :class:`HttpClient` re-checks the address actually used.
+
+    With ``field`` (the URL is the user's input) a refusal is a :class:`ProviderInputError` at
+    that field; without it (the URL came from a provider) a :class:`ProviderHTTPError`.
     """
-    bad = ProviderHTTPError(
-        ErrorKind.PERMANENT, f"{provider}: the {what} is not a valid https URL."
-    )
+
+    def refusal(message: str) -> ProviderError:
+        if field:
+            return ProviderInputError(field, message)
+        return ProviderHTTPError(ErrorKind.PERMANENT, message)
+
+    bad = refusal(f"{provider}: the {what} is not a valid https URL.")
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -359,9 +374,7 @@ def check_public_url(
     )
     if allow_private:
         return normalized
-    blocked = ProviderHTTPError(
-        ErrorKind.PERMANENT, f"{provider}: the {what} must point to a public internet address."
-    )
+    blocked = refusal(f"{provider}: the {what} must point to a public internet address.")
     if host in _LOCAL_NAMES or host.endswith(_LOCAL_SUFFIXES):
         raise blocked
     try:
@@ -377,10 +390,13 @@ def check_public_url(
     if resolve:
         try:
             answers = socket.getaddrinfo(host, port or 443, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError):
-            raise ProviderHTTPError(
-                ErrorKind.PERMANENT, f"{provider}: the {what} host {host} could not be resolved."
-            ) from None
+        except (OSError, UnicodeError) as exc:
+            message = f"{provider}: the {what} host {host} could not be resolved."
+            if isinstance(exc, UnicodeError) or (
+                isinstance(exc, socket.gaierror) and exc.errno in _NO_SUCH_HOST
+            ):
+                raise refusal(message) from None  # the name does not exist: the input is wrong
+            raise ProviderHTTPError(ErrorKind.PERMANENT, message) from None
         if not answers or not all(is_public_ip(str(a[4][0])) for a in answers):
             raise blocked
     return normalized

@@ -164,15 +164,17 @@ class MastodonAdapter(ProviderAdapter):
 
     # --- plumbing ---------------------------------------------------------------------------
 
-    def _instance(self, url: str, *, resolve: bool = False) -> str:
+    def _instance(self, url: str, *, resolve: bool = False, field: str | None = None) -> str:
         """The instance origin. DNS is checked at connect time (``resolve``); afterwards the
-        socket-level guard of the HTTP client checks every address actually connected to."""
+        socket-level guard of the HTTP client checks every address actually connected to.
+        ``field``: the URL is the user's input (a refusal is a :class:`ProviderInputError`)."""
         checked = check_public_url(
             url if "://" in url else f"https://{url}",
             allow_private=self.http.allow_private,
             provider=LABEL,
             what="instance URL",
             resolve=resolve,
+            field=field,
         )
         parts = urlsplit(checked)
         return f"{parts.scheme}://{parts.netloc}"
@@ -235,7 +237,7 @@ class MastodonAdapter(ProviderAdapter):
         instance_url: str = "",
         app: dict[str, str] | None = None,
     ) -> AuthorizationStart:
-        instance = self._instance(instance_url, resolve=True)
+        instance = self._instance(instance_url, resolve=True, field="instance_url")
         app = dict(app or {})
         if (
             not app.get("client_id")

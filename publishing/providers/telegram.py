@@ -27,6 +27,7 @@ from publishing.providers.base import (
     OutputProfile,
     ProviderAdapter,
     ProviderError,
+    ProviderInputError,
     PublishRequest,
     PublishResult,
 )
@@ -178,10 +179,12 @@ class TelegramAdapter(ProviderAdapter):
         token = (fields.get("bot_token") or "").strip()
         chat_id = (fields.get("chat_id") or "").strip()
         if not _TOKEN_RE.match(token):
-            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: the bot token is malformed.")
+            raise ProviderInputError(
+                "bot_token", f"{LABEL}: the bot token must look like <digits>:<letters, digits, _ or ->."
+            )
         if not _CHAT_RE.match(chat_id):
-            raise ProviderError(
-                ErrorKind.PERMANENT, f"{LABEL}: chat_id must be a number or an @channel name."
+            raise ProviderInputError(
+                "chat_id", f"{LABEL}: chat_id must be a number or an @channel name."
             )
         return self._account(token, chat_id)
 

@@ -26,6 +26,7 @@ from publishing.providers.base import (
     ConnectedAccount,
     ConnectionMode,
     ProviderError,
+    ProviderInputError,
 )
 from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace
@@ -104,6 +105,13 @@ def _provider_failure(exc: ProviderError) -> ProviderConnectError:
     return ProviderConnectError(f"The provider refused the connection: {exc.message}")
 
 
+def _input_invalid(exc: ProviderInputError) -> FieldValidationError:
+    """The adapter's own check of the user's input failed: a 422 at that input (no value echoed,
+    it may be a secret), not a 502, since no provider was asked."""
+    location = "body.instance_url" if exc.field == "instance_url" else f"body.fields.{exc.field}"
+    return FieldValidationError([{"location": location, "message": exc.message}])
+
+
 def account_connect(
     *,
     actor: Actor,
@@ -133,6 +141,8 @@ def account_connect(
         )
     try:
         connected = adapter.connect_with_credentials(fields=dict(fields or {}))
+    except ProviderInputError as exc:
+        raise _input_invalid(exc) from None
     except ProviderError as exc:
         raise _provider_failure(exc) from None
     return _store_account(actor=actor, workspace=workspace, provider=provider, connected=connected, app=None), None
@@ -159,6 +169,8 @@ def _oauth_begin(
             instance_url=instance_url,
             app=stored_app,
         )
+    except ProviderInputError as exc:
+        raise _input_invalid(exc) from None
     except ProviderError as exc:
         raise _provider_failure(exc) from None
     with transaction.atomic():
