@@ -7,12 +7,12 @@ Order of events, each step only after the previous one succeeded:
    as ``fd://N``): a busy port is a one-line error, exit status 2, before anything else happens.
 2. Files and processes are owner-only: umask 077 for this process and everything it starts,
    ``HERALD_DATA_DIR`` mode 0700, its existing files tightened to 0600.
-3. ``migrate`` and ``ensure_admin --password-file`` (the one-time password goes to a 0600 file in
-   the data folder, read and deleted at once; it is never written to a log).
+3. ``migrate`` and ``ensure_admin --password-file``: a password it just created goes to
+   ``first-admin.json`` (0600) in the data folder, never to a log or the processes' output.
 4. gunicorn, the worker and beat start; the banner is printed only once ``/api/v1/health``
-   answers on the bound address, then the administrator's password, framed, if it was just
-   created. If a process exits first, or the server does not answer in time, everything stops
-   and the exit status is 1.
+   answers on the bound address, then the administrator's password, framed, and the file is
+   deleted. If a process exits first, or the server does not answer in time, everything stops,
+   the exit status is 1 and the password waits for the next start.
 """
 
 from __future__ import annotations
@@ -98,16 +98,32 @@ def manage(*args: str) -> None:
     subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, check=True)
 
 
-def first_admin(data_dir: Path) -> dict[str, str] | None:
-    """Run ``ensure_admin``; the e-mail and password if it just created the administrator."""
-    fd, path = tempfile.mkstemp(prefix=".first-admin-", dir=data_dir)  # mode 0600
+def ensure_admin(pending: Path) -> None:
+    """Run ``ensure_admin``; a password it just created waits in ``pending`` until shown.
+
+    It is kept (0600, in the 0700 data folder, as the secret key is) rather than held in memory
+    so that a start that fails before the server answers does not lose it: the next start shows
+    it.
+    """
+    fd, path = tempfile.mkstemp(prefix=".first-admin-", dir=pending.parent)  # mode 0600
     os.close(fd)
     try:
         manage("ensure_admin", "--password-file", path)
-        text = Path(path).read_text(encoding="utf-8")
+        if os.path.getsize(path):
+            os.replace(path, pending)
     finally:
-        os.unlink(path)
-    return json.loads(text) if text else None
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+
+def take_pending(pending: Path) -> dict[str, str] | None:
+    """The e-mail and password not shown yet, removed as they are read (shown once)."""
+    try:
+        text = pending.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    pending.unlink()
+    return json.loads(text)
 
 
 def answers(url: str) -> bool:
@@ -167,10 +183,12 @@ def main() -> int:
     signal.signal(signal.SIGHUP, _raise_stop)
     processes: dict[str, subprocess.Popen[bytes]] = {}
     try:
-        data_dir = Path(os.environ.get("HERALD_DATA_DIR") or ROOT / ".data").resolve()
+        # Relative to the checkout, as for the processes started there (cwd=ROOT).
+        data_dir = (ROOT / (os.environ.get("HERALD_DATA_DIR") or ".data")).resolve()
+        pending = data_dir / "first-admin.json"
         tighten(data_dir)
         manage("migrate", "--noinput", "-v", "0")
-        admin = first_admin(data_dir)
+        ensure_admin(pending)
         url = base_url(sock)
         fd = sock.fileno()
         commands = {
@@ -202,22 +220,25 @@ def main() -> int:
 
         deadline = time.monotonic() + STARTUP_SECONDS
         while not answers(f"{url}/api/v1/health"):
-            for name, process in processes.items():
-                if process.poll() is not None:
-                    print(f"\n{name} exited with status {process.returncode} before the server "
-                          "answered; stopping the others.", file=sys.stderr, flush=True)
-                    stop(processes)
-                    return 1
-            if time.monotonic() > deadline:
-                print(f"\nThe server did not answer {url}/api/v1/health within "
-                      f"{STARTUP_SECONDS} s; stopping.", file=sys.stderr, flush=True)
+            problem = next(
+                (f"{name} exited with status {process.returncode} before the server answered"
+                 for name, process in processes.items() if process.poll() is not None),
+                None,
+            )
+            if problem is None and time.monotonic() > deadline:
+                problem = f"The server did not answer {url}/api/v1/health in {STARTUP_SECONDS} s"
+            if problem:
                 stop(processes)
-                return 1
+                if pending.exists():
+                    problem += ("; the new administrator's password will be shown once the "
+                                "server starts")
+                return fail(f"\n{problem}; stopped everything.", 1)
             time.sleep(0.25)
 
         print(f"\nHerald is running at {url}/  (API docs: {url}/docs/)")
         print("Sign in at /login/ and create API tokens at /settings/developer/. Ctrl-C stops.\n",
               flush=True)
+        admin = take_pending(pending)
         if admin:
             print(framed([
                 "First administrator created. The password is shown only this once:",
@@ -228,7 +249,6 @@ def main() -> int:
                 "",
                 "Change it after signing in.",
             ]) + "\n", flush=True)
-            del admin
 
         while True:
             for name, process in processes.items():
@@ -239,7 +259,8 @@ def main() -> int:
                     return 1
             time.sleep(1)
     except (KeyboardInterrupt, Stop):
-        print("\nStopping…", flush=True)
+        with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
+            print("\nStopping…", flush=True)
         stop(processes)
         return 0
     except subprocess.CalledProcessError as exc:

@@ -85,10 +85,24 @@ def living_in_groups(groups: set[int]) -> list[int]:
     return [p for p, (_, pgid, state) in proc_table().items() if pgid in groups and state != "Z"]
 
 
+def living_with_data_dir(data_dir: Path) -> list[int]:
+    """Processes whose environment names this data folder (started for it, by anyone)."""
+    marker = f"HERALD_DATA_DIR={data_dir}".encode()
+    found = []
+    for pid, (_, _, state) in proc_table().items():
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker in environ and state != "Z":
+            found.append(pid)
+    return found
+
+
 class Run:
     """One scripts/run.py; its output is read line by line as it comes."""
 
-    def __init__(self, data_dir: Path, port: int, home: Path) -> None:
+    def __init__(self, data_dir: Path, port: int, home: Path, **env: str) -> None:
         self.data_dir = data_dir
         self.port = port
         self.lines: list[str] = []
@@ -97,7 +111,7 @@ class Run:
         self.process = subprocess.Popen(
             [sys.executable, str(RUN)],
             cwd=ROOT,
-            env=run_env(data_dir, port, home),
+            env={**run_env(data_dir, port, home), **env},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -176,8 +190,8 @@ class Run:
 def start(tmp_path: Path) -> Iterator[Callable[..., Run]]:
     runs: list[Run] = []
 
-    def _start(data_dir: Path, port: int | None = None) -> Run:
-        run = Run(data_dir, port or free_port(), tmp_path / "home")
+    def _start(data_dir: Path, port: int | None = None, **env: str) -> Run:
+        run = Run(data_dir, port or free_port(), tmp_path / "home", **env)
         runs.append(run)
         return run
 
@@ -280,30 +294,42 @@ def test_first_run_two_instances_banner_password_modes_and_clean_stop(
         assert "Stopping" in output
 
 
-def test_restart_tightens_modes_and_prints_no_password(
+def test_failed_start_stops_everything_and_the_next_start_shows_the_password(
     tmp_path: Path, start: Callable[..., Run]
 ) -> None:
     data_dir = tmp_path / "data"
-    env = run_env(data_dir, free_port(), tmp_path)
-    created = tmp_path / "first-admin.json"
-    for command in (
-        ["migrate", "--noinput", "-v", "0"],
-        ["ensure_admin", "--password-file", str(created)],
-    ):
-        subprocess.run([sys.executable, "manage.py", *command], cwd=ROOT, env=env, check=True)
-    assert stat.S_IMODE(created.stat().st_mode) == 0o600
-    assert '"password"' in created.read_text()
-    # A data folder from before: world-readable database and key.
+    failed = start(data_dir, HERALD_WEB_WORKERS="none")  # gunicorn refuses it and exits
+    assert failed.finish(timeout=STARTUP_SECONDS) == 1
+    assert (
+        "web exited with status 2 before the server answered; the new administrator's password "
+        "will be shown once the server starts; stopped everything." in failed.lines
+    ), failed.lines[-20:]
+    assert not any(BANNER.match(line) or PASSWORD_LINE.match(line) for line in failed.lines)
+    deadline = time.monotonic() + 5
+    while living_with_data_dir(data_dir) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert living_with_data_dir(data_dir) == [], "the worker and beat were stopped too"
+    assert stat.S_IMODE((data_dir / "first-admin.json").stat().st_mode) == 0o600
+
+    # A data folder from before (or another tool): world-readable database, key and password.
     data_dir.chmod(0o755)
     for entry in data_dir.iterdir():
         entry.chmod(0o755 if entry.is_dir() else 0o644)
-
     run = start(data_dir)
-    run.started()
+    _, banner = run.started()
     assert run.health_at_banner == 200
+    sign_in(f"http://127.0.0.1:{run.port}", password_box(run, banner))
+    assert not (data_dir / "first-admin.json").exists(), "shown once, then gone"
     assert_owner_only(data_dir)
     assert run.stop(signal.SIGTERM) == 0
-    assert not any(PASSWORD_LINE.match(line) for line in run.lines), "no new administrator"
+
+    # The administrator exists: nothing new to show on any later start.
+    created = tmp_path / "created.json"
+    env = run_env(data_dir, free_port(), tmp_path)
+    command = [sys.executable, "manage.py", "ensure_admin", "--password-file", str(created)]
+    subprocess.run(command, cwd=ROOT, env=env, check=True)
+    assert created.read_text() == ""
+    assert stat.S_IMODE(created.stat().st_mode) == 0o600
 
 
 def test_busy_port_is_a_clear_error_before_anything_happens(
