@@ -1,5 +1,7 @@
-"""Admin for publishing. Credentials are never displayed; the delivery overview shows operators
-whether the dispatcher ticks and how old the oldest overdue work is (field lesson 3)."""
+"""Admin for publishing: read-only. Credentials are never displayed; nothing is deleted here
+(publications keep their destinations and delivery events; accounts are disconnected and media
+removed through the API). The delivery overview shows operators whether the dispatcher ticks
+and how old the oldest overdue work is (field lesson 3)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,9 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
 

@@ -1,15 +1,32 @@
-"""Django admin for identity. Token secrets are never stored, so never shown; revoke is an action."""
+"""Django admin for identity. Every write goes through the same services as the API, with the
+signed-in instance administrator (a superuser) as the actor, so access changes are audited in
+the same transaction and validated by the same rules:
+
+- workspaces are created by ``workspace_create`` (first admin, default voice profile, audit) and
+  edited by ``workspace_update``; they are never deleted here, only by the guarded deletion of
+  the API (organization owner, exact name, recent sign-in, blockers, lifecycle record);
+- workspace memberships are added, changed and removed through the member services (audited;
+  the last active admin is kept); organization memberships are read-only;
+- invitations and API tokens are revoked (actions), never deleted; token secrets and
+  invitation token hashes are never shown. Users are deactivated, not deleted (a deletion would
+  drop memberships without an audit event and hard-delete tokens).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.db import models, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from config.errors import DomainError, FieldValidationError
 from workspaces import services
+from workspaces.access import Actor
 from workspaces.models import (
     AccessAuditEvent,
     ApiToken,
@@ -21,6 +38,98 @@ from workspaces.models import (
     Workspace,
     WorkspaceMembership,
 )
+
+
+def _actor(request: HttpRequest) -> Actor:
+    return Actor(user=request.user)  # type: ignore[arg-type]  # a signed-in admin session
+
+
+class _Rehearsal(Exception):
+    """Rolls back a rehearsed service call."""
+
+
+class ServiceForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A model form whose write is one service call.
+
+    ``clean`` rehearses the call inside a savepoint that is then rolled back, so whatever the
+    service refuses (unknown time zone, last admin, name taken, not an instance administrator)
+    shows as a form error; ``ServiceAdmin.save_model`` makes the real call once every form of
+    the page is valid (the admin's add and change views run in one transaction).
+    """
+
+    request: HttpRequest  # set by ServiceAdmin.get_form
+
+    def call_service(self) -> models.Model:
+        raise NotImplementedError
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            with transaction.atomic():
+                self.call_service()
+                raise _Rehearsal
+        except _Rehearsal:
+            pass
+        except FieldValidationError as exc:
+            for error in exc.errors:
+                field = str(error["location"]).removeprefix("body.")
+                self.add_error(field if field in self.fields else None, error["message"])
+        except DomainError as exc:
+            raise forms.ValidationError(exc.detail) from None
+        return data
+
+
+def _user_by_email(email: str) -> User:
+    user = User.objects.filter(email__iexact=email.strip()).first()
+    if user is None:
+        raise forms.ValidationError("No user with this e-mail address.")
+    return user
+
+
+class ServiceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Adds and changes through ``ServiceForm``s; no generic delete."""
+
+    add_form: type[ServiceForm] | None = None
+    change_readonly_fields: tuple[str, ...] = ()
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        if obj is None and self.add_form is not None:
+            kwargs["form"] = self.add_form
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"request": request})
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.change_readonly_fields if obj is not None else ()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        saved = form.call_service()
+        for field in obj._meta.concrete_fields:  # the admin goes on with the saved row's values
+            setattr(obj, field.attname, getattr(saved, field.attname))
+
+
+def _run_each(
+    request: HttpRequest, queryset: QuerySet[Any], call: Callable[[Any], object], done: str
+) -> None:
+    """An action that calls a service once per selected row, each in its own transaction;
+    refusals are reported per row and do not stop the others."""
+    succeeded = 0
+    for row in queryset:
+        try:
+            call(row)
+        except DomainError as exc:
+            messages.error(request, f"{row}: {exc.detail}")
+        else:
+            succeeded += 1
+    if succeeded:
+        messages.success(request, f"{done}: {succeeded}.")
+
+
+# --- Users ----------------------------------------------------------------------------------
 
 
 @admin.register(User)
@@ -38,52 +147,226 @@ class UserAdmin(DjangoUserAdmin):
     )
     add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # deactivate instead (is_active): deleting drops memberships unaudited
+
+
+# --- Organizations --------------------------------------------------------------------------
+
 
 class OrganizationMembershipInline(admin.TabularInline):  # type: ignore[type-arg]
+    """Read-only: no service changes organization roles."""
+
     model = OrganizationMembership
     extra = 0
-    raw_id_fields = ("user",)
+    fields = ("user", "role", "created_at")
+    readonly_fields = fields
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class OrganizationAddForm(ServiceForm):
+    owner = forms.EmailField(help_text="E-mail of the existing user who becomes the organization's owner.")
+
+    class Meta:
+        model = Organization
+        fields = ("name",)
+
+    def clean_owner(self) -> User:
+        return _user_by_email(self.cleaned_data["owner"])
+
+    def call_service(self) -> Organization:
+        data = self.cleaned_data
+        return services.organization_create(actor=_actor(self.request), name=data["name"], owner=data["owner"])
+
+
+class OrganizationChangeForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = Organization
+        fields = ("name",)
 
 
 @admin.register(Organization)
 class OrganizationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Added through ``organization_create`` (with an owner); renaming is a plain edit (no rule
+    applies to it); never deleted here."""
+
     list_display = ("name", "id", "created_at")
     search_fields = ("name", "id")
+    form = OrganizationChangeForm
     inlines = (OrganizationMembershipInline,)
+
+    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+        if obj is None:
+            kwargs["form"] = OrganizationAddForm
+        form = super().get_form(request, obj, change=change, **kwargs)
+        return type(form.__name__, (form,), {"request": request})
+
+    def get_inlines(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.inlines if obj is not None else ()
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        if change:
+            super().save_model(request, obj, form, change)
+            return
+        saved = form.call_service()
+        for field in obj._meta.concrete_fields:
+            setattr(obj, field.attname, getattr(saved, field.attname))
+
+
+# --- Workspaces -----------------------------------------------------------------------------
 
 
 class WorkspaceMembershipInline(admin.TabularInline):  # type: ignore[type-arg]
+    """Read-only here; each membership's own page (the change link) edits it through the
+    member services, and "Workspace memberships" adds and removes members."""
+
     model = WorkspaceMembership
     extra = 0
-    raw_id_fields = ("user",)
+    fields = ("user", "role", "status", "updated_at")
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class WorkspaceAddForm(ServiceForm):
+    timezone = forms.CharField(max_length=64, initial="UTC", help_text="An IANA time zone, e.g. Europe/Berlin.")
+    first_admin = forms.EmailField(
+        help_text="E-mail of an owner or admin of the organization; becomes the workspace's first admin."
+    )
+
+    class Meta:
+        model = Workspace
+        fields = ("organization", "name", "timezone")
+
+    def clean_first_admin(self) -> User:
+        return _user_by_email(self.cleaned_data["first_admin"])
+
+    def call_service(self) -> Workspace:
+        data = self.cleaned_data
+        return services.workspace_create(
+            actor=_actor(self.request),
+            organization_id=data["organization"].pk,
+            name=data["name"],
+            timezone_name=data["timezone"],
+            first_admin=data["first_admin"],
+        )
+
+
+class WorkspaceChangeForm(ServiceForm):
+    class Meta:
+        model = Workspace
+        fields = ("name", "timezone", "plan")
+
+    def call_service(self) -> Workspace:
+        data = self.cleaned_data
+        return services.workspace_update(
+            actor=_actor(self.request),
+            workspace_id=self.instance.pk,
+            name=data["name"],
+            timezone_name=data["timezone"],
+            plan_code=data["plan"].pk,
+            instance_admin=True,
+        )
 
 
 @admin.register(Workspace)
-class WorkspaceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class WorkspaceAdmin(ServiceAdmin):
     list_display = ("name", "organization", "plan", "timezone", "created_at")
     list_select_related = ("organization", "plan")
     search_fields = ("name", "id", "organization__name")
+    form = WorkspaceChangeForm
+    add_form = WorkspaceAddForm
+    change_readonly_fields = ("organization", "created_at", "deletion")
     inlines = (WorkspaceMembershipInline,)
+
+    @admin.display(description="Deletion")
+    def deletion(self, obj: Workspace) -> str:
+        return (
+            "Not here. The organization owner deletes a workspace through "
+            f"DELETE /api/v1/workspaces/{obj.pk} (exact name, recent sign-in; blockers are "
+            "checked and a workspace.deleted record is kept)."
+        )
+
+    def get_inlines(self, request: HttpRequest, obj: Any = None) -> Any:
+        return self.inlines if obj is not None else ()
+
+
+class MembershipAddForm(ServiceForm):
+    class Meta:
+        model = WorkspaceMembership
+        fields = ("workspace", "user", "role")
+
+    def call_service(self) -> WorkspaceMembership:
+        data = self.cleaned_data
+        return services.workspace_member_add(
+            actor=_actor(self.request), workspace_id=data["workspace"].pk, user_id=data["user"].pk,
+            role=data["role"],
+        )  # fmt: skip
+
+
+class MembershipChangeForm(ServiceForm):
+    class Meta:
+        model = WorkspaceMembership
+        fields = ("role", "status")
+
+    def call_service(self) -> WorkspaceMembership:
+        data = self.cleaned_data
+        return services.workspace_member_update(
+            actor=_actor(self.request), workspace_id=self.instance.workspace_id,
+            user_id=self.instance.user_id, role=data["role"], status=data["status"], instance_admin=True,
+        )  # fmt: skip
 
 
 @admin.register(WorkspaceMembership)
-class WorkspaceMembershipAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """Read-only: role and status changes go through the API so they are audited."""
+class WorkspaceMembershipAdmin(ServiceAdmin):
+    """Adds, role and status changes and removals go through the member services: each writes
+    its access-audit event (actor: the signed-in instance administrator) in the same
+    transaction, and the last active admin of a workspace is kept."""
 
     list_display = ("user", "workspace", "role", "status", "updated_at")
     list_select_related = ("user", "workspace")
     list_filter = ("role", "status")
     search_fields = ("user__email", "workspace__name")
+    raw_id_fields = ("workspace", "user")
+    form = MembershipChangeForm
+    add_form = MembershipAddForm
+    change_readonly_fields = ("workspace", "user", "created_at", "updated_at")
+    actions = ("remove_members",)
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
+    @admin.action(description="Remove selected members (audited; their workspace tokens are revoked)")
+    def remove_members(self, request: HttpRequest, queryset: QuerySet[WorkspaceMembership]) -> None:
+        _run_each(
+            request, queryset.select_related("user", "workspace"),
+            lambda m: services.workspace_member_remove(
+                actor=_actor(request), workspace_id=m.workspace_id, user_id=m.user_id, instance_admin=True
+            ),
+            "Removed members",
+        )  # fmt: skip
 
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
+
+# --- Invitations and tokens -----------------------------------------------------------------
 
 
 @admin.register(Invitation)
 class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Invitations are created through the API (the accept token is shown once) and revoked
+    here (audited); never deleted."""
+
     list_display = ("email", "workspace", "role", "status", "created_at", "expires_at")
     list_select_related = ("workspace",)
     list_filter = ("status", "role")
@@ -91,9 +374,21 @@ class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     exclude = ("token_hash",)
     readonly_fields = ("workspace", "email", "role", "status", "invited_by", "created_at",
                        "expires_at", "accepted_at", "accepted_by")
+    actions = ("revoke_invitations",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    @admin.action(description="Revoke selected invitations (audited)")
+    def revoke_invitations(self, request: HttpRequest, queryset: QuerySet[Invitation]) -> None:
+        _run_each(
+            request, queryset,
+            lambda i: services.invitation_revoke(actor=_actor(request), invitation_id=i.pk, instance_admin=True),
+            "Revoked invitations",
+        )  # fmt: skip
 
 
 @admin.register(ApiToken)
@@ -101,18 +396,24 @@ class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ("id", "name", "user", "workspace", "status", "expires_at", "last_used_at")
     list_select_related = ("user", "workspace")
     search_fields = ("id", "name", "user__email")
-    readonly_fields = ("id", "user", "name", "secret_hash", "permissions", "workspace",
+    exclude = ("secret_hash",)
+    readonly_fields = ("id", "user", "name", "permissions", "workspace",
                        "created_at", "expires_at", "last_used_at", "revoked_at")
     actions = ("revoke_tokens",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # tokens are created in developer settings or by create_api_token
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # revoked, never deleted
+
     @admin.action(description="Revoke selected tokens")
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
-        for token in queryset.select_related("user"):
-            services.api_token_revoke(user=token.user, token_id=token.pk)
-        messages.success(request, f"Revoked {queryset.count()} token(s).")
+        _run_each(
+            request, queryset.select_related("user"),
+            lambda t: services.api_token_revoke(user=t.user, token_id=t.pk),
+            "Revoked tokens",
+        )  # fmt: skip
 
 
 @admin.register(AccessAuditEvent)

@@ -26,8 +26,8 @@ from config.errors import (
 )
 from workspaces import lifecycle
 from workspaces.access import (
+    ORG_ADMIN_ROLES,
     Actor,
-    WorkspaceAccess,
     parse_id,
     require_organization,
     require_workspace,
@@ -87,15 +87,48 @@ def audit_record(
     )
 
 
+# --- Instance administrator ----------------------------------------------------------------
+
+
+def require_instance_admin(actor: Actor) -> None:
+    """The instance administrator (an active Django superuser in a browser session, never a bearer
+    token) may manage any workspace from the Django admin without being a member of it. Services
+    take ``instance_admin=True`` for that path; the audit names the administrator as the actor."""
+    user = actor.user
+    if actor.is_bearer or not (user.is_authenticated and user.is_active and user.is_superuser):
+        raise PermissionDeniedError(
+            "Only an instance administrator's browser session may do this.",
+            code="instance_admin_required",
+        )
+
+
+def _check_timezone(timezone_name: str) -> str:
+    """The same rule as the API's input check: an IANA time zone name."""
+    import zoneinfo
+
+    try:
+        zoneinfo.ZoneInfo(timezone_name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError) as exc:
+        raise FieldValidationError(
+            [{"location": "body.timezone", "message": "Unknown IANA time zone.", "value": timezone_name}]
+        ) from exc
+    return timezone_name
+
+
 # --- Organizations and workspaces -----------------------------------------------------------
 
 
 @transaction.atomic
-def organization_create(*, actor: Actor, name: str) -> Organization:
-    actor.check_unscoped()
+def organization_create(*, actor: Actor, name: str, owner: User | None = None) -> Organization:
+    """The creator becomes the owner; the instance administrator (Django admin) names ``owner``."""
+    if owner is None:
+        actor.check_unscoped()
+        owner = actor.user
+    else:
+        require_instance_admin(actor)
     organization = Organization.objects.create(name=name.strip())
     OrganizationMembership.objects.create(
-        organization=organization, user=actor.user, role=OrganizationMembership.Role.OWNER
+        organization=organization, user=owner, role=OrganizationMembership.Role.OWNER
     )
     return organization
 
@@ -107,9 +140,31 @@ def _ensure_default_plan() -> Plan:
 
 @transaction.atomic
 def workspace_create(
-    *, actor: Actor, organization_id: Any, name: str, timezone_name: str = "UTC"
+    *,
+    actor: Actor,
+    organization_id: Any,
+    name: str,
+    timezone_name: str = "UTC",
+    first_admin: User | None = None,
 ) -> Workspace:
-    organization, _ = require_organization(actor, organization_id)
+    """The creator becomes the workspace's first admin. The instance administrator (Django
+    admin) instead names ``first_admin``, an owner or admin of the organization; the audit event
+    then names the instance administrator as the actor and ``first_admin`` as the subject."""
+    if first_admin is None:
+        organization, _ = require_organization(actor, organization_id)
+        first_admin = actor.user
+    else:
+        require_instance_admin(actor)
+        pk = parse_id(organization_id, what="organization")
+        organization = Organization.objects.filter(pk=pk).first()
+        if organization is None:
+            raise NotFoundError(f"No organization with ID {pk}.")
+        if not OrganizationMembership.objects.filter(
+            organization=organization, user=first_admin, role__in=ORG_ADMIN_ROLES
+        ).exists():
+            message = "Must be an owner or admin of the organization."
+            raise FieldValidationError([{"location": "body.first_admin", "message": message}])
+    _check_timezone(timezone_name)
     plan = _ensure_default_plan()
     try:
         with transaction.atomic():
@@ -120,12 +175,12 @@ def workspace_create(
         raise ConflictError(
             "A workspace with this name already exists in the organization.", code="name_taken"
         ) from exc
-    WorkspaceMembership.objects.create(workspace=workspace, user=actor.user, role=Role.ADMIN)
+    WorkspaceMembership.objects.create(workspace=workspace, user=first_admin, role=Role.ADMIN)
     audit_record(
         workspace_id=workspace.pk,
         action=AccessAuditEvent.Action.MEMBER_ADDED,
         actor=actor.user,
-        subject_user=actor.user,
+        subject_user=first_admin,
         role=Role.ADMIN,
         status=Status.ACTIVE,
     )
@@ -145,14 +200,33 @@ def register_workspace_created(hook: Any) -> None:
 
 @transaction.atomic
 def workspace_update(
-    *, actor: Actor, workspace_id: Any, name: str | None = None, timezone_name: str | None = None
+    *,
+    actor: Actor,
+    workspace_id: Any,
+    name: str | None = None,
+    timezone_name: str | None = None,
+    plan_code: str | None = None,
+    instance_admin: bool = False,
 ) -> Workspace:
-    access = require_workspace(actor, workspace_id, role="admin")
-    workspace = Workspace.objects.select_for_update().get(pk=access.workspace.pk)
+    """Workspace admins rename and move time zones; only the instance administrator changes the
+    plan (there is no API for it)."""
+    if instance_admin:
+        workspace = _lock_workspace_as_admin(actor, workspace_id, instance_admin=True)
+    else:
+        access = require_workspace(actor, workspace_id, role="admin")
+        workspace = Workspace.objects.select_for_update().get(pk=access.workspace.pk)
     if name is not None:
         workspace.name = name.strip()
     if timezone_name is not None:
-        workspace.timezone = timezone_name
+        workspace.timezone = _check_timezone(timezone_name)
+    if plan_code is not None:
+        require_instance_admin(actor)
+        plan = Plan.objects.filter(pk=plan_code).first()
+        if plan is None:
+            raise FieldValidationError(
+                [{"location": "body.plan", "message": "Unknown plan.", "value": plan_code}]
+            )
+        workspace.plan = plan
     try:
         with transaction.atomic():
             workspace.save()
@@ -166,13 +240,20 @@ def workspace_update(
 # --- Members --------------------------------------------------------------------------------
 
 
-def _lock_workspace_as_admin(actor: Actor, workspace_id: Any) -> WorkspaceAccess:
+def _lock_workspace_as_admin(actor: Actor, workspace_id: Any, *, instance_admin: bool = False) -> Workspace:
     """Lock the workspace row first, then check the actor's role under the lock: member changes
     of one workspace are serialized, and an admin demoted by a concurrent request that committed
-    first can no longer act on the strength of a role read before that commit."""
+    first can no longer act on the strength of a role read before that commit. With
+    ``instance_admin`` the actor must be the instance administrator instead of a workspace admin."""
     pk = parse_id(workspace_id, what="workspace")
-    list(Workspace.objects.select_for_update().filter(pk=pk).values_list("pk", flat=True))
-    return require_workspace(actor, pk, role="admin")
+    if not instance_admin:
+        list(Workspace.objects.select_for_update().filter(pk=pk).values_list("pk", flat=True))
+        return require_workspace(actor, pk, role="admin").workspace
+    require_instance_admin(actor)
+    workspace = Workspace.objects.select_for_update().filter(pk=pk).first()
+    if workspace is None:
+        raise NotFoundError(f"No workspace with ID {pk}.")
+    return workspace
 
 
 def _lock_membership(workspace: Workspace, user_id: Any) -> WorkspaceMembership:
@@ -201,23 +282,60 @@ def _ensure_other_active_admin(workspace: Workspace, membership: WorkspaceMember
 
 
 @transaction.atomic
+def workspace_member_add(*, actor: Actor, workspace_id: Any, user_id: Any, role: str) -> WorkspaceMembership:
+    """The instance administrator adds an existing user directly (the Django admin); members
+    otherwise join by invitation. Like an accepted invitation, the user also joins the
+    organization as a member; the audit event ``member.added`` names the administrator."""
+    workspace = _lock_workspace_as_admin(actor, workspace_id, instance_admin=True)
+    pk = parse_id(user_id, what="user")
+    user = User.objects.filter(pk=pk).first()
+    if user is None:
+        raise NotFoundError(f"No user with ID {pk}.")
+    if role not in Role.values:
+        raise FieldValidationError([{"location": "body.role", "message": "Unknown role.", "value": role}])
+    if WorkspaceMembership.objects.filter(workspace=workspace, user=user).exists():
+        raise ConflictError("This person is already a member of the workspace.", code="already_member")
+    membership = WorkspaceMembership.objects.create(workspace=workspace, user=user, role=role)
+    OrganizationMembership.objects.get_or_create(
+        organization_id=workspace.organization_id,
+        user=user,
+        defaults={"role": OrganizationMembership.Role.MEMBER},
+    )
+    audit_record(
+        workspace_id=workspace.pk,
+        action=AccessAuditEvent.Action.MEMBER_ADDED,
+        actor=actor.user,
+        subject_user=user,
+        role=role,
+        status=Status.ACTIVE,
+    )
+    return membership
+
+
+@transaction.atomic
 def workspace_member_update(
-    *, actor: Actor, workspace_id: Any, user_id: Any, role: str | None = None, status: str | None = None
+    *,
+    actor: Actor,
+    workspace_id: Any,
+    user_id: Any,
+    role: str | None = None,
+    status: str | None = None,
+    instance_admin: bool = False,
 ) -> WorkspaceMembership:
-    access = _lock_workspace_as_admin(actor, workspace_id)
-    membership = _lock_membership(access.workspace, user_id)
+    workspace = _lock_workspace_as_admin(actor, workspace_id, instance_admin=instance_admin)
+    membership = _lock_membership(workspace, user_id)
     previous_role, previous_status = membership.role, membership.status
     new_role = role or previous_role
     new_status = status or previous_status
     if (new_role, new_status) == (previous_role, previous_status):
         return membership
     if new_role != Role.ADMIN or new_status != Status.ACTIVE:
-        _ensure_other_active_admin(access.workspace, membership)
+        _ensure_other_active_admin(workspace, membership)
     membership.role = new_role
     membership.status = new_status
     membership.save(update_fields=["role", "status", "updated_at"])
     common = {
-        "workspace_id": access.workspace.pk,
+        "workspace_id": workspace.pk,
         "actor": actor.user,
         "subject_user": membership.user,
         "previous_role": previous_role,
@@ -238,12 +356,14 @@ def workspace_member_update(
 
 
 @transaction.atomic
-def workspace_member_remove(*, actor: Actor, workspace_id: Any, user_id: Any) -> None:
-    access = _lock_workspace_as_admin(actor, workspace_id)
-    membership = _lock_membership(access.workspace, user_id)
-    _ensure_other_active_admin(access.workspace, membership)
+def workspace_member_remove(
+    *, actor: Actor, workspace_id: Any, user_id: Any, instance_admin: bool = False
+) -> None:
+    workspace = _lock_workspace_as_admin(actor, workspace_id, instance_admin=instance_admin)
+    membership = _lock_membership(workspace, user_id)
+    _ensure_other_active_admin(workspace, membership)
     audit_record(
-        workspace_id=access.workspace.pk,
+        workspace_id=workspace.pk,
         action=AccessAuditEvent.Action.MEMBER_REMOVED,
         actor=actor.user,
         subject_user=membership.user,
@@ -251,7 +371,7 @@ def workspace_member_remove(*, actor: Actor, workspace_id: Any, user_id: Any) ->
         previous_status=membership.status,
     )
     ApiToken.objects.filter(
-        user=membership.user, workspace=access.workspace, revoked_at__isnull=True
+        user=membership.user, workspace=workspace, revoked_at__isnull=True
     ).update(revoked_at=timezone.now())
     membership.delete()
 
@@ -341,9 +461,12 @@ def invitation_resend(*, actor: Actor, invitation_id: Any) -> tuple[Invitation, 
 
 
 @transaction.atomic
-def invitation_revoke(*, actor: Actor, invitation_id: Any) -> Invitation:
+def invitation_revoke(*, actor: Actor, invitation_id: Any, instance_admin: bool = False) -> Invitation:
     invitation = _lock_invitation(invitation_id)
-    require_workspace(actor, invitation.workspace_id, role="admin")
+    if instance_admin:
+        require_instance_admin(actor)
+    else:
+        require_workspace(actor, invitation.workspace_id, role="admin")
     if invitation.status != Invitation.Status.PENDING:
         raise InvitationNotPendingError()
     previous_status = invitation.effective_status
