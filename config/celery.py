@@ -1,7 +1,7 @@
 import os
 
 from celery import Celery
-from celery.signals import task_postrun, task_prerun
+from celery.signals import beat_init, task_postrun, task_prerun
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -19,3 +19,15 @@ def check_database_connections(**_: object) -> None:
     from django.db import close_old_connections
 
     close_old_connections()
+
+
+@beat_init.connect
+def quiet_broker_outages(**_: object) -> None:
+    """Beat logs a traceback for every tick it cannot send while the broker is down (one a
+    second with the dispatcher's interval): report the outage once per interval instead. The
+    ticks resume by themselves when the broker is back."""
+    import logging
+
+    from config.outages import OutageLogFilter
+
+    logging.getLogger("celery.beat").addFilter(OutageLogFilter())

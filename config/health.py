@@ -183,10 +183,11 @@ def _outcome(future: concurrent.futures.Future[None], deadline: float, what: str
         future.result(timeout=max(0.0, deadline - time.monotonic()))
     except concurrent.futures.TimeoutError:
         future.cancel()  # drops it if it never started; a running check ends on its own limits
-        logger.warning("Readiness: %s check did not finish within its time limit", what)
+        # Load balancers poll often: an outage is reported once per interval, not per probe.
+        log_outage(logger, what, "readiness", "check did not finish within its time limit")
         return False
     except Exception as exc:  # any failure means not ready
-        logger.warning("Readiness: %s check failed: %s", what, type(exc).__name__)
+        log_outage(logger, what, "readiness", "check failed (%s)", type(exc).__name__)
         return False
     return True
 

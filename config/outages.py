@@ -63,6 +63,33 @@ def log_outage(
     return True
 
 
+def outage_in_chain(exc: BaseException | None) -> str | None:
+    """:func:`outage_dependency` of ``exc`` or of any exception it was raised from."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        dependency = outage_dependency(exc)
+        if dependency is not None:
+            return dependency
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+class OutageLogFilter(logging.Filter):
+    """Turns a library's error-with-traceback about an unreachable broker (celery beat logs one
+    for every tick it cannot send) into :func:`log_outage` lines: one per interval, no
+    traceback. Other records pass unchanged."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        dependency = outage_in_chain(exc)
+        if dependency is None:
+            return True
+        log_outage(logging.getLogger(record.name), dependency, record.name,
+                   "%s (%s)", record.getMessage().splitlines()[0][:300], type(exc).__name__)  # fmt: skip
+        return False
+
+
 def reset_outage_log() -> None:
     """Forget what was logged (tests)."""
     with _lock:

@@ -199,7 +199,7 @@ def _outage_scenario(
     workspace: Any,
     make_token: Any,
 ) -> None:
-    stack.start_beat()
+    beat = stack.start_beat()
     stack.start_worker()
     web, base = _start_web(stack, tmp_path)
     api = requests.Session()
@@ -250,7 +250,10 @@ def _outage_scenario(
         Destination.Status.QUEUED
     }
     assert discord.posts_accepted == 0
+    time.sleep(2)  # beat meets the outage on a few dispatcher ticks
     assert "Traceback" not in web.log(), web.log()[-4000:]
+    assert "Traceback" not in beat.log(), beat.log()[-4000:]
+    assert "redis unavailable (celery.beat)" in beat.log(), beat.log()[-4000:]
 
     # Redis back on the same port, empty (no persistence): the sweeper re-enqueues the work.
     redis.start()
