@@ -63,7 +63,7 @@ class ServiceForm(forms.ModelForm):  # type: ignore[type-arg]
         raise NotImplementedError
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        data = super().clean() or {}
         if self.errors:
             return data
         try:
