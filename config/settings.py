@@ -94,6 +94,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "config.api.middleware.HostCheckMiddleware",  # a bad Host: one 400, one WARNING line
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.api.middleware.ApiProblemMiddleware",

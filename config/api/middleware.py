@@ -1,6 +1,6 @@
 """Problem+json for errors raised outside DRF views on /api/ paths: oversize bodies, crashes,
 and Django-level 404/405 responses. Also releases each rendered API response from its view
-(``release_view_references``)."""
+(``release_view_references``). :class:`HostCheckMiddleware` refuses a bad ``Host`` header first."""
 
 from __future__ import annotations
 
@@ -8,13 +8,52 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse
+from django.core.exceptions import DisallowedHost
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.utils.log import log_response
 
 from config.api.problems import PROBLEM_CONTENT_TYPE, outage_response, problem_response
 
 logger = logging.getLogger("django.request")
 
 API_PREFIX = "/api/"
+
+# The logger Django itself uses for this refusal (operators may already route it).
+host_logger = logging.getLogger("django.security.DisallowedHost")
+
+
+class HostCheckMiddleware:
+    """Refuse a request whose ``Host`` header is not in ``ALLOWED_HOSTS``, before any other
+    middleware asks for it: a 400 problem+json on /api/ paths, a plain 400 elsewhere.
+
+    Logged once, at WARNING, without a traceback: anyone can send such requests, so each one
+    must not cost a stack trace in the log (Django's own handling logs it at ERROR with one, and
+    the problem body built afterwards asked for the host again and logged it a second time).
+    ``log_response`` escapes the header and marks the response logged, so the handler does not
+    log it a second time as a plain "Bad Request".
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        try:
+            request.get_host()
+        except DisallowedHost as exc:
+            response: HttpResponse
+            if request.path.startswith(API_PREFIX):
+                response = problem_response(
+                    request, 400, "malformed_request", "The Host header does not name this service."
+                )
+            else:
+                response = HttpResponseBadRequest(
+                    b"Bad Request (400): the Host header does not name this service.\n",
+                    content_type="text/plain; charset=utf-8",
+                )
+            log_response("%s", str(exc)[:300], response=response, request=request,
+                         level="warning", logger=host_logger)
+            return response
+        return self.get_response(request)
 
 
 class ApiProblemMiddleware:

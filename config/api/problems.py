@@ -6,8 +6,8 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
+from django.core.exceptions import DisallowedHost, RequestDataTooBig
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404, HttpRequest, JsonResponse
 from rest_framework import exceptions
@@ -62,7 +62,10 @@ def _origin(request: HttpRequest | None) -> str:
         return str(settings.HERALD_PUBLIC_URL)
     if request is None:
         return ""
-    return f"{request.scheme}://{request.get_host()}"
+    try:
+        return f"{request.scheme}://{request.get_host()}"
+    except DisallowedHost:  # the problem refusing that Host header: relative URIs
+        return ""
 
 
 def problem_response(
