@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "scripts" / "run.py"
 BANNER = re.compile(r"^Herald is running at (http://\S+)/ ")
 PASSWORD_LINE = re.compile(r"^\|\s+password:\s+(\S+)\s+\|$")
-STARTUP_SECONDS = 60
+STARTUP_SECONDS = 90  # a bound on waiting, not the expected time (about 10 s when idle)
 
 
 def run_env(data_dir: Path, port: int, home: Path) -> dict[str, str]:
@@ -349,3 +349,31 @@ def test_busy_port_is_a_clear_error_before_anything_happens(
         "or stop the other process"
     ]
     assert not (tmp_path / "data").exists(), "nothing ran: no data folder, no database"
+
+
+def test_settings_create_the_data_folder_and_secret_key_owner_only(tmp_path: Path) -> None:
+    """Outside `make run` too (any manage.py command, a usual umask): 0700 folder, 0600 key, and
+    processes starting together on a fresh folder agree on one key."""
+    data_dir = tmp_path / "data"
+    env = run_env(data_dir, free_port(), tmp_path)
+    script = (
+        "import hashlib, django; from django.conf import settings; django.setup(); "
+        "print(hashlib.sha256(settings.SECRET_KEY.encode()).hexdigest())"
+    )
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", script],
+            cwd=ROOT,
+            env={**env, "DJANGO_SETTINGS_MODULE": "config.settings"},
+            stdout=subprocess.PIPE,
+            text=True,
+            umask=0o022,  # a usual shell umask
+        )
+        for _ in range(3)
+    ]
+    digests = {process.communicate(timeout=60)[0].strip() for process in processes}
+    assert all(process.returncode == 0 for process in processes)
+    assert len(digests) == 1, "one key for every process"
+    assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
+    assert stat.S_IMODE((data_dir / "secret_key").stat().st_mode) == 0o600
+    assert [entry.name for entry in data_dir.iterdir() if entry.name.startswith(".")] == []
