@@ -66,12 +66,28 @@ def worker_database_url(django_db_setup: None) -> str:
     return f"postgres://{credentials}@{host}{port}/{quote(str(db['NAME']), safe='')}"
 
 
+@pytest.fixture(scope="session")
+def _limits_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """This session's own SQLite limits file (config/limits.py), never the checkout's .data one
+    (other test sessions and `make run` would share its counters)."""
+    from django.test import override_settings
+
+    folder = tmp_path_factory.mktemp("limits")
+    with override_settings(HERALD_LIMITS_DB=folder / "limits.sqlite3"):
+        yield
+
+
 @pytest.fixture(autouse=True)
-def _clear_cache() -> Iterator[None]:
-    """Rate-limit counters and probe results must not leak between tests."""
+def _clear_cache(_limits_store: None) -> Iterator[None]:
+    """Rate-limit counters (the cache, the SQLite limits store) and probe results must not leak
+    between tests."""
+    from config import limits
+
     cache.clear()
+    limits.clear()
     yield
     cache.clear()
+    limits.clear()
 
 
 @pytest.fixture

@@ -166,6 +166,9 @@ if REDIS_URL:
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# Rate-limit counters without Redis: one SQLite file shared by every local process
+# (config/limits.py); with REDIS_URL they live in Redis.
+HERALD_LIMITS_DB = DATA_DIR / "limits.sqlite3"
 
 BROKER_DIR = DATA_DIR / "broker"
 CELERY_BROKER_URL = REDIS_URL or "filesystem://"

@@ -23,29 +23,20 @@ from config.errors import DomainError
 from config.problem_catalogue import catalogue
 from workspaces import selectors, services
 from workspaces.access import Actor
-from workspaces.authentication import failure_budget_exhausted, record_failure
 from workspaces.models import ApiToken
+from workspaces.signin import SignInForm
 
 SESSION_AUTHENTICATED_AT = "herald_authenticated_at"
 
 
 class HeraldLoginView(LoginView):
-    """Records the sign-in time: workspace deletion needs a recent authentication."""
+    """Records the sign-in time: workspace deletion needs a recent authentication. Wrong
+    passwords spend the client's failed-authentication budget (workspaces.signin); once it is
+    spent the page answers 429, the right password included."""
 
     template_name = "registration/login.html"
+    authentication_form = SignInForm
     redirect_authenticated_user = True
-
-    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        if failure_budget_exhausted(request):
-            response = render(
-                request,
-                self.template_name,
-                {"form": self.get_form(), "rate_limited": True},
-                status=429,
-            )
-            response["Retry-After"] = "60"
-            return response
-        return super().post(request, *args, **kwargs)
 
     def form_valid(self, form: Any) -> HttpResponse:
         response = super().form_valid(form)
@@ -53,8 +44,13 @@ class HeraldLoginView(LoginView):
         return response
 
     def form_invalid(self, form: Any) -> HttpResponse:
-        record_failure(self.request)
-        return super().form_invalid(form)
+        if not form.rate_limited():
+            return super().form_invalid(form)
+        response = self.render_to_response(
+            self.get_context_data(form=form, rate_limited=True), status=429
+        )
+        response["Retry-After"] = str(60 - int(timezone.now().timestamp()) % 60)
+        return response
 
 
 @require_POST

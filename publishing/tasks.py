@@ -42,6 +42,12 @@ def nudge(task: Task[Any, Any], destination_id: str, countdown: float | None = N
         _log_unsent(task, destination_id, type(exc).__name__)
 
 
+def reset_broker_backoff() -> None:
+    """Try the broker again at the next send (e.g. after pointing the app at another broker)."""
+    global _broker_down_until
+    _broker_down_until = 0.0
+
+
 def _log_unsent(task: Task[Any, Any], destination_id: str, reason: str) -> None:
     log_outage(logger, "broker", "enqueue", "could not enqueue %s for %s (%s); the dispatcher "
                "re-enqueues queued work from the database once it is stale",

@@ -14,6 +14,7 @@ from rest_framework import serializers
 from rest_framework.renderers import JSONRenderer
 from rest_framework.test import APIClient, APIRequestFactory
 
+from config import limits
 from config.api import throttling
 from config.api.schema import FlatRows, datetime_representation
 from workspaces import selectors
@@ -125,7 +126,7 @@ def test_workspace_representation_is_drfs(
 )
 def test_window_counter_resets_after_its_period(monkeypatch: pytest.MonkeyPatch) -> None:
     now = [1_000_000.0]
-    monkeypatch.setattr(throttling.time, "time", lambda: now[0])
+    monkeypatch.setattr(limits.time, "time", lambda: now[0])
     assert throttling.window_hit("throttle:test:a", 60) == (1, 60)
     now[0] += 59
     count, remaining = throttling.window_hit("throttle:test:a", 60)

@@ -6,15 +6,26 @@ from datetime import timedelta
 from typing import Any, NoReturn
 
 from django.conf import settings
-from django.core.cache import cache
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from config.api.throttling import UserRateThrottle, cache_get_int
+from config.api.throttling import UserRateThrottle
+from config.limits import client_ip, read_count, window_hit
 from config.queries import CompiledQuery, Param
+from workspaces.errors import RecentAuthenticationRequiredError
 from workspaces.models import ApiToken, User
 from workspaces.tokens import parse_token, secret_matches
+
+__all__ = [
+    "BearerTokenAuthentication",
+    "CsrfSessionAuthentication",
+    "check_failure_budget",
+    "check_password_within_budget",
+    "client_ip",
+    "failure_budget_exhausted",
+    "record_failure",
+]
 
 LAST_USED_RESOLUTION = timedelta(seconds=60)
 
@@ -24,10 +35,11 @@ TOKEN_WITH_USER = CompiledQuery(
     lambda: ApiToken.objects.select_related("user").filter(pk=Param("token_id", ApiToken, "id"))[:1]
 )
 
-
-def client_ip(request: Any) -> str:
-    meta = getattr(request, "META", {})
-    return str(meta.get("REMOTE_ADDR") or "unknown")
+# --- The failed-authentication budget ------------------------------------------------------
+# One budget per client address (config.limits.client_ip) per clock minute, shared by every place
+# that checks a secret: bearer tokens, the sign-in pages (/login/, /admin/login/:
+# workspaces.signin) and the password that confirms a workspace deletion. Kept in the limits
+# store (Redis, or the instance's SQLite file), so every process of the instance shares it.
 
 
 def _failure_key(ip: str) -> str:
@@ -36,13 +48,13 @@ def _failure_key(ip: str) -> str:
 
 
 def failure_budget_exhausted(request: Any) -> bool:
-    """True once one IP has failed authentication more than the limit within a minute."""
-    failures = cache_get_int(_failure_key(client_ip(request)))
+    """True once the client has failed authentication as often as the limit allows this minute."""
+    failures = read_count(_failure_key(client_ip(request)))
     return bool(failures >= settings.HERALD_AUTH_FAILURES_PER_MINUTE)
 
 
 def check_failure_budget(request: Any) -> None:
-    """429 once one IP has failed authentication more than the limit within a minute."""
+    """429 once the client has spent its failed-authentication budget for this minute."""
     if failure_budget_exhausted(request):
         raise _budget_exhausted()
 
@@ -53,16 +65,22 @@ def _budget_exhausted() -> exceptions.Throttled:
 
 
 def record_failure(request: Any) -> None:
-    key = _failure_key(client_ip(request))
-    if not cache.add(key, 1, timeout=120):
-        try:
-            cache.incr(key)
-        except ValueError:
-            cache.set(key, 1, timeout=120)
+    """Count one failed authentication against the client's budget of this minute."""
+    window_hit(_failure_key(client_ip(request)), 120)
+
+
+def check_password_within_budget(request: Any, user: User, password: str) -> None:
+    """Confirm ``user``'s password inside the client's failure budget: 429 while the budget is
+    spent (the right password included, and before it is even checked), 403 when it is wrong (a
+    counted failure). The answer says nothing about the password beyond "wrong"."""
+    check_failure_budget(request)
+    if not user.check_password(password):
+        record_failure(request)
+        raise RecentAuthenticationRequiredError("The current password is wrong.")
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
-    """``Authorization: Bearer hrld_…`` (spec §5), with the per-IP failed-authentication limit.
+    """``Authorization: Bearer hrld_…`` (spec §5), with the per-client failed-authentication limit.
 
     A client over its failure budget gets a 429 whatever token it presents, a correct one
     included. The budget is read after the token lookup, so that on success one Redis round trip

@@ -12,7 +12,6 @@ from datetime import date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.hashers import check_password
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -704,18 +703,19 @@ def workspace_delete(
     actor: Actor,
     workspace_id: Any,
     confirm_name: str,
-    current_password: str | None,
+    password_confirmed: bool,
     authenticated_at: float | None,
 ) -> None:
+    """``password_confirmed``: the caller checked the current password first, inside the
+    client's failed-authentication budget (``workspaces.authentication``); a wrong one never
+    reaches this function."""
     workspace = _require_owner(actor, workspace_id)
     workspace = Workspace.objects.select_for_update().get(pk=workspace.pk)
     recent = (
         authenticated_at is not None
         and timezone.now().timestamp() - authenticated_at <= settings.HERALD_RECENT_AUTH_SECONDS
     )
-    if not recent and not (
-        current_password and check_password(current_password, actor.user.password)
-    ):
+    if not recent and not password_confirmed:
         raise RecentAuthenticationRequiredError()
     if confirm_name != workspace.name:
         raise FieldValidationError(

@@ -17,6 +17,8 @@ from config.api.schema import problems
 from workspaces import selectors, services
 from workspaces.access import actor_from_request, require_organization, require_workspace
 from workspaces.api import serializers as s
+from workspaces.api.serializers import CURRENT_PASSWORD_MAX_LENGTH
+from workspaces.authentication import check_password_within_budget
 from workspaces.models import OrganizationMembership
 
 PageQuery = page_query_serializer(default=20, maximum=100, name="PageQuery")
@@ -218,18 +220,27 @@ class WorkspaceDetailView(APIView):
         responses={204: None, **problems(400, 404, 409, 422)},
         description=(
             "Permanently delete a workspace. Organization owner's browser session only, "
-            "authenticated within 15 minutes (or send current_password); confirm_name must be "
+            "authenticated within 15 minutes (or send current_password, which is checked first: "
+            "a wrong one is a 403, counted against the client's failed-authentication budget, "
+            "429 once spent); confirm_name must be "
             "the exact workspace name; blockers (final_workspace, active_billing, "
             "pending_deliveries) answer 409. Audit and billing records survive."
         ),
     )
     def delete(self, request: Request, workspace_id: str) -> Response:
+        # The password, when given, is checked before anything else (the workspace, the role,
+        # confirm_name): a wrong one is a 403 that says only "wrong", counted against the
+        # client's failed-authentication budget (429 once spent, the right password included).
+        data = request.data
+        password = data.get("current_password") if isinstance(data, dict) else None
+        if isinstance(password, str) and 0 < len(password) <= CURRENT_PASSWORD_MAX_LENGTH:
+            check_password_within_budget(request, request.user, password)
         body = parse_body(s.WorkspaceDeleteInputSerializer, request)
         services.workspace_delete(
             actor=actor_from_request(request),
             workspace_id=workspace_id,
             confirm_name=body["confirm_name"],
-            current_password=body.get("current_password"),
+            password_confirmed=body.get("current_password") is not None,
             authenticated_at=request.session.get("herald_authenticated_at"),
         )
         return Response(status=204)

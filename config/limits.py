@@ -1,0 +1,341 @@
+"""Where every limit keeps its state, and who the client is (issue 15 parts 3, 4 and 6).
+
+**The client address** of every per-client limit (the failed-authentication budget, the
+anonymous API rate) is :func:`client_ip`. With ``HERALD_NUM_PROXIES`` unset (or 0) it is
+``REMOTE_ADDR`` and ``X-Forwarded-For`` is ignored entirely: a client cannot choose the address
+it is counted under. With ``HERALD_NUM_PROXIES=N`` each of the N trusted proxies appends the
+address it received the request from, so the client is the N-th address from the right. When
+the header holds fewer than N addresses (the request skipped an outer proxy), the leftmost one
+is used: it is still an address one of the trusted proxies wrote, not one the client chose;
+without the header, ``REMOTE_ADDR``.
+
+**The store** is shared by every process of the instance:
+
+* with ``REDIS_URL`` (the cache is Django's ``RedisCache``), Redis: a counter is ``SET NX EX`` +
+  ``INCR`` + ``TTL`` in one pipelined round trip, and :func:`count_with_reading` is one
+  server-side script, so an authenticated bearer request still costs one round trip;
+* otherwise a small SQLite file, ``HERALD_LIMITS_DB`` (``HERALD_DATA_DIR/limits.sqlite3``,
+  created 0600, WAL mode, ``busy_timeout``), one connection per thread, each counter one atomic
+  ``INSERT … ON CONFLICT DO UPDATE … RETURNING``; expired rows are purged at most once a minute
+  per connection. (The in-process ``LocMemCache`` used to hold them: each gunicorn worker then
+  had its own budget.)
+
+Counters are fixed windows that start with their first hit, like ``SET NX EX``. When the store
+cannot be reached (Redis down, SQLite locked for longer than its timeout), the counters **fail
+open**: the request proceeds as if it were the first of its window, and the outage is logged
+once per :data:`config.outages.LOG_INTERVAL_SECONDS` per process, without a traceback. Taking a
+slot (:func:`acquire_slot`, discovery's one request in flight) is not a counter: its outage
+propagates (a 503 ``dependency_unavailable`` problem); releasing one is best effort.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import caches
+from django.core.cache.backends.base import BaseCache
+from django.core.cache.backends.redis import RedisCache
+from rest_framework.settings import api_settings
+
+from config.outages import REDIS_OUTAGE_ERRORS, log_outage
+
+logger = logging.getLogger(__name__)
+
+MAX_ADDRESS_LENGTH = 100  # an IPv6 address with a zone id fits; anything longer is cut
+PURGE_INTERVAL_SECONDS = 60.0
+SQLITE_BUSY_TIMEOUT_SECONDS = 5.0
+
+# The store cannot answer now: the request proceeds (the counters fail open).
+STORE_OUTAGE_ERRORS: tuple[type[Exception], ...] = (*REDIS_OUTAGE_ERRORS, sqlite3.OperationalError)
+
+
+# --- The client address --------------------------------------------------------------------
+
+
+def client_ip(request: Any) -> str:
+    """The address every per-client limit counts ``request`` under (see the module docstring)."""
+    meta = getattr(request, "META", None) or {}
+    remote = str(meta.get("REMOTE_ADDR") or "unknown")
+    proxies = api_settings.NUM_PROXIES
+    if not proxies:
+        return remote
+    forwarded = str(meta.get("HTTP_X_FORWARDED_FOR") or "")
+    addresses = [part.strip() for part in forwarded.split(",") if part.strip()]
+    if not addresses:
+        return remote
+    return addresses[-min(int(proxies), len(addresses))][:MAX_ADDRESS_LENGTH]
+
+
+# --- Redis ---------------------------------------------------------------------------------
+
+
+def redis_client(backend: BaseCache) -> Any | None:
+    """One reused ``redis.Redis`` client per cache backend instance, or ``None`` when the cache
+    is not Redis. (Django's ``RedisCache`` builds a new client for every operation, and a
+    redis-py client costs about 0.1 ms to build; the connection pool was already shared.)
+
+    Keys for this client go through ``backend.make_key`` (prefix and version) without
+    ``validate_key``: that check walks the key character by character for memcached's limits,
+    which Redis does not have, and the keys here are built from IP addresses and user ids."""
+    if not isinstance(backend, RedisCache):
+        return None
+    cache_client = backend._cache
+    client = cache_client.__dict__.get("_herald_client")
+    if client is None:
+        client = cache_client.get_client(write=True)
+        cache_client.__dict__["_herald_client"] = client
+    return client
+
+
+# One round trip: read an integer counter (``KEYS[1]``) and, unless it has reached ``ARGV[2]``,
+# count one request in the window ``KEYS[2]`` of ``ARGV[1]`` seconds, as ``window_hit`` does.
+_READ_THEN_HIT = """
+local reading = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if reading >= tonumber(ARGV[2]) then
+  return {reading, -1, -1}
+end
+redis.call('SET', KEYS[2], 0, 'EX', ARGV[1], 'NX')
+local count = redis.call('INCR', KEYS[2])
+local ttl = redis.call('TTL', KEYS[2])
+if ttl < 0 then
+  redis.call('EXPIRE', KEYS[2], ARGV[1])
+  ttl = tonumber(ARGV[1])
+end
+return {reading, count, ttl}
+"""
+
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+
+
+def _redis_read(client: Any, backend: BaseCache, key: str) -> int:
+    value = client.get(backend.make_key(key))
+    return 0 if value is None else int(value)
+
+
+def _redis_hit(client: Any, backend: BaseCache, key: str, duration: int) -> tuple[int, float]:
+    full_key = backend.make_key(key)
+    pipe = client.pipeline(transaction=False)
+    pipe.set(full_key, 0, ex=duration, nx=True)
+    pipe.incr(full_key)
+    pipe.ttl(full_key)
+    _, count, ttl = pipe.execute()
+    if ttl < 0:  # no expiry (should not happen): never let a counter live forever
+        client.expire(full_key, duration)
+        ttl = duration
+    return int(count), float(ttl)
+
+
+def _redis_read_then_hit(
+    client: Any, backend: BaseCache, read_key: str, stop_at: int, key: str, duration: int
+) -> tuple[int, tuple[int, float] | None]:
+    script = client.__dict__.get("_herald_read_then_hit")
+    if script is None:  # registered once per client; redis-py sends EVALSHA, loading it if needed
+        script = client.__dict__["_herald_read_then_hit"] = client.register_script(_READ_THEN_HIT)
+    full_keys = [backend.make_key(read_key), backend.make_key(key)]
+    reading, count, ttl = script(keys=full_keys, args=[duration, stop_at])
+    if count < 0:
+        return int(reading), None
+    return int(reading), (int(count), float(ttl))
+
+
+# --- SQLite --------------------------------------------------------------------------------
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS counters (
+  key TEXT PRIMARY KEY, count INTEGER NOT NULL, expires REAL NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS slots (
+  key TEXT PRIMARY KEY, token TEXT NOT NULL, expires REAL NOT NULL
+) WITHOUT ROWID;
+"""
+
+# A window that has ended starts again at 1; otherwise one more hit, same end.
+_HIT = """
+INSERT INTO counters (key, count, expires) VALUES (:key, 1, :ends)
+ON CONFLICT (key) DO UPDATE SET
+  count = CASE WHEN counters.expires <= :now THEN 1 ELSE counters.count + 1 END,
+  expires = CASE WHEN counters.expires <= :now THEN excluded.expires ELSE counters.expires END
+RETURNING count, expires
+"""
+
+_READ = "SELECT count FROM counters WHERE key = :key AND expires > :now"
+
+# Taken when free or expired; a held slot leaves the row alone and returns nothing.
+_ACQUIRE = """
+INSERT INTO slots (key, token, expires) VALUES (:key, :token, :ends)
+ON CONFLICT (key) DO UPDATE SET token = excluded.token, expires = excluded.expires
+  WHERE slots.expires <= :now
+RETURNING token
+"""
+
+
+class _Local(threading.local):
+    connection: sqlite3.Connection | None = None
+    path: str = ""
+    pid: int = 0
+    purged_at: float = 0.0
+
+
+_local = _Local()
+_inherited: list[sqlite3.Connection] = []  # connections opened before a fork: never used again
+
+
+def limits_path() -> str:
+    return str(settings.HERALD_LIMITS_DB)
+
+
+def _create(path: str) -> None:
+    """The file, owner-only from its creation (SQLite gives its -wal and -shm files the same
+    permissions), in a folder created 0700 when missing."""
+    try:
+        Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    except OSError as exc:  # an unwritable data folder: reported like any store outage
+        raise sqlite3.OperationalError(f"cannot create the limits store: {exc.strerror}") from exc
+
+
+def _connection() -> sqlite3.Connection:
+    path = limits_path()
+    local = _local
+    if local.connection is not None and local.path == path and local.pid == os.getpid():
+        return local.connection
+    if local.connection is not None:
+        if local.pid == os.getpid():
+            local.connection.close()
+        else:  # SQLite connections must not cross a fork; keep it referenced, never touch it
+            _inherited.append(local.connection)
+    local.connection = None
+    _create(path)
+    connection = sqlite3.connect(
+        path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
+    )
+    connection.execute(f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_SECONDS * 1000)}")
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute("PRAGMA synchronous = NORMAL")  # counters need no fsync per commit
+    connection.executescript(_SCHEMA)
+    local.connection, local.path, local.pid, local.purged_at = connection, path, os.getpid(), 0.0
+    return connection
+
+
+def _sqlite_maybe_purge(connection: sqlite3.Connection, now: float) -> None:
+    if now - _local.purged_at < PURGE_INTERVAL_SECONDS and now >= _local.purged_at:
+        return
+    _local.purged_at = now
+    connection.execute("DELETE FROM counters WHERE expires <= ?", (now,))
+    connection.execute("DELETE FROM slots WHERE expires <= ?", (now,))
+
+
+def _sqlite_read(key: str) -> int:
+    row = _connection().execute(_READ, {"key": key, "now": time.time()}).fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _sqlite_hit(key: str, duration: int) -> tuple[int, float]:
+    connection = _connection()
+    now = time.time()
+    _sqlite_maybe_purge(connection, now)
+    rows = connection.execute(_HIT, {"key": key, "now": now, "ends": now + duration}).fetchall()
+    count, ends = rows[0]
+    return int(count), float(ends) - now
+
+
+def clear() -> None:
+    """Forget every counter and slot of the SQLite store (tests; Redis is cleared with the cache)."""
+    connection = _connection()
+    connection.execute("DELETE FROM counters")
+    connection.execute("DELETE FROM slots")
+
+
+# --- The counters --------------------------------------------------------------------------
+
+
+def _failed_open(exc: Exception, where: str) -> None:
+    store = "redis" if isinstance(exc, REDIS_OUTAGE_ERRORS) else "limits store"
+    log_outage(logger, store, where, "rate limits are not enforced meanwhile (%s)",
+               type(exc).__name__)  # fmt: skip
+
+
+def read_count(key: str) -> int:
+    """The count of the window ``key`` (0 when it has none, or when the store is unreachable)."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    try:
+        return _redis_read(client, backend, key) if client is not None else _sqlite_read(key)
+    except STORE_OUTAGE_ERRORS as exc:
+        _failed_open(exc, "limits")
+        return 0
+
+
+def window_hit(key: str, duration: int) -> tuple[int, float]:
+    """Count one request in the window of ``key``: (requests in the window, seconds left).
+    Unreachable store: ``(0, duration)``, i.e. admitted."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    try:
+        if client is not None:
+            return _redis_hit(client, backend, key, duration)
+        return _sqlite_hit(key, duration)
+    except STORE_OUTAGE_ERRORS as exc:
+        _failed_open(exc, "limits")
+        return 0, float(duration)
+
+
+def count_with_reading(
+    read_key: str, stop_at: int, key: str, duration: int
+) -> tuple[int, tuple[int, float] | None]:
+    """The count at ``read_key`` and, unless it has reached ``stop_at``, ``window_hit(key,
+    duration)``; on Redis in one round trip. A request stopped by the reading is not counted.
+    Unreachable store: ``(0, (0, duration))``, i.e. admitted and already counted, so that the
+    throttle does not try the store a second time."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    try:
+        if client is not None:
+            return _redis_read_then_hit(client, backend, read_key, stop_at, key, duration)
+        reading = _sqlite_read(read_key)
+        return reading, None if reading >= stop_at else _sqlite_hit(key, duration)
+    except STORE_OUTAGE_ERRORS as exc:
+        _failed_open(exc, "limits")
+        return 0, (0, float(duration))
+
+
+# --- Slots (one holder at a time) ----------------------------------------------------------
+
+
+def acquire_slot(key: str, token: str, ttl: int) -> bool:
+    """Take the slot ``key`` for ``token`` for at most ``ttl`` seconds; False while another
+    holder has it. An unreachable store raises (see the module docstring)."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    if client is not None:
+        return bool(client.set(backend.make_key(key), token, nx=True, ex=ttl))
+    connection = _connection()
+    now = time.time()
+    _sqlite_maybe_purge(connection, now)
+    params = {"key": key, "token": token, "now": now, "ends": now + ttl}
+    return bool(connection.execute(_ACQUIRE, params).fetchall())
+
+
+def release_slot(key: str, token: str) -> None:
+    """Free the slot ``key`` if ``token`` still holds it. Best effort: when the store cannot be
+    reached, the slot expires on its own."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    try:
+        if client is not None:
+            client.eval(_RELEASE, 1, backend.make_key(key), token)
+        else:
+            _connection().execute("DELETE FROM slots WHERE key = ? AND token = ?", (key, token))
+    except STORE_OUTAGE_ERRORS as exc:
+        log_outage(logger, "redis" if client is not None else "limits store", "slots",
+                   "slot left to expire (%s)", type(exc).__name__)  # fmt: skip

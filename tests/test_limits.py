@@ -1,0 +1,303 @@
+"""Every limit's client address and store (issue 15 parts 3-6, issue 16's deletion password).
+
+* One client address (``config.limits.client_ip``): ``HERALD_NUM_PROXIES`` trusted proxies, and
+  ``X-Forwarded-For`` ignored when it is unset, for the failure budget and the anonymous rate.
+* One failed-authentication budget for every place that checks a secret: bearer tokens,
+  ``/login/``, ``/admin/login/`` and the password confirming a workspace deletion.
+* The SQLite limits store without Redis; with Redis configured but down the counters fail open.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import stat
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import time_machine
+from django.conf import settings as django_settings
+from django.test import Client, override_settings
+from rest_framework.test import APIClient
+
+from config import limits
+from config.api import throttling
+from config.outages import reset_outage_log
+from tests.problem_asserts import assert_problem
+from tests.worker_harness import free_port
+from workspaces.access import Actor
+from workspaces.models import User, Workspace
+from workspaces.services import workspace_create
+
+pytestmark = pytest.mark.django_db
+
+ME = "/api/v1/me"
+# Anonymous, behind the default throttle (the API rate, per client address when anonymous).
+ANONYMOUS = "/api/v1/accounts/oauth/callback?error=access_denied&state=x"
+PASSWORD = "correct horse battery"  # the make_user default
+UNKNOWN_TOKEN = "Bearer hrld_00000000_" + "A" * 43
+FROZEN = "2030-01-01 12:00:05+00:00"  # the budget is per clock minute: stay inside one
+
+
+def proxies(count: int | None) -> override_settings:
+    return override_settings(
+        REST_FRAMEWORK={**django_settings.REST_FRAMEWORK, "NUM_PROXIES": count}
+    )
+
+
+class Meta:
+    def __init__(self, remote: str, forwarded: str | None = None) -> None:
+        self.META = {"REMOTE_ADDR": remote}
+        if forwarded is not None:
+            self.META["HTTP_X_FORWARDED_FOR"] = forwarded
+
+
+# --- One client address ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("count", "forwarded", "expected"),
+    [
+        (None, "6.6.6.6", "10.0.0.9"),  # unset: the header is ignored entirely
+        (0, "6.6.6.6", "10.0.0.9"),
+        (1, None, "10.0.0.9"),  # no header: REMOTE_ADDR
+        (1, "6.6.6.6, 1.2.3.4", "1.2.3.4"),  # one proxy: the address it appended
+        (2, "6.6.6.6, 1.2.3.4, 10.0.0.2", "1.2.3.4"),  # the N-th from the right
+        (3, "1.2.3.4, 10.0.0.2", "1.2.3.4"),  # fewer than N: the leftmost
+        (1, " , ", "10.0.0.9"),
+    ],
+)
+def test_client_ip(count: int | None, forwarded: str | None, expected: str) -> None:
+    with proxies(count):
+        assert limits.client_ip(Meta("10.0.0.9", forwarded)) == expected
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_behind_a_proxy_one_clients_bad_tokens_do_not_lock_out_the_others(
+    owner_client: APIClient, settings: Any
+) -> None:
+    """Every request comes from the proxy's address; the budget belongs to the client it names."""
+    settings.HERALD_AUTH_FAILURES_PER_MINUTE = 3
+    proxy = {"REMOTE_ADDR": "10.0.0.1"}
+    attacker = APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN, **proxy)
+    with proxies(1):
+        codes = [attacker.get(ME, HTTP_X_FORWARDED_FOR="203.0.113.7").status_code for _ in range(4)]
+        assert codes == [401, 401, 401, 429]
+        # The attacker cannot escape by naming another address left of the proxy's own entry.
+        escape = attacker.get(ME, HTTP_X_FORWARDED_FOR="198.51.100.1, 203.0.113.7")
+        assert escape.status_code == 429
+        other = owner_client.get(ME, HTTP_X_FORWARDED_FOR="198.51.100.20", **proxy)
+        assert other.status_code == 200, other.content
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_the_anonymous_rate_cannot_be_dodged_by_rotating_x_forwarded_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(throttling.UserRateThrottle, "THROTTLE_RATES", {"user": "3/min"})
+    client = APIClient(REMOTE_ADDR="192.0.2.50")
+    codes = [
+        client.get(ANONYMOUS, HTTP_X_FORWARDED_FOR=f"198.51.100.{n}").status_code for n in range(5)
+    ]
+    assert 429 not in codes[:3]
+    assert codes[3:] == [429, 429]
+    # Another client (another REMOTE_ADDR) has its own window.
+    assert APIClient(REMOTE_ADDR="192.0.2.51").get(ANONYMOUS).status_code != 429
+    # Behind one proxy, rotating the client-written part changes nothing either.
+    with proxies(1):
+        behind = APIClient(REMOTE_ADDR="10.0.0.1")
+        rotated = [
+            behind.get(ANONYMOUS, HTTP_X_FORWARDED_FOR=f"198.51.100.{n}, 192.0.2.60").status_code
+            for n in range(4)
+        ]
+    assert rotated[3] == 429
+    assert 429 not in rotated[:3]
+
+
+# --- One budget for every password and token ------------------------------------------------
+
+
+@pytest.fixture
+def admin_user(make_user: Callable[..., User]) -> User:
+    return make_user("root@example.com", is_staff=True, is_superuser=True)
+
+
+def admin_login(client: Client, email: str, password: str) -> Any:
+    return client.post(
+        "/admin/login/", {"username": email, "password": password, "next": "/admin/"}
+    )
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_the_admin_sign_in_spends_the_budget_and_then_refuses_the_right_password(
+    admin_user: User, settings: Any
+) -> None:
+    settings.HERALD_AUTH_FAILURES_PER_MINUTE = 3
+    client = Client()
+    for _ in range(3):
+        response = admin_login(client, admin_user.email, "guess")
+        assert response.status_code == 200
+        assert "_auth_user_id" not in client.session
+    response = admin_login(client, admin_user.email, PASSWORD)
+    assert "_auth_user_id" not in client.session, "signed in with the budget spent"
+    assert "Too many failed sign-ins" in response.content.decode()
+    # The same budget refuses bearer tokens from that address, a valid one included...
+    assert APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN).get(ME).status_code == 429
+    # ...and the next minute the right password works again.
+    with time_machine.travel("2030-01-01 12:01:05+00:00", tick=False):
+        response = admin_login(client, admin_user.email, PASSWORD)
+        assert response.status_code == 302
+        assert client.session["_auth_user_id"] == str(admin_user.pk)
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_bad_tokens_spend_the_budget_of_the_sign_in_page(user: User, settings: Any) -> None:
+    settings.HERALD_AUTH_FAILURES_PER_MINUTE = 2
+    bad = APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN)
+    assert [bad.get(ME).status_code for _ in range(2)] == [401, 401]
+    client = Client()
+    response = client.post("/login/", {"username": user.email, "password": PASSWORD})
+    assert response.status_code == 429
+    assert 1 <= int(response["Retry-After"]) <= 60
+    assert "Too many failed sign-ins" in response.content.decode()
+    assert "_auth_user_id" not in client.session
+    # Another address has its own budget.
+    other = Client(REMOTE_ADDR="192.0.2.99")
+    assert other.post("/login/", {"username": user.email, "password": PASSWORD}).status_code == 302
+
+
+# --- Workspace deletion: the password first -------------------------------------------------
+
+
+@pytest.fixture
+def doomed(user: User, organization: Any, workspace: Any) -> Any:
+    return workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Doomed")
+
+
+def delete(client: APIClient, csrf: dict[str, str], ws: Any, **body: Any) -> Any:
+    return client.delete(f"/api/v1/workspaces/{ws.pk}", body, format="json", **csrf)
+
+
+def test_a_wrong_password_is_refused_even_with_a_recent_session(
+    make_session_client: Callable[..., APIClient],
+    csrf_headers: Callable[[Any], dict[str, str]],
+    user: User,
+    doomed: Any,
+) -> None:
+    client = make_session_client(user, authenticated_seconds_ago=10)
+    response = delete(
+        client, csrf_headers(client), doomed, confirm_name="Doomed", current_password="nope"
+    )
+    body = assert_problem(response, 403, "recent_authentication_required")
+    assert body["detail"] == "The current password is wrong."
+    assert Workspace.objects.filter(pk=doomed.pk).exists()
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_deletion_passwords_are_checked_first_and_spend_the_budget(
+    make_session_client: Callable[..., APIClient],
+    csrf_headers: Callable[[Any], dict[str, str]],
+    user: User,
+    doomed: Any,
+    settings: Any,
+) -> None:
+    """Before: with an old session a wrong ``confirm_name`` answered 403 for a wrong password and
+    422 for the right one, without limit. Now a wrong password is the same 403 whatever else
+    the body says, each one counts, and once the budget is spent the right one is a 429."""
+    settings.HERALD_AUTH_FAILURES_PER_MINUTE = 3
+    client = make_session_client(user, authenticated_seconds_ago=3600)
+    csrf = csrf_headers(client)
+    wrong = [
+        delete(client, csrf, doomed, confirm_name="Doomed", current_password="guess1"),
+        delete(client, csrf, doomed, confirm_name="not it", current_password="guess2"),
+        delete(client, csrf, doomed, confirm_name="not it", current_password="guess3", extra=1),
+    ]
+    bodies = [assert_problem(r, 403, "recent_authentication_required") for r in wrong]
+    assert len({(b["detail"], b["title"]) for b in bodies}) == 1
+    refused = delete(client, csrf, doomed, confirm_name="not it", current_password=PASSWORD)
+    assert_problem(refused, 429, "rate_limited")
+    refused = delete(client, csrf, doomed, confirm_name="Doomed", current_password=PASSWORD)
+    assert_problem(refused, 429, "rate_limited")
+    assert Workspace.objects.filter(pk=doomed.pk).exists()
+    with time_machine.travel("2030-01-01 12:01:05+00:00", tick=False):
+        response = delete(client, csrf, doomed, confirm_name="Doomed", current_password=PASSWORD)
+        assert response.status_code == 204
+    assert not Workspace.objects.filter(pk=doomed.pk).exists()
+
+
+def test_a_wrong_password_is_refused_before_the_role_or_the_workspace(
+    make_session_client: Callable[..., APIClient],
+    csrf_headers: Callable[[Any], dict[str, str]],
+    make_user: Callable[..., User],
+    doomed: Any,
+) -> None:
+    stranger = make_user("stranger@example.com")
+    client = make_session_client(stranger)
+    csrf = csrf_headers(client)
+    for ws in (doomed, Workspace(pk="00000000-0000-4000-8000-00000000000f")):
+        response = delete(client, csrf, ws, confirm_name="Doomed", current_password="nope")
+        assert_problem(response, 403, "recent_authentication_required")
+
+
+# --- The SQLite store -----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(
+    throttling.redis_client(throttling.caches["default"]) is not None, reason="Redis is the store"
+)
+def test_the_sqlite_store_is_a_private_wal_file() -> None:
+    assert limits.window_hit("test:file", 60)[0] == 1
+    path = limits.limits_path()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    with sqlite3.connect(path) as other:  # another process would see the same count
+        assert other.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert other.execute("SELECT count FROM counters WHERE key = 'test:file'").fetchone() == (
+            1,
+        )
+    assert limits.acquire_slot("test:slot", "a", 30)
+    assert not limits.acquire_slot("test:slot", "b", 30)
+    limits.release_slot("test:slot", "b")  # not the holder: nothing happens
+    assert not limits.acquire_slot("test:slot", "b", 30)
+    limits.release_slot("test:slot", "a")
+    assert limits.acquire_slot("test:slot", "b", 30)
+
+
+# --- Redis down: the counters fail open -----------------------------------------------------
+
+
+@pytest.fixture
+def down_redis() -> Iterator[None]:
+    """``REDIS_URL`` configured, nothing listening on its port."""
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    reset_outage_log()
+    with override_settings(
+        REDIS_URL=url,
+        CACHES={
+            "default": {
+                "BACKEND": "django.core.cache.backends.redis.RedisCache",
+                "LOCATION": url,
+                "KEY_PREFIX": "herald",
+                "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+            }
+        },
+    ):
+        yield
+    reset_outage_log()
+
+
+def test_with_redis_down_the_counters_fail_open_and_log_once(
+    down_redis: None, owner_client: APIClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING):
+        answers = [owner_client.get(ME).status_code for _ in range(5)]
+        bad = APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN).get(ME)
+        anonymous = APIClient().get(ANONYMOUS)
+    assert answers == [200] * 5
+    assert_problem(bad, 401, "not_authenticated")
+    assert anonymous.status_code not in (429, 500, 503)
+    reports = [r for r in caplog.records if r.name == "config.limits"]
+    assert len(reports) == 1, [r.getMessage() for r in reports]
+    assert "redis unavailable" in reports[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
