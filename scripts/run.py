@@ -116,14 +116,12 @@ def ensure_admin(pending: Path) -> None:
             os.unlink(path)
 
 
-def take_pending(pending: Path) -> dict[str, str] | None:
-    """The e-mail and password not shown yet, removed as they are read (shown once)."""
+def read_pending(pending: Path) -> dict[str, str] | None:
+    """The e-mail and password not shown yet (deleted once they are)."""
     try:
-        text = pending.read_text(encoding="utf-8")
+        return json.loads(pending.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
     except FileNotFoundError:
         return None
-    pending.unlink()
-    return json.loads(text)
 
 
 def answers(url: str) -> bool:
@@ -238,7 +236,7 @@ def main() -> int:
         print(f"\nHerald is running at {url}/  (API docs: {url}/docs/)")
         print("Sign in at /login/ and create API tokens at /settings/developer/. Ctrl-C stops.\n",
               flush=True)
-        admin = take_pending(pending)
+        admin = read_pending(pending)
         if admin:
             print(framed([
                 "First administrator created. The password is shown only this once:",
@@ -249,6 +247,7 @@ def main() -> int:
                 "",
                 "Change it after signing in.",
             ]) + "\n", flush=True)
+            pending.unlink()  # shown: once only
 
         while True:
             for name, process in processes.items():
