@@ -66,6 +66,13 @@ OTHER_PROBLEMS: tuple[ProblemType, ...] = (
         "None of the media types in the Accept header can be produced.",
     ),
     _p(
+        "length_required",
+        411,
+        "Length required",
+        "The request has a body without a Content-Length header (for example sent with "
+        "`Transfer-Encoding: chunked`); send the body with its Content-Length.",
+    ),
+    _p(
         "payload_too_large",
         413,
         "Payload too large",

@@ -61,6 +61,9 @@ class ApiProblemMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
+        unframed = _length_required(request)
+        if unframed is not None:
+            return unframed
         if not request.path.startswith(API_PREFIX):
             return self.get_response(request)
         too_large = self._too_large(request)
@@ -113,6 +116,24 @@ class ApiProblemMiddleware:
                 f"The request body is {length} bytes; the limit is {limit} bytes.",
             )
         return None
+
+
+def _length_required(request: HttpRequest) -> HttpResponse | None:
+    """A 411 for a body framed by ``Transfer-Encoding`` (chunked) without a Content-Length.
+
+    Django reads exactly CONTENT_LENGTH bytes of a WSGI request (none without one), so such a
+    body would be silently dropped and the client told that its fields are missing. gunicorn
+    passes chunked bodies through to WSGI (``wsgi.input_terminated``) without a CONTENT_LENGTH;
+    rather than read an unbounded stream, the request is refused and the client told to send a
+    Content-Length, which the size limits (413) are checked against.
+    """
+    meta = request.META
+    if not meta.get("HTTP_TRANSFER_ENCODING") or meta.get("CONTENT_LENGTH"):
+        return None
+    detail = "Send the request body with a Content-Length header; Transfer-Encoding: chunked is not accepted."
+    if request.path.startswith(API_PREFIX):
+        return problem_response(request, 411, "length_required", detail)
+    return HttpResponse(f"Length Required (411): {detail}\n", status=411, content_type="text/plain; charset=utf-8")
 
 
 def release_view_references(response: HttpResponse) -> None:
