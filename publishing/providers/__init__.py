@@ -6,7 +6,8 @@
 * ``HERALD_PROVIDER_TIMEOUT_SECONDS`` (default 10): read timeout; connect timeout is
   ``min(5, that)``.
 * ``HERALD_ALLOW_PRIVATE_PROVIDER_URLS`` (default False): accept http and private/loopback
-  addresses for user-supplied URLs (Mastodon instances, Discord webhooks, Bluesky PDS). Tests.
+  addresses for user-supplied URLs (Mastodon instances, Discord and generic webhooks, Bluesky
+  PDS). Tests.
 * ``HERALD_BLUESKY_SERVICE_URL`` (default https://bsky.social).
 * ``HERALD_TELEGRAM_API_URL`` (default https://api.telegram.org).
 
@@ -23,8 +24,10 @@ from publishing.providers.discord_webhook import DiscordWebhookAdapter
 from publishing.providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
 from publishing.providers.mastodon import MastodonAdapter
 from publishing.providers.telegram import DEFAULT_API_URL, TelegramAdapter
+from publishing.providers.webhook import WebhookAdapter
 
 PROVIDERS: tuple[str, ...] = ("mastodon", "bluesky", "discord_webhook", "telegram")
+PROVIDERS += ("webhook",)  # generic signed JSON POST (publishing/providers/webhook.py)
 
 
 @lru_cache(maxsize=32)
@@ -44,6 +47,8 @@ def _build(
         return DiscordWebhookAdapter(http=http)
     if provider == "telegram":
         return TelegramAdapter(http=http, api_url=telegram_url)
+    if provider == "webhook":
+        return WebhookAdapter(http=http)
     raise KeyError(provider)
 
 

@@ -108,6 +108,9 @@ class ConnectedAccount:
     account_kind: str = "user"
     granted_scopes: tuple[str, ...] = ()
     expires_at: datetime | None = None
+    # The account's public page on its provider (a Mastodon or Bluesky profile, a public
+    # Telegram chat, the feed's Atom URL); empty when there is none.
+    profile_url: str = ""
 
 
 @dataclass
@@ -126,6 +129,11 @@ class MediaItem:
     size: int
     open: Callable[[], BinaryIO]  # opens the stored file for reading
     alt_text: str = ""
+    media_id: str = ""  # Herald's Media id (the built-in feed serves the file itself)
+    # Where a receiver outside Herald can fetch it (the media API's ``url``: object storage or
+    # HERALD_PUBLIC_URL + path); "" when no absolute address is known. For adapters that send
+    # links instead of bytes (the generic ``webhook``).
+    url: str = ""
 
 
 @dataclass
@@ -139,6 +147,11 @@ class PublishRequest:
     # whether provider-side idempotency (Mastodon keeps keys 1 h) still covers a re-send, and to
     # bound the search window.
     first_attempt_at: datetime | None = None
+    # The publication this destination belongs to, for adapters that describe it to a receiver
+    # (the generic ``webhook``): its ID, creation time and schedule (UTC; None = publish now).
+    publication_id: str = ""
+    created_at: datetime | None = None
+    scheduled_at: datetime | None = None
 
 
 @dataclass
@@ -256,6 +269,11 @@ class ProviderAdapter(abc.ABC):
         ``None`` means the provider has no such post: it is safe to send again.
         """
         raise NotSupported("Reconcile")
+
+    def delete(self, *, account: AccountContext, external_id: str) -> None:
+        """Remove the published post ``external_id``. Safe to repeat: deleting a post that is
+        already gone succeeds."""
+        raise NotSupported("Delete")
 
     # Reads ---------------------------------------------------------------------------------
     def destination_options(

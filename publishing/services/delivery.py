@@ -34,6 +34,7 @@ from publishing.providers.base import (
     PublishResult,
 )
 from publishing.services.accounts import account_context, account_mark_reconnect_required
+from publishing.services.media import media_absolute_url
 from publishing.services.publications import event_record
 from readiness import services as readiness
 
@@ -92,14 +93,16 @@ def _request_for(destination: Destination) -> PublishRequest:
     media_by_id = {str(m.pk): m for m in Media.objects.filter(pk__in=media_ids or [])}
     items = [
         MediaItem(name=m.name, mime_type=m.mime_type, size=m.size_bytes,
-                  open=partial(m.file.open, "rb"), alt_text=m.alt_text)
+                  open=partial(m.file.open, "rb"), alt_text=m.alt_text, url=media_absolute_url(m))
         for media_id in media_ids or []
         if (m := media_by_id.get(str(media_id))) is not None
     ]
     return PublishRequest(profile=destination.profile, text=text or "", media=items,
                           options=dict(destination.options or {}),
                           idempotency_key=destination.idempotency_key,
-                          first_attempt_at=destination.first_attempt_at)
+                          first_attempt_at=destination.first_attempt_at,
+                          publication_id=str(publication.pk), created_at=publication.created_at,
+                          scheduled_at=publication.scheduled_at)
 
 
 def delivery_send(*, destination_id: Any) -> None:

@@ -147,3 +147,16 @@ def media_delete(*, actor: Actor, media_id: Any) -> None:
         stored_name = media.file.name
         media.delete()
     transaction.on_commit(lambda: media.file.storage.delete(stored_name))
+
+
+def media_absolute_url(media: Media) -> str:
+    """The address a receiver outside Herald fetches ``media`` from, built as the media API
+    builds ``url``: the storage's own absolute URL (object storage), else ``HERALD_PUBLIC_URL``
+    followed by the storage path. Outside a request there is no other origin to use, so without
+    ``HERALD_PUBLIC_URL`` a local file has none: ``""``."""
+    url = str(media.file.url)
+    if not url.startswith("/"):
+        return url
+    if settings.HERALD_PUBLIC_URL:
+        return f"{settings.HERALD_PUBLIC_URL}{url}"
+    return ""
