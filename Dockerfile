@@ -71,6 +71,15 @@ RUN SECRET_KEY=collectstatic-build-only-not-a-secret \
  && mkdir -p /data/media /data/beat \
  && chown herald:herald /data /data/media /data/beat
 
+# The source revision recorded with certification runs (readiness/subjects.py). The build
+# context has no .git to read it from, so it is a build argument:
+#   docker build --build-arg HERALD_SOURCE_REVISION="$(git rev-parse HEAD)" .
+# (docker-compose.yml passes ${HERALD_SOURCE_REVISION}). Declared after the steps above so a
+# new revision does not invalidate their cached layers.
+ARG HERALD_SOURCE_REVISION=""
+ENV HERALD_SOURCE_REVISION=${HERALD_SOURCE_REVISION}
+LABEL org.opencontainers.image.revision="${HERALD_SOURCE_REVISION}"
+
 USER herald:herald
 
 EXPOSE 8000

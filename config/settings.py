@@ -461,7 +461,9 @@ HERALD_PROVIDER_POLICY_MODE = env_choice("HERALD_PROVIDER_POLICY_MODE", ("standa
 # Server policy restrictions: "provider", "provider.format", "provider:account_kind",
 # "mode:<policy_mode>" or "provider@<policy_mode>" entries.
 HERALD_PROVIDER_POLICY_RESTRICTIONS = env_list("HERALD_PROVIDER_POLICY_RESTRICTIONS", default=[])
-# Source revision recorded with certification runs (the image sets it; else read from .git).
+# Source revision recorded with certification runs. The image bakes in its build argument
+# HERALD_SOURCE_REVISION (Dockerfile, docker-compose.yml); when unset, readiness/subjects.py reads
+# the commit of the git checkout at BASE_DIR, and an installed package (no .git) records "unknown".
 HERALD_SOURCE_REVISION = env_str("HERALD_SOURCE_REVISION") or ""
 HERALD_CERTIFICATION_RETEST_DAYS = env_int("HERALD_CERTIFICATION_RETEST_DAYS", 30)
 

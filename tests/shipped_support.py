@@ -177,6 +177,7 @@ def installed_herald(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if workdir.resolve().is_relative_to(ROOT):
             raise ShipError(f"the installed environment must live outside the checkout: {workdir}")
         wheel = build_wheel(workdir)
+        _installed["context"] = workdir / "context"
         _installed["wheel"] = wheel
         _installed["bin"] = install_wheel(wheel, workdir / "venv")
     return _installed["bin"]
@@ -185,3 +186,8 @@ def installed_herald(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def installed_wheel() -> Path:
     """The wheel ``installed_herald`` built in this session (call that first)."""
     return _installed["wheel"]
+
+
+def installed_context() -> Path:
+    """The copy of the Docker build context that wheel was built from."""
+    return _installed["context"]
