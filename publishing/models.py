@@ -57,6 +57,8 @@ class Account(models.Model):
     username = models.CharField(max_length=200)
     display_name = models.CharField(max_length=200, blank=True, default="")
     avatar_url = models.CharField(max_length=500, blank=True, default="")
+    # The account's public page on its provider; empty when there is none (README "Providers").
+    profile_url = models.CharField(max_length=500, blank=True, default="")
     instance_url = models.CharField(max_length=300, blank=True, default="")
     account_kind = models.CharField(max_length=40, default="user")
     granted_scopes = models.JSONField(default=list, blank=True)
@@ -79,7 +81,11 @@ class Account(models.Model):
                 name="one_live_connection_per_account",
             ),
         ]
-        indexes: ClassVar = [models.Index(fields=["workspace", "-created_at"], name="account_ws_newest")]
+        indexes: ClassVar = [
+            models.Index(fields=["workspace", "-created_at"], name="account_ws_newest"),
+            # The built-in feed's public URLs name the account by its token (its external id).
+            models.Index(fields=["provider", "external_id"], name="account_provider_external"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.provider}:{self.username}"
@@ -268,6 +274,49 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.method} {self.path} [{self.key}]"
+
+
+class FeedEntry(models.Model):
+    """One entry of a built-in Herald feed (provider ``feed``), written by the feed adapter in
+    the worker: one per destination (its idempotency key is unique). ``delete`` withdraws an
+    entry (``deleted_at``, text and enclosures dropped) and keeps the row, so the feed's
+    ``Last-Modified`` moves and a re-send with the same key revives the same entry."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    account = models.ForeignKey(Account, on_delete=models.CASCADE, related_name="feed_entries")
+    idempotency_key = models.CharField(max_length=64, unique=True)
+    text = models.TextField(blank=True, default="")
+    published_at = models.DateTimeField(default=now)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name_plural = "feed entries"
+        indexes: ClassVar = [
+            models.Index(fields=["account", "-published_at", "-id"], name="feed_entry_newest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"feed entry {self.pk}"
+
+
+class FeedEnclosure(models.Model):
+    """A media item of a feed entry, served by Herald at a URL bound to the feed's token."""
+
+    id = models.BigAutoField(primary_key=True)
+    entry = models.ForeignKey(FeedEntry, on_delete=models.CASCADE, related_name="enclosures")
+    media = models.ForeignKey(Media, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering: ClassVar = ["position"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["entry", "position"], name="one_enclosure_per_position"),
+        ]
+        indexes: ClassVar = [models.Index(fields=["media", "entry"], name="feed_enclosure_media")]
+
+    def __str__(self) -> str:
+        return f"enclosure {self.media_id} of {self.entry_id}"
 
 
 class SchedulerHeartbeat(models.Model):

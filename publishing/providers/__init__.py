@@ -21,6 +21,7 @@ from functools import lru_cache
 from publishing.providers.base import ProviderAdapter
 from publishing.providers.bluesky import DEFAULT_SERVICE_URL, BlueskyAdapter
 from publishing.providers.discord_webhook import DiscordWebhookAdapter
+from publishing.providers.feed import FeedAdapter
 from publishing.providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
 from publishing.providers.mastodon import MastodonAdapter
 from publishing.providers.telegram import DEFAULT_API_URL, TelegramAdapter
@@ -28,6 +29,7 @@ from publishing.providers.webhook import WebhookAdapter
 
 PROVIDERS: tuple[str, ...] = ("mastodon", "bluesky", "discord_webhook", "telegram")
 PROVIDERS += ("webhook",)  # generic signed JSON POST (publishing/providers/webhook.py)
+PROVIDERS += ("feed",)  # built-in public Atom / JSON Feed (publishing/providers/feed.py)
 
 
 @lru_cache(maxsize=32)
@@ -47,6 +49,8 @@ def _build(
         return DiscordWebhookAdapter(http=http)
     if provider == "telegram":
         return TelegramAdapter(http=http, api_url=telegram_url)
+    if provider == "feed":
+        return FeedAdapter()  # built in: no HTTP, writes feed entries to the database
     if provider == "webhook":
         return WebhookAdapter(http=http)
     raise KeyError(provider)

@@ -93,7 +93,8 @@ def _request_for(destination: Destination) -> PublishRequest:
     media_by_id = {str(m.pk): m for m in Media.objects.filter(pk__in=media_ids or [])}
     items = [
         MediaItem(name=m.name, mime_type=m.mime_type, size=m.size_bytes,
-                  open=partial(m.file.open, "rb"), alt_text=m.alt_text, url=media_absolute_url(m))
+                  open=partial(m.file.open, "rb"), alt_text=m.alt_text, url=media_absolute_url(m),
+                  media_id=str(m.pk))
         for media_id in media_ids or []
         if (m := media_by_id.get(str(media_id))) is not None
     ]

@@ -1,0 +1,248 @@
+"""The built-in Herald feed (``feed``): a public Atom and JSON Feed that Herald serves itself.
+
+Connecting one needs no outside service: ``fields: {"title": ..., "description": ...}``
+(description optional) creates a feed named by a random 32-character token
+(``secrets.token_hex(16)``, the account's external id). Its public URLs, served by
+``publishing.feeds`` without authentication, are
+
+* ``/feeds/<token>.atom`` (Atom, ``application/atom+xml``; the account's ``profile_url``),
+* ``/feeds/<token>.json`` (JSON Feed 1.1, ``application/feed+json``),
+* ``/feeds/<token>/entries/<entry id>`` (an HTML page of one entry: the ``external_url``),
+* ``/feeds/<token>/media/<media id>`` (an entry's media, the feed's enclosures).
+
+Unlike the other adapters this one talks to no provider over HTTP: publishing writes a
+``FeedEntry`` row (unique on the destination's idempotency key, so a repeated send finds the
+same entry), ``reconcile`` finds it by that key and ``delete`` withdraws it. It therefore uses
+the database (imported lazily: the registry imports adapters before Django's apps are ready).
+"""
+
+from __future__ import annotations
+
+import secrets
+import unicodedata
+from typing import Any
+from urllib.parse import urlsplit
+
+from publishing.providers.base import (
+    AccountContext,
+    Capabilities,
+    ConnectedAccount,
+    ConnectionMode,
+    ErrorKind,
+    MediaRule,
+    OutputProfile,
+    ProviderAdapter,
+    ProviderError,
+    ProviderInputError,
+    PublishRequest,
+    PublishResult,
+)
+from publishing.providers.http import precheck
+
+PROVIDER = "feed"
+LABEL = "Herald feed"
+# Set by the accounts service (never taken from the user): the public origin this Herald is
+# reached at when the feed is connected, so stored URLs (profile_url, external_url) are
+# absolute even without HERALD_PUBLIC_URL.
+ORIGIN_FIELD = "herald_origin"
+TITLE_MAX = 200
+DESCRIPTION_MAX = 1000
+MAX_ENTRIES = 50  # newest entries in a feed document (older ones keep their permalinks)
+MAX_MEDIA_BYTES = 200 * 1024 * 1024
+
+
+def feed_length(text: str) -> int:
+    return len(text)
+
+
+ENTRY_PROFILE = OutputProfile(
+    key="feed.entry",
+    text_limit=10000,
+    text_counter=feed_length,
+    media=MediaRule(
+        max_count=10,
+        mime_types=("image/jpeg", "image/png", "image/gif", "image/webp", "video/mp4"),
+        max_bytes=MAX_MEDIA_BYTES,
+    ),
+    counting_rule="characters",
+)
+
+
+def new_token() -> str:
+    """32 hexadecimal characters (128 random bits): unguessable."""
+    return secrets.token_hex(16)
+
+
+def feed_path(token: str, kind: str) -> str:
+    """``/feeds/<token>.atom`` or ``.json``."""
+    return f"/feeds/{token}.{kind}"
+
+
+def entry_path(token: str, entry_id: Any) -> str:
+    return f"/feeds/{token}/entries/{entry_id}"
+
+
+def media_path(token: str, media_id: Any) -> str:
+    return f"/feeds/{token}/media/{media_id}"
+
+
+def _origin(value: str) -> str:
+    parts = urlsplit((value or "").strip())
+    if parts.scheme in ("http", "https") and parts.netloc:
+        return f"{parts.scheme}://{parts.netloc}"
+    return ""
+
+
+def _clean_line(value: str, *, field: str, limit: int, required: bool) -> str:
+    value = " ".join((value or "").split())  # one line: newlines and runs of spaces collapse
+    value = "".join(ch for ch in value if unicodedata.category(ch) not in ("Cc", "Cs"))
+    if required and not value:
+        raise ProviderInputError(field, f"{LABEL}: the {field} is required.")
+    if len(value) > limit:
+        raise ProviderInputError(field, f"{LABEL}: the {field} is longer than {limit} characters.")
+    return value
+
+
+class FeedAdapter(ProviderAdapter):
+    capabilities = Capabilities(
+        provider=PROVIDER,
+        display_name=LABEL,
+        connection=ConnectionMode.CREDENTIALS,
+        profiles=(ENTRY_PROFILE,),
+        account_kind="feed",
+        credential_fields=("title",),  # plus an optional "description"
+    )
+
+    # Connect ---------------------------------------------------------------------------------
+    def connect_with_credentials(self, *, fields: dict[str, str]) -> ConnectedAccount:
+        from django.conf import settings
+
+        title = _clean_line(fields.get("title", ""), field="title", limit=TITLE_MAX, required=True)
+        description = _clean_line(
+            fields.get("description", ""),
+            field="description",
+            limit=DESCRIPTION_MAX,
+            required=False,
+        )
+        origin = _origin(fields.get(ORIGIN_FIELD, "")) or _origin(
+            str(getattr(settings, "HERALD_PUBLIC_URL", "") or "")
+        )
+        token = new_token()
+        return ConnectedAccount(
+            external_id=token,
+            username=title,
+            display_name=title,
+            account_kind="feed",
+            # Not secrets, but the token is what makes the feed unguessable: kept with the
+            # other connection data (encrypted) and dropped on disconnect.
+            credentials={"feed_token": token, "description": description, "origin": origin},
+            profile_url=f"{origin}{feed_path(token, 'atom')}",
+        )
+
+    # Publish ---------------------------------------------------------------------------------
+    @staticmethod
+    def _feed_account(account: AccountContext) -> Any:
+        from publishing.models import Account
+
+        row = (
+            Account.objects.filter(provider=PROVIDER, external_id=account.external_id)
+            .exclude(status=Account.Status.DISCONNECTED)
+            .first()
+        )
+        if row is None:
+            raise ProviderError(
+                ErrorKind.AUTH, f"{LABEL}: this feed was disconnected; connect a new one."
+            )
+        return row
+
+    @staticmethod
+    def _result(account: AccountContext, entry: Any) -> PublishResult:
+        origin = account.credentials.get("origin", "")
+        return PublishResult(
+            external_id=str(entry.pk),
+            external_url=f"{origin}{entry_path(account.external_id, entry.pk)}",
+        )
+
+    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
+        from django.db import transaction
+        from django.utils import timezone
+
+        from publishing.models import FeedEnclosure, FeedEntry
+
+        if request.profile != ENTRY_PROFILE.key:
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
+        precheck(ENTRY_PROFILE, request, provider=LABEL)
+        if any(not item.media_id for item in request.media):
+            raise ProviderError(
+                ErrorKind.PERMANENT, f"{LABEL}: a media item has no Herald media id."
+            )
+        row = self._feed_account(account)
+        with transaction.atomic():
+            # Unique on the idempotency key: a repeated send (a retry, a reconcile that found
+            # nothing, a second worker) finds the entry the first one wrote.
+            entry, created = FeedEntry.objects.get_or_create(
+                idempotency_key=request.idempotency_key,
+                defaults={"account": row, "text": request.text, "published_at": timezone.now()},
+            )
+            if entry.account_id != row.pk:
+                raise ProviderError(
+                    ErrorKind.PERMANENT, f"{LABEL}: this key belongs to another feed."
+                )
+            if not created and entry.deleted_at is None:
+                return self._result(account, entry)
+            if not created:  # withdrawn earlier and sent again: the same entry comes back
+                entry.text = request.text
+                entry.deleted_at = None
+                entry.published_at = timezone.now()
+                entry.save(update_fields=["text", "deleted_at", "published_at", "updated_at"])
+                entry.enclosures.all().delete()
+            FeedEnclosure.objects.bulk_create(
+                FeedEnclosure(entry=entry, media_id=item.media_id, position=index)
+                for index, item in enumerate(request.media)
+            )
+        return self._result(account, entry)
+
+    def reconcile(
+        self, *, account: AccountContext, request: PublishRequest, external_id: str = ""
+    ) -> PublishResult | None:
+        """The live entry written with ``request.idempotency_key`` (or ``external_id``);
+        ``None`` when there is none (never written, or withdrawn): sending again is safe."""
+        from publishing.models import FeedEntry
+
+        row = self._feed_account(account)
+        live = FeedEntry.objects.filter(account=row, deleted_at__isnull=True)
+        entry = live.filter(idempotency_key=request.idempotency_key).first()
+        if entry is None and external_id:
+            entry = (
+                live.filter(pk=_uuid_or_none(external_id)).first()
+                if _uuid_or_none(external_id)
+                else None
+            )
+        return self._result(account, entry) if entry is not None else None
+
+    def delete(self, *, account: AccountContext, external_id: str) -> None:
+        """Withdraw the entry: gone from the feed documents, its permalink and media answer
+        410. Repeating it, or deleting an unknown entry, succeeds."""
+        from django.db import transaction
+        from django.utils import timezone
+
+        from publishing.models import FeedEnclosure, FeedEntry
+
+        entry_id = _uuid_or_none(external_id)
+        if entry_id is None:
+            return
+        row = self._feed_account(account)
+        with transaction.atomic():
+            if FeedEntry.objects.filter(account=row, pk=entry_id, deleted_at__isnull=True).update(
+                deleted_at=timezone.now(), text="", updated_at=timezone.now()
+            ):
+                FeedEnclosure.objects.filter(entry_id=entry_id).delete()
+
+
+def _uuid_or_none(value: str) -> Any:
+    import uuid
+
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
