@@ -301,3 +301,27 @@ def test_with_redis_down_the_counters_fail_open_and_log_once(
     assert len(reports) == 1, [r.getMessage() for r in reports]
     assert "redis unavailable" in reports[0].getMessage()
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+@pytest.mark.skipif(
+    throttling.redis_client(throttling.caches["default"]) is not None, reason="Redis is the store"
+)
+def test_an_unusable_sqlite_store_fails_open_and_logs_once(
+    owner_client: APIClient, caplog: pytest.LogCaptureFixture, tmp_path: Any
+) -> None:
+    reset_outage_log()
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")  # a file where the store's folder should be
+    with (
+        override_settings(HERALD_LIMITS_DB=blocked / "limits.sqlite3"),
+        caplog.at_level(logging.WARNING),
+    ):
+        answers = [owner_client.get(ME).status_code for _ in range(3)]
+        bad = APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN).get(ME)
+    reset_outage_log()
+    assert answers == [200] * 3
+    assert_problem(bad, 401, "not_authenticated")
+    reports = [r for r in caplog.records if r.name == "config.limits"]
+    assert len(reports) == 1, [r.getMessage() for r in reports]
+    assert "limits store unavailable" in reports[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
