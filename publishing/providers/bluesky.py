@@ -340,6 +340,7 @@ class BlueskyAdapter(ProviderAdapter):
             instance_url=service,
             account_kind="user",
             expires_at=_jwt_expiry(access),
+            profile_url=f"https://bsky.app/profile/{session.get('handle') or did}",
         )
 
     def connect_with_credentials(self, *, fields: dict[str, str]) -> ConnectedAccount:

@@ -338,6 +338,7 @@ class MastodonAdapter(ProviderAdapter):
             account_kind="bot" if me.get("bot") else "user",
             credentials={"access_token": token},
             granted_scopes=scopes,
+            profile_url=f"{instance}/@{quote(acct.split('@')[0], safe='')}" if acct else "",
         )
 
     def refresh(self, *, account: AccountContext) -> ConnectedAccount:

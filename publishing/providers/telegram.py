@@ -173,6 +173,7 @@ class TelegramAdapter(ProviderAdapter):
             display_name=_chat_label(chat),
             account_kind="bot",
             credentials={"bot_token": token, "chat_id": str(chat["id"])},
+            profile_url=f"https://t.me/{chat['username']}" if chat.get("username") else "",
         )
 
     def connect_with_credentials(self, *, fields: dict[str, str]) -> ConnectedAccount:
