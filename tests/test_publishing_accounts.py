@@ -230,6 +230,18 @@ def test_mastodon_registration_per_callback_origin(owner_client: APIClient, work
     assert ProviderApp.objects.count() == 2
 
 
+def test_mastodon_callback_is_on_the_public_url_when_set(owner_client: APIClient, workspace: Any,
+                                                        mastodon: MastodonStandIn, settings: Any) -> None:
+    """Behind a reverse proxy the forwarded Host can lack the public port (nginx's ``$host``) and
+    the scheme can be the proxy's; the callback registered with the provider is on
+    HERALD_PUBLIC_URL, the origin the user's browser comes back to."""
+    settings.HERALD_PUBLIC_URL = "https://herald.example.com:8443"
+    started = start_mastodon(owner_client, workspace, mastodon)
+    query = parse_qs(urlsplit(started["authorization_url"]).query)
+    assert query["redirect_uri"] == ["https://herald.example.com:8443/api/v1/accounts/oauth/callback"]
+    assert ProviderApp.objects.get().redirect_uri == query["redirect_uri"][0]
+
+
 def test_oauth_callback_rechecks_the_role_of_the_user_who_started(owner_client: APIClient, workspace: Any,
                                                                    mastodon: MastodonStandIn, user: User) -> None:
     started = start_mastodon(owner_client, workspace, mastodon)

@@ -54,6 +54,15 @@ def test_upload_png_and_jpeg(owner_client: APIClient, workspace: Any, media_stor
     assert (next(p for p in stored_files(media_storage) if p.suffix == ".png")).read_bytes() == png
 
 
+def test_media_url_is_on_the_public_url_when_set(owner_client: APIClient, workspace: Any, media_storage: Path,
+                                                settings: Any) -> None:
+    """Asset URLs use HERALD_PUBLIC_URL, not the Host a reverse proxy forwards."""
+    settings.HERALD_PUBLIC_URL = "https://herald.example.com:8443"
+    body = upload(owner_client, workspace)
+    assert body["url"].startswith("https://herald.example.com:8443/media/")
+    assert ok(owner_client.get(f"{API}/media/{body['id']}"))["url"] == body["url"]
+
+
 def test_upload_answers_201_with_location(owner_client: APIClient, workspace: Any, media_storage: Path) -> None:
     handle = io.BytesIO(tiny_png())
     handle.name = "a.png"

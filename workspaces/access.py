@@ -100,21 +100,30 @@ def require_workspace(actor: Actor, workspace_id: Any, *, role: str = "viewer") 
     return WorkspaceAccess(workspace=membership.workspace, membership=membership)
 
 
-def require_workspace_role(actor: Actor, workspace_id: Any, *, role: str = "viewer") -> uuid.UUID:
+def require_workspace_role(
+    actor: Actor, workspace_id: Any, *, role: str = "viewer", operation: str | None = None
+) -> uuid.UUID:
     """``require_workspace`` for callers that need only the check, not the workspace: the same
-    answers (404, 403), from a lighter query. Returns the workspace ID."""
+    answers (404, 403), from a lighter query. Returns the workspace ID.
+
+    ``operation`` names what needs the role in the 403's detail, for checks that depend on the
+    resource's state (README "Roles": deleting a publication with published destinations)."""
     pk = parse_id(workspace_id, what="workspace")
     found = list(
         WorkspaceMembership.objects.filter(workspace_id=pk, user_id=actor.user.pk).values_list(
             "role", "status"
         )[:1]
     )
-    _check_membership(actor, pk, found[0] if found else None, role)
+    _check_membership(actor, pk, found[0] if found else None, role, operation)
     return pk
 
 
 def _check_membership(
-    actor: Actor, pk: uuid.UUID, membership: tuple[str, str] | None, role: str
+    actor: Actor,
+    pk: uuid.UUID,
+    membership: tuple[str, str] | None,
+    role: str,
+    operation: str | None = None,
 ) -> None:
     """404, then token scope, then membership and role: the order of ``require_workspace``."""
     if membership is None and not Workspace.objects.filter(pk=pk).exists():
@@ -124,7 +133,8 @@ def _check_membership(
         raise PermissionDeniedError("You are not an active member of this workspace.", code="no_workspace_access")
     if WORKSPACE_ROLE_RANK[membership[0]] < WORKSPACE_ROLE_RANK[role]:
         raise PermissionDeniedError(
-            f"This operation needs the workspace role {role} or above.", code="role_too_low"
+            f"{operation or 'This operation'} needs the workspace role {role} or above.",
+            code="role_too_low",
         )
 
 

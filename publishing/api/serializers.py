@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
 from config.api.request import StrictSerializer
@@ -179,8 +180,12 @@ class MediaSerializer(ResponseSerializer):
 
     def get_url(self, obj: Any) -> str:
         url = obj.file.url
+        if not url.startswith("/"):
+            return url  # already absolute (object storage)
+        if settings.HERALD_PUBLIC_URL:
+            return f"{settings.HERALD_PUBLIC_URL}{url}"
         request = self.context.get("request")
-        return request.build_absolute_uri(url) if request is not None and url.startswith("/") else url
+        return request.build_absolute_uri(url) if request is not None else url
 
 
 class MediaPageSerializer(ResponseSerializer):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -78,7 +79,13 @@ class AccountConnectView(APIView):
     @idempotent
     def post(self, request: Request) -> Response:
         body = parse_body(s.AccountConnectInputSerializer, request)
-        redirect_uri = request.build_absolute_uri(reverse("publishing:oauth-callback"))
+        # The origin the user's browser returns to: HERALD_PUBLIC_URL when set (behind a proxy
+        # the forwarded Host can lack the public port and the scheme be the proxy's).
+        callback = reverse("publishing:oauth-callback")
+        if settings.HERALD_PUBLIC_URL:
+            redirect_uri = f"{settings.HERALD_PUBLIC_URL}{callback}"
+        else:
+            redirect_uri = request.build_absolute_uri(callback)
         account, authorization_url = accounts.account_connect(
             actor=actor_from_request(request), workspace_id=body["workspace_id"], provider=body["provider"],
             redirect_uri=redirect_uri, instance_url=body.get("instance_url") or "", fields=body.get("fields") or {},

@@ -20,7 +20,7 @@ from config.errors import FieldValidationError, NotFoundError, PlanLimitError
 from publishing import credentials
 from publishing.errors import ProviderConnectError, ReadinessBlockedError
 from publishing.models import Account, OAuthState, ProviderApp
-from publishing.providers import PROVIDERS, get_adapter
+from publishing.providers import PROVIDERS, feed, get_adapter
 from publishing.providers.base import (
     AccountContext,
     ConnectedAccount,
@@ -29,7 +29,7 @@ from publishing.providers.base import (
     ProviderInputError,
 )
 from readiness import services as readiness
-from workspaces.access import Actor, parse_id, require_workspace
+from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
 from workspaces.services import plan_check_current
 
 OAUTH_STATE_TTL = timedelta(minutes=15)
@@ -139,8 +139,14 @@ def account_connect(
         raise FieldValidationError(
             [{"location": f"body.fields.{name}", "message": "This field is required."} for name in missing]
         )
+    connect_fields = dict(fields or {})
+    if provider == feed.PROVIDER:
+        # Herald serves the feed itself: its URLs start at the origin the user reaches Herald
+        # at (HERALD_PUBLIC_URL when set, else this request's), never at one the user typed.
+        parts = urlsplit(redirect_uri)
+        connect_fields[feed.ORIGIN_FIELD] = f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
     try:
-        connected = adapter.connect_with_credentials(fields=dict(fields or {}))
+        connected = adapter.connect_with_credentials(fields=connect_fields)
     except ProviderInputError as exc:
         raise _input_invalid(exc) from None
     except ProviderError as exc:
@@ -273,6 +279,7 @@ def _store_account(
     account.username = connected.username
     account.display_name = connected.display_name
     account.avatar_url = connected.avatar_url
+    account.profile_url = connected.profile_url[:500]
     account.account_kind = connected.account_kind
     account.granted_scopes = list(connected.granted_scopes)
     account.credentials_encrypted = credentials.encrypt(new_credentials)
@@ -302,7 +309,12 @@ def account_get(*, actor: Actor, account_id: Any) -> Account:
 
 
 def account_disconnect(*, actor: Actor, account_id: Any) -> None:
-    account = _get_account(actor, account_id, role="editor")
+    """Admin-only (README "Roles"): a connected account belongs to the workspace and every
+    member publishes through it, so an editor may not take it away from the others."""
+    account = _get_account(actor, account_id)
+    require_workspace_role(
+        actor, account.workspace_id, role="admin", operation="Disconnecting a shared account"
+    )
     adapter = get_adapter(account.provider)
     if adapter.capabilities.supports_revoke and account.status == Account.Status.ACTIVE:
         # Best effort: the grant is dropped here whatever the provider says.

@@ -23,7 +23,7 @@ from publishing.providers import get_adapter
 from publishing.providers.base import OutputProfile
 from readiness import services as readiness
 from voice import services as voice
-from workspaces.access import Actor, parse_id, require_workspace
+from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
 from workspaces.services import usage_consume
 
 S = Destination.Status
@@ -242,7 +242,12 @@ def publication_replace(
 
 @transaction.atomic
 def publication_delete(*, actor: Actor, publication_id: Any) -> None:
+    """Editors delete drafts and publications that never published; once a destination has
+    published, deleting the record of it is admin-only (README "Roles")."""
     publication = _lock(actor, publication_id)
+    if publication.destinations.filter(status=S.PUBLISHED).exists():
+        require_workspace_role(actor, publication.workspace_id, role="admin",
+                               operation="Deleting a publication that has published destinations")
     if publication.destinations.filter(status__in=[S.QUEUED, S.SENDING, S.RETRY_WAIT, S.AMBIGUOUS]).exists():
         raise PublicationStateError("Delivery is in progress; cancel or wait for it to settle.")
     publication.delete()
