@@ -164,13 +164,95 @@ def test_every_route_is_in_the_matrix() -> None:
     assert sorted(set(MATRIX) - routes) == [], "MATRIX names routes that do not exist"
 
 
-def test_the_readme_table_states_the_decisions() -> None:
+W = "workspaces/<str:workspace_id>"
+P = "publications/<str:publication_id>"
+T = "themes/<str:theme_id>"
+V = "voice-profiles/<str:voice_profile_id>"
+# README "Roles" row (by the start of its label) → the routes it covers. Every route is in one row.
+README_ROWS: dict[str, list[tuple[str, str]]] = {
+    "Health, readiness": [
+        ("GET", "health"), ("GET", "ready"), ("GET", "schemas/<str:name>.json"), ("GET", "me"),
+        ("GET", "organizations"), ("POST", "organizations"), ("GET", "workspaces"),
+        ("GET", "api-tokens"), ("POST", "api-tokens"), ("DELETE", "api-tokens/<str:token_id>"),
+        ("POST", "invitations/accept"), ("GET", "accounts/oauth/callback"), ("GET", "themes/built-ins"),
+    ],
+    "Read an organization": [("GET", "organizations/<str:organization_id>")],
+    "Create a workspace": [("POST", "workspaces")],
+    "Themes, theme drafts": [
+        ("GET", "themes"), ("POST", "themes"), ("GET", T), ("DELETE", T), ("PUT", f"{T}/draft"),
+        ("POST", f"{T}/publish"), ("GET", f"{T}/revisions"), ("GET", f"{T}/revisions/<str:revision>"),
+        ("GET", "theme-settings/organization"), ("PUT", "theme-settings/organization"),
+        ("GET", "theme-assets"), ("POST", "theme-assets"), ("DELETE", "theme-assets/<str:asset_id>"),
+    ],
+    "Theme asset content": [("GET", "theme-assets/<str:asset_id>/content")],
+    "Read a workspace": [
+        ("GET", W), ("GET", f"{W}/usage"), ("GET", f"{W}/members"), ("GET", "theme-assignments/<str:workspace_id>"),
+        ("GET", "repost-automation"), ("GET", "accounts"), ("GET", "accounts/<str:account_id>"),
+        ("GET", "account-providers"), ("GET", "capabilities"), ("GET", "accounts/<str:account_id>/destination-options"),
+        ("GET", "provider-readiness"), ("GET", "media"), ("GET", "media/<str:media_id>"), ("GET", "publications"),
+        ("GET", P), ("GET", f"{P}/events"), ("GET", "voice-profiles"), ("GET", V),
+    ],
+    "Connect an account": [
+        ("POST", "accounts/connect"), ("POST", "media"), ("DELETE", "media/<str:media_id>"), ("POST", "publications"),
+        ("PUT", P), ("POST", f"{P}/schedule"), ("POST", f"{P}/publish-now"), ("POST", f"{P}/cancel"),
+        ("POST", f"{P}/retry-failed"), ("POST", "voice-profiles"), ("PUT", V), ("DELETE", V), ("POST", f"{V}/default"),
+        ("PUT", "voice-profile-assignments/<str:account_id>"), ("POST", "publication-opportunities/discover"),
+    ],
+    "Delete a draft": [("DELETE", P)],
+    "Delete a publication with a published destination": [],  # state-dependent: tests below
+    "Disconnect a connected (shared) account": [("DELETE", "accounts/<str:account_id>")],
+    "Rename a workspace": [
+        ("PATCH", W), ("PATCH", f"{W}/members/<str:user_id>"), ("DELETE", f"{W}/members/<str:user_id>"),
+        ("GET", f"{W}/invitations"), ("POST", f"{W}/invitations"), ("POST", "invitations/<str:invitation_id>/resend"),
+        ("DELETE", "invitations/<str:invitation_id>"), ("GET", f"{W}/access-audit"),
+        ("PUT", "theme-assignments/<str:workspace_id>"), ("GET", "themes/available"), ("PUT", "repost-automation"),
+        ("POST", "repost-account-grants"), ("DELETE", "repost-account-grants/<str:grant_id>"),
+    ],
+    "Workspace deletion preview": [("GET", f"{W}/deletion-preview"), ("DELETE", W)],
+    "Provider-readiness ledger": [
+        ("POST", "admin/provider-readiness/approval-reviews"),
+        ("POST", "admin/provider-readiness/runtime-controls"),
+        ("POST", "admin/provider-readiness/certifications"),
+    ],
+}  # fmt: skip
+README_COLUMNS = ("org_owner", "org_admin", "ws_admin", "editor", "viewer")
+
+
+def _readme_rows() -> dict[str, set[str]]:
+    """The README's "Roles" table: row label → who has a ✓."""
     from pathlib import Path
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     section = readme.split("### Roles", 1)[1].split("\n## ", 1)[0]
-    assert "Disconnect a connected (shared) account" in section
-    assert "Delete a publication with a published destination" in section
+    rows: dict[str, set[str]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) != 6 or cells[0] in ("Operation", "---"):
+            continue
+        rows[cells[0]] = {
+            who for who, mark in zip(README_COLUMNS, cells[1:], strict=True) if mark == "✓"
+        }
+    return rows
+
+
+def test_the_readme_table_says_what_the_matrix_enforces() -> None:
+    rows = _readme_rows()
+    covered: list[tuple[str, str]] = []
+    for prefix, routes in README_ROWS.items():
+        labels = [label for label in rows if label.startswith(prefix)]
+        assert len(labels) == 1, f"README Roles table: no single row starting {prefix!r}"
+        marks = rows[labels[0]]
+        for route in routes:
+            assert marks == ALLOWED[MATRIX[route]], (
+                f"README row {prefix!r} vs {route}: {MATRIX[route]}"
+            )
+        covered += routes
+    assert sorted(covered) == sorted(MATRIX), "every route belongs to exactly one README row"
+    assert len(rows) == len(README_ROWS), "a README row the test does not know"
+    assert (
+        rows[next(r for r in rows if r.startswith("Delete a publication with"))] == ALLOWED["admin"]
+    )
+    assert rows[next(r for r in rows if r.startswith("Delete a draft"))] == ALLOWED["editor"]
 
 
 # --- The world every route is called in ------------------------------------------------------
