@@ -228,6 +228,7 @@ def test_readiness_writes_reads_and_deletes_a_random_object(moto_endpoint: str, 
         "$schema": body["$schema"],
         "status": "ready",
         "database": "ok",
+        **({"redis": "ok"} if settings.REDIS_URL else {}),
         "storage": "ok",
     }
     # Nothing is left behind ...
