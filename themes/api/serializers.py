@@ -12,6 +12,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.api.names import NameField
 from config.api.pagination import CURSOR_MAX_LENGTH
 from config.api.request import StrictSerializer
 from config.api.schema import ResponseSerializer
@@ -53,7 +54,7 @@ class ThemeReferenceInputSerializer(StrictSerializer):
 
 class ThemeCreateInputSerializer(StrictSerializer):
     organization_id = serializers.CharField(max_length=64)
-    name = serializers.CharField(max_length=80)
+    name = NameField(max_length=80)
     description = serializers.CharField(max_length=240, required=False, allow_blank=True)
     base_reference = ThemeReferenceInputSerializer(
         required=False,
@@ -67,7 +68,7 @@ class ThemeDraftReplaceInputSerializer(StrictSerializer):
     expected_revision = serializers.IntegerField(
         min_value=1, help_text="The draft revision the caller last saw (409 when it moved on)."
     )
-    name = serializers.CharField(max_length=80)
+    name = NameField(max_length=80)
     manifest = ManifestSerializer()
 
 
@@ -96,7 +97,7 @@ class ThemeAssignmentInputSerializer(StrictSerializer):
 class ThemeAssetUploadInputSerializer(StrictSerializer):
     organization_id = serializers.CharField(max_length=64)
     kind = serializers.ChoiceField(choices=v.ASSET_KINDS)
-    name = serializers.CharField(max_length=120)
+    name = NameField(max_length=120)
     file = serializers.FileField(help_text="WOFF2 font (≤ 2 MiB) or PNG/JPEG/WebP/AVIF image (≤ 5 MiB)")
     font_family = serializers.RegexField(v.FAMILY_PATTERN, max_length=128, required=False)
     font_style = serializers.ChoiceField(choices=v.FONT_STYLES, required=False)

@@ -8,6 +8,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field, extend_schema_serializer
 from rest_framework import serializers
 
+from config.api.names import NameField
 from config.api.request import StrictSerializer
 from config.api.schema import ResponseSerializer
 from voice.definition import (
@@ -122,7 +123,10 @@ class VoiceProfileListQuerySerializer(serializers.Serializer):  # type: ignore[t
 
 class VoiceProfileCreateInputSerializer(StrictSerializer):
     workspace_id = serializers.CharField(max_length=64)
-    name = CleanTextField(NAME_RULE, help_text="Unique in the workspace, case-insensitively.")
+    name = NameField(
+        max_length=NAME_RULE.max_length,
+        help_text="Unique in the workspace, case-insensitively, after Unicode NFKC normalization.",
+    )
     definition = DefinitionField(required=False, default=dict, help_text=DEFINITION_HELP)
 
 
@@ -131,7 +135,10 @@ class VoiceProfileReplaceInputSerializer(StrictSerializer):
     expected_revision = serializers.IntegerField(
         min_value=1, help_text="The revision the caller last saw; another one is a 409."
     )
-    name = CleanTextField(NAME_RULE, help_text="Unique in the workspace, case-insensitively.")
+    name = NameField(
+        max_length=NAME_RULE.max_length,
+        help_text="Unique in the workspace, case-insensitively, after Unicode NFKC normalization.",
+    )
     workspace_id = serializers.CharField(max_length=64, help_text="The profile's workspace.")
 
 

@@ -5,6 +5,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.api.names import NameField
 from config.api.request import StrictSerializer
 from config.api.schema import FlatRows, ResponseSerializer, datetime_representation
 from workspaces.models import (
@@ -19,12 +20,12 @@ from workspaces.models import (
 
 
 class OrganizationCreateInputSerializer(StrictSerializer):
-    name = serializers.CharField(min_length=1, max_length=120, trim_whitespace=True)
+    name = NameField(max_length=120)
 
 
 class WorkspaceCreateInputSerializer(StrictSerializer):
     organization_id = serializers.CharField(max_length=64)
-    name = serializers.CharField(min_length=1, max_length=80)
+    name = NameField(max_length=80)
     timezone = serializers.CharField(max_length=64, required=False, default="UTC")
 
     def validate_timezone(self, value: str) -> str:
@@ -32,7 +33,7 @@ class WorkspaceCreateInputSerializer(StrictSerializer):
 
 
 class WorkspaceUpdateInputSerializer(StrictSerializer):
-    name = serializers.CharField(min_length=1, max_length=80, required=False)
+    name = NameField(max_length=80, required=False)
     timezone = serializers.CharField(max_length=64, required=False)
 
     def validate_timezone(self, value: str) -> str:
@@ -83,7 +84,7 @@ class AuditQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
 
 
 class ApiTokenCreateInputSerializer(StrictSerializer):
-    name = serializers.CharField(min_length=1, max_length=120)
+    name = NameField(max_length=120)
     permissions = serializers.ListField(
         child=serializers.ChoiceField(choices=[(p, p) for p in ApiToken.PERMISSIONS]),
         min_length=1,
