@@ -32,6 +32,7 @@ urlpatterns = [
     path("docs/", SpectacularSwaggerView.as_view(url_name="openapi"), name="docs"),
     path("docs/problems/", web.problem_index, name="problem-index"),
     path("docs/problems/<slug:code>", web.problem_type, name="problem-type"),
+    path("feeds/", include("publishing.feed_urls")),  # public built-in feeds (provider "feed")
     path("admin/", admin.site.urls),
     path("login/", web.HeraldLoginView.as_view(), name="login"),
     path("logout/", web.logout_view, name="logout"),

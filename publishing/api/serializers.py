@@ -137,6 +137,9 @@ class AccountSerializer(ResponseSerializer):
     username = serializers.CharField()
     display_name = serializers.CharField()
     avatar_url = serializers.CharField()
+    profile_url = serializers.CharField(
+        help_text="The account's public page on its provider (a Mastodon or Bluesky profile, a "
+                  "public Telegram chat, a Herald feed's Atom URL); empty when there is none.")
     instance_url = serializers.CharField()
     account_kind = serializers.CharField()
     granted_scopes = serializers.ListField(child=serializers.CharField())
