@@ -274,15 +274,15 @@ def _wait_for_a_fresh_minute() -> None:
 
 
 def test_the_client_address_is_the_one_the_proxy_saw(topology: Topology) -> None:
+    """``HERALD_NUM_PROXIES=1``: the failed-authentication budget belongs to the address nginx
+    appended to X-Forwarded-For. What a client writes into X-Forwarded-For does not spread its
+    failures over made-up addresses, and another client (another loopback address, as the
+    proxy sees it) keeps its own budget."""
     with topology.diagnostics():
         _the_client_address_is_the_one_the_proxy_saw(topology)
 
 
 def _the_client_address_is_the_one_the_proxy_saw(topology: Topology) -> None:
-    """``HERALD_NUM_PROXIES=1``: the failed-authentication budget belongs to the address nginx
-    appended to X-Forwarded-For. What a client writes into X-Forwarded-For does not spread its
-    failures over made-up addresses, and another client (another loopback address, as the
-    proxy sees it) keeps its own budget."""
     _wait_for_a_fresh_minute()
     url = f"{topology.url}/api/v1/workspaces"
     bad = {"Authorization": "Bearer hrld_00000000_" + "x" * 43}
