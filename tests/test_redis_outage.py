@@ -212,13 +212,15 @@ def _start_web(stack: DeliveryStack, tmp_path: Path) -> tuple[ManagedProcess, st
 def test_redis_outage_end_to_end(
     worker_database_url: str, tmp_path: Path, user: Any, workspace: Any, make_token: Any
 ) -> None:
-    redis = RedisServer(tmp_path).start()
+    redis = RedisServer(tmp_path)
     broker = Broker.redis(redis.url)
     stack = DeliveryStack(
         database_url=worker_database_url, broker=broker, data_dir=tmp_path, settings_env=_keys()
     )
-    discord = DiscordWebhookStandIn().start()
-    try:
+    discord = DiscordWebhookStandIn()
+    try:  # every process is stopped, whatever fails and wherever
+        discord.start()
+        redis.start()
         with use_broker(broker):
             _outage_scenario(stack, redis, discord, tmp_path, user, workspace, make_token)
     finally:
