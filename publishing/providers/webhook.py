@@ -32,7 +32,7 @@ import hashlib
 import hmac
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import requests
 
@@ -234,7 +234,14 @@ class WebhookAdapter(ProviderAdapter):
             data=body,
             # A receiver's error text is shown to users: never with the secret or the URL's
             # path and query (they may hold a token).
-            secrets=(secret, url, parts.path, parts.query),
+            secrets=(
+                secret,
+                url,
+                parts.path,
+                parts.query,
+                *parts.path.split("/"),
+                *(value for _, value in parse_qsl(parts.query)),
+            ),
         )
         return PublishResult(external_id=_receiver_id(response) or request.idempotency_key)
 
