@@ -2,7 +2,8 @@
 public protocol for Herald's adapters, count every post they accept and inject faults on demand.
 
 See ``tests/providers/standin.py`` for the shared control API. One module per provider:
-``mastodon``, ``bluesky``, ``discord_webhook``, ``telegram`` (each runnable with
+``mastodon``, ``bluesky``, ``discord_webhook``, ``telegram``, and ``webhook`` (a receiver of
+Herald's generic signed webhook) (each runnable with
 ``python -m tests.providers.<name> --port N``).
 
 Also small helpers for adapter tests (media items, secret checks).
