@@ -132,6 +132,23 @@ def test_api_request_that_needs_redis_is_a_503_problem_logged_once(
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
+@pytest.mark.django_db
+@override_settings(ROOT_URLCONF="tests.outage_urls", DEBUG=False)
+def test_redis_outage_outside_drf_is_a_503_problem_too(
+    down_redis_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A plain Django view under /api/ that needs Redis: ApiProblemMiddleware answers the same
+    503 problem instead of its 500, without logging the traceback."""
+    with redis_settings(down_redis_url), caplog.at_level(logging.WARNING):
+        responses = [APIClient().get("/api/v1/test-plain-cache") for _ in range(2)]
+    for response in responses:
+        problem = assert_problem(response, 503, "dependency_unavailable")
+        assert problem["failing"] == ["redis"]
+        assert response["Retry-After"] == "5"
+    assert len([r for r in caplog.records if r.name == "config.api.problems"]) == 1
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
 # --- Publishing while the broker is down -------------------------------------------------------
 
 
