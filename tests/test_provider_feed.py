@@ -466,6 +466,17 @@ def test_delete_withdraws_the_entry(
         )
         is None
     )
+    # A re-send with the same key brings the same entry back.
+    again = adapter.publish(
+        account=account_context(row),
+        request=PublishRequest(
+            profile="feed.entry",
+            text="second thoughts",
+            idempotency_key=destination.idempotency_key,
+        ),
+    )
+    assert again.external_id == destination.external_id
+    assert anonymous.get(permalink).status_code == 200
 
 
 def test_disconnect_stops_serving_the_feed(
