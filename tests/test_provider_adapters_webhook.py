@@ -8,10 +8,14 @@ import hmac
 import json
 import logging
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
+import requests
 
 from publishing.providers import PROVIDERS, get_adapter
 from publishing.providers.base import (
@@ -274,3 +278,33 @@ def test_secret_never_logged(adapter, server, account, caplog) -> None:
         text = record.getMessage() + " " + repr(record.__dict__)
         assert SECRET not in text
         assert PATH_TOKEN not in text
+
+
+def test_receiver_runs_as_a_process(settings) -> None:
+    """``python -m tests.providers.webhook`` prints its URL and secret and obeys the control API."""
+    settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = True
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 2.0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.providers.webhook", "--port", "0"],
+        cwd=Path(__file__).resolve().parent.parent,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        info = json.loads(proc.stdout.readline())
+        assert info["provider"] == "webhook"
+        adapter = get_adapter("webhook")
+        connected = adapter.connect_with_credentials(fields=info["fixtures"])
+        account = AccountContext(
+            external_id=connected.external_id, credentials=connected.credentials
+        )
+        base = info["url"]
+        requests.post(f"{base}/__control/faults", json={"reply_id": False}, timeout=5)
+        assert adapter.publish(account=account, request=post(key="xp-1")).external_id == "xp-1"
+        posts = requests.get(f"{base}/__control/posts", timeout=5).json()["posts"]
+        assert [p["delivery"] for p in posts] == ["xp-1"]
+        assert posts[0]["body"]["text"] == "Hello from Herald"
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
