@@ -308,3 +308,10 @@ def test_receiver_runs_as_a_process(settings) -> None:
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0
+
+
+def test_delete_is_not_supported_and_calls_nothing(adapter, server, account) -> None:
+    result = adapter.publish(account=account, request=post())
+    with pytest.raises(NotSupported):
+        adapter.delete(account=account, external_id=result.external_id)
+    assert server.requests == 1  # only the publish
