@@ -22,8 +22,8 @@ other provider (:func:`publishing.providers.http.classify`): 429 rate limited wi
 An arbitrary receiver cannot be asked whether a delivery arrived, so reconcile raises
 ``CannotReconcile``: an ambiguous destination stays ``ambiguous`` for a person, and Herald never
 re-sends it on its own (field lesson 1), even though receivers are asked to deduplicate on
-``X-Herald-Delivery``. There is no remote delete (the contract has none) and no refresh or
-revoke: disconnecting forgets the URL and the secret.
+``X-Herald-Delivery``. ``delete`` keeps the base ``NotSupported`` (a receiver cannot be asked to
+remove a post), and there is no refresh or revoke: disconnecting forgets the URL and the secret.
 """
 
 from __future__ import annotations
