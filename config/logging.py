@@ -9,6 +9,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"hrld_[0-9a-f]{8}_[A-Za-z0-9_\-]+"), "hrld_[REDACTED]"),
     (re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+"), r"\1[REDACTED]"),
     (re.compile(r"(?i)(://[^:/@\s]+:)[^@\s]+@"), r"\1[REDACTED]@"),
+    # The invitation page's path carries the accept token (workspaces.web); API paths carry ids.
+    (re.compile(r"(?<!/api/v1)(/invitations/)[A-Za-z0-9_\-]{20,}"), r"\1[REDACTED]"),
     (
         re.compile(
             r"(?i)((?:password|passwd|secret|token|api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"'&,}]+"

@@ -11,6 +11,7 @@ import dj_database_url
 import django_stubs_ext
 from kombu import Queue
 
+from config.email_url import parse_email_url
 from config.env import (
     ImproperlyConfiguredEnv,
     env_bool,
@@ -278,6 +279,32 @@ HERALD_AUTH_FAILURES_PER_MINUTE = env_int("HERALD_AUTH_FAILURES_PER_MINUTE", 30)
 HERALD_TOKEN_MAX_DAYS = 365
 HERALD_INVITATION_DAYS = env_int("HERALD_INVITATION_DAYS", 14)
 
+# Password reset by e-mail (/password-reset/): requests per client address per hour.
+HERALD_PASSWORD_RESETS_PER_HOUR = env_int("HERALD_PASSWORD_RESETS_PER_HOUR", 5)
+PASSWORD_RESET_TIMEOUT = env_int("HERALD_PASSWORD_RESET_SECONDS", 3 * 60 * 60)
+
+# --- E-mail (invitations, password reset) --------------------------------------------------
+# HERALD_EMAIL_URL (config/email_url.py) sets Django's EMAIL_* settings; without it a local run
+# prints e-mails on the console and any other environment sends none (HERALD_EMAIL_ENABLED).
+_EMAIL_URL = env_str("HERALD_EMAIL_URL")
+if _EMAIL_URL:
+    _EMAIL = parse_email_url(_EMAIL_URL)
+    EMAIL_BACKEND = _EMAIL["EMAIL_BACKEND"]
+    EMAIL_HOST = _EMAIL.get("EMAIL_HOST", "localhost")
+    EMAIL_PORT = _EMAIL.get("EMAIL_PORT", 25)
+    EMAIL_HOST_USER = _EMAIL.get("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = _EMAIL.get("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = _EMAIL.get("EMAIL_USE_TLS", False)
+    EMAIL_USE_SSL = _EMAIL.get("EMAIL_USE_SSL", False)
+    EMAIL_TIMEOUT = _EMAIL.get("EMAIL_TIMEOUT")
+elif IS_LOCAL:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.dummy.EmailBackend"
+HERALD_EMAIL_ENABLED = bool(_EMAIL_URL) or IS_LOCAL
+_MAIL_HOST = urlsplit(HERALD_PUBLIC_URL).hostname if HERALD_PUBLIC_URL else None
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL") or f"Herald <herald@{_MAIL_HOST or 'localhost'}>"
+SERVER_EMAIL = DEFAULT_FROM_EMAIL
 # --- Security (check --deploy is clean with HERALD_ENVIRONMENT=production) -----------------
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("HERALD_TRUST_X_FORWARDED_PROTO") else None

@@ -41,6 +41,7 @@ urlpatterns = [
 ]
 
 
+    path("", include("workspaces.web_urls")),  # invitations, /settings/, password reset
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
         return problem_response(request, 404, "not_found", "No such resource.")

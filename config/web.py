@@ -27,6 +27,14 @@ from workspaces.models import ApiToken
 from workspaces.signin import SignInForm
 
 SESSION_AUTHENTICATED_AT = "herald_authenticated_at"
+SESSION_CREATED_TOKEN = "herald_created_api_token"  # noqa: S105 - a session key, not a secret
+DEVELOPER_SETTINGS_TAG = "developer-settings"
+
+
+def _see_other(url: str) -> HttpResponseRedirect:
+    response = HttpResponseRedirect(url)
+    response.status_code = 303  # the browser follows with a GET
+    return response
 
 
 class HeraldLoginView(LoginView):
@@ -88,14 +96,13 @@ def developer_settings(request: HttpRequest) -> HttpResponse:
     actor = Actor(user=request.user)  # type: ignore[arg-type]
     workspaces = list(selectors.workspace_list_for_actor(actor=actor).order_by("name"))
     form = TokenCreateForm(request.POST or None, workspaces=workspaces)
-    created_token: str | None = None
     if request.method == "POST" and request.POST.get("action") == "revoke":
         try:
             services.api_token_revoke(user=request.user, token_id=request.POST.get("token_id", ""))  # type: ignore[arg-type]
-            messages.success(request, "Token revoked.")
+            messages.success(request, "Token revoked.", extra_tags=DEVELOPER_SETTINGS_TAG)
         except DomainError as exc:
-            messages.error(request, exc.detail)
-        return HttpResponseRedirect(request.path)
+            messages.error(request, exc.detail, extra_tags=DEVELOPER_SETTINGS_TAG)
+        return _see_other(request.path)
     if request.method == "POST" and form.is_valid():
         days = form.cleaned_data.get("expires_in_days")
         permissions = ["api:read"] + (["api:write"] if form.cleaned_data["can_write"] else [])
@@ -110,14 +117,28 @@ def developer_settings(request: HttpRequest) -> HttpResponse:
         except DomainError as exc:
             form.add_error(None, exc.detail)
         else:
-            form = TokenCreateForm(workspaces=workspaces)
+            # Post/redirect/get: the secret waits in the session for the next GET, which shows
+            # it once; reloading that page neither creates a token nor shows the secret again.
+            request.session[SESSION_CREATED_TOKEN] = created_token
+            return _see_other(request.path)
+    created_token = request.session.pop(SESSION_CREATED_TOKEN, None) if request.method == "GET" else None
+    # Only this page's own messages: reading the storage consumes the rest (the admin's
+    # "… was changed successfully" must not surface here).
+    page_messages = [
+        m for m in messages.get_messages(request) if DEVELOPER_SETTINGS_TAG in m.tags.split()
+    ]
     tokens: list[ApiToken] = list(
         selectors.api_token_list(user=request.user).select_related("workspace")
     )
     response = render(
         request,
         "herald/developer_settings.html",
-        {"form": form, "tokens": tokens, "created_token": created_token},
+        {
+            "form": form,
+            "tokens": tokens,
+            "created_token": created_token,
+            "page_messages": page_messages,
+        },
     )
     response["Cache-Control"] = "no-store"  # the one-time token must not be cached
     return response

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import time_machine
+from django.contrib import messages
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.utils import timezone
@@ -130,11 +131,15 @@ def test_sign_out(browser: Client) -> None:
 
 
 def test_page_creates_a_token_shown_once(browser: Client, user: User, workspace: Any) -> None:
-    response = post_form(
+    created = post_form(
         browser,
         {"action": "create", "name": "laptop", "can_write": "on", "workspace": str(workspace.pk),
          "expires_in_days": "30"},
     )
+    assert created.status_code == 303  # post/redirect/get
+    assert created["Location"] == PAGE
+    assert not TOKEN_RE.search(created.content.decode())
+    response = browser.get(PAGE)
     assert response.status_code == 200
     assert response["Cache-Control"] == "no-store"
     shown = TOKEN_RE.findall(response.content.decode())
@@ -159,7 +164,8 @@ def test_page_creates_a_token_shown_once(browser: Client, user: User, workspace:
 
 def test_page_tokens_are_read_only_unless_writes_are_allowed(browser: Client, user: User) -> None:
     response = post_form(browser, {"action": "create", "name": "reader", "workspace": ""})
-    full = TOKEN_RE.search(response.content.decode())
+    assert response.status_code == 303
+    full = TOKEN_RE.search(browser.get(PAGE).content.decode())
     assert full
     token = ApiToken.objects.get(user=user)
     assert token.permissions == ["api:read"]
@@ -193,7 +199,8 @@ def test_page_revokes_a_token(browser: Client, user: User, make_token: Callable[
     full = make_token(user)
     token = ApiToken.objects.get()
     response = post_form(browser, {"action": "revoke", "token_id": token.pk})
-    assert response.status_code == 302
+    assert response.status_code == 303
+    assert "Token revoked." in browser.get(PAGE).content.decode()
     token.refresh_from_db()
     assert token.status == "revoked"
     assert_problem(bearer(full).get("/api/v1/me"), 401, "not_authenticated")
@@ -208,6 +215,51 @@ def test_page_cannot_revoke_someone_elses_token(
     token.refresh_from_db()
     assert token.revoked_at is None
     assert bearer(full).get("/api/v1/me").status_code == 200
+
+
+def test_page_follows_post_redirect_get(browser: Client, user: User) -> None:
+    """Creating answers 303; the next GET shows the secret once; reloading neither creates a
+    second token nor shows the secret again; the secret does not stay in the session."""
+    created = post_form(browser, {"action": "create", "name": "ci", "workspace": ""})
+    assert created.status_code == 303
+    assert ApiToken.objects.filter(user=user).count() == 1
+    first = browser.get(PAGE)
+    shown = set(TOKEN_RE.findall(first.content.decode()))
+    assert len(shown) == 1
+    full = shown.pop()
+    assert full.split("_")[1] == str(ApiToken.objects.get(user=user).pk)
+    assert not any(full in str(value) for value in browser.session.values())
+    reloaded = browser.get(PAGE)
+    assert reloaded.status_code == 200
+    assert not TOKEN_RE.search(reloaded.content.decode())
+    assert secret_of(full) not in reloaded.content.decode()
+    assert ApiToken.objects.filter(user=user).count() == 1
+
+
+def test_admin_messages_do_not_show_on_the_page(
+    make_user: Callable[..., User], make_token: Callable[..., str]
+) -> None:
+    """The admin's flash message ("… revoked") is not shown on the developer settings page when
+    the admin's redirect is not followed (the messages list is this page's own)."""
+    root = make_user("root@example.com", is_staff=True, is_superuser=True)
+    full = make_token(root)
+    client = Client()
+    client.force_login(root)
+    response = client.post(
+        "/admin/workspaces/apitoken/",
+        {"action": "revoke_tokens", "_selected_action": [full.split("_")[1]]},
+    )
+    assert response.status_code == 302
+    stored = [str(m) for m in messages.get_messages(response.wsgi_request)]  # the admin wrote one
+    assert stored
+    page = client.get(PAGE).content.decode()
+    for text in stored:
+        assert text not in page
+    assert 'class="ok"' not in page
+    assert 'class="error"' not in page
+    # Consumed, not deferred: the admin's next page does not show it either (the page read it).
+    later = client.get("/admin/workspaces/apitoken/").content.decode()
+    assert all(text not in later for text in stored)
 
 
 def test_page_post_needs_csrf(browser: Client) -> None:

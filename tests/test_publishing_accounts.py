@@ -407,7 +407,6 @@ def test_malformed_discord_webhook_url_is_422_in_production(webhook_url: str, ow
     "https://localhost",
     "https://10.1.2.3",
     "https://user@mastodon.example",  # user info
-    "https://no-such-host.invalid",  # a name that does not exist
 ])
 def test_instance_url_refused_by_local_checks_is_422_at_instance_url(
     instance_url: str, owner_client: APIClient, workspace: Any, settings: Any,
@@ -420,6 +419,22 @@ def test_instance_url_refused_by_local_checks_is_422_at_instance_url(
     assert_invalid(response, "body.instance_url")
     assert not ProviderApp.objects.exists()
     assert not OAuthState.objects.exists()
+
+
+def test_instance_url_whose_name_does_not_exist_is_422(owner_client: APIClient, workspace: Any, settings: Any) -> None:
+    import socket
+
+    try:
+        socket.getaddrinfo("no-such-host.invalid", 443)
+    except socket.gaierror as exc:
+        if exc.errno not in {getattr(socket, n, None) for n in ("EAI_NONAME", "EAI_NODATA")}:
+            pytest.skip(f"this machine's resolver does not answer NXDOMAIN (errno {exc.errno})")
+    settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = False
+    settings.HERALD_DISABLED_PROVIDERS = []
+    response = owner_client.post(f"{API}/accounts/connect", {
+        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": "https://no-such-host.invalid",
+    }, format="json")
+    assert_invalid(response, "body.instance_url")
 
 
 # --- List, get, disconnect ------------------------------------------------------------------------

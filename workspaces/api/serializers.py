@@ -205,6 +205,13 @@ class InvitationWithTokenSerializer(InvitationSerializer):
     accept_token = serializers.CharField(
         help_text="One-time token to deliver to the invitee by any channel; shown only here."
     )
+    accept_url = serializers.URLField(
+        help_text=(
+            "The invitation page (/invitations/{accept_token}/), absolute: the invitee opens it "
+            "to choose a password or sign in, then accept. E-mailed to the invitee when the "
+            "instance sends e-mail; shown only here."
+        )
+    )
 
 
 class InvitationPageSerializer(ResponseSerializer):

@@ -19,6 +19,7 @@ from workspaces.access import actor_from_request, require_organization, require_
 from workspaces.api import serializers as s
 from workspaces.api.serializers import CURRENT_PASSWORD_MAX_LENGTH
 from workspaces.authentication import check_password_within_budget
+from workspaces.mail import invitation_accept_url, send_invitation_after_commit
 from workspaces.models import OrganizationMembership
 
 PageQuery = page_query_serializer(default=20, maximum=100, name="PageQuery")
@@ -313,6 +314,14 @@ class MemberDetailView(APIView):
         return Response(status=204)
 
 
+def _with_accept_link(request: Request, invitation: Any, raw: str) -> None:
+    """The one-time token and the invitation page's address on the answer; the same link is
+    e-mailed to the invitee after commit when the instance sends e-mail (workspaces.mail)."""
+    invitation.accept_token = raw
+    invitation.accept_url = invitation_accept_url(request, raw)
+    send_invitation_after_commit(invitation, invitation.accept_url)
+
+
 class InvitationListView(APIView):
     @extend_schema(
         operation_id="workspace_invitations_list",
@@ -346,7 +355,7 @@ class InvitationListView(APIView):
             email=body["email"],
             role=body["role"],
         )
-        invitation.accept_token = raw  # type: ignore[attr-defined]
+        _with_accept_link(request, invitation, raw)
         return Response(
             s.InvitationWithTokenSerializer(invitation, context={"request": request}).data,
             status=201,
@@ -364,7 +373,7 @@ class InvitationResendView(APIView):
         invitation, raw = services.invitation_resend(
             actor=actor_from_request(request), invitation_id=invitation_id
         )
-        invitation.accept_token = raw  # type: ignore[attr-defined]
+        _with_accept_link(request, invitation, raw)
         return Response(s.InvitationWithTokenSerializer(invitation, context={"request": request}).data)
 
 

@@ -1,0 +1,330 @@
+"""Pages where people join and manage themselves (issue 17 items 6 and 7).
+
+* ``/invitations/<accept_token>/``: the invitation link. Signed out, a person without an account
+  chooses a password (and a display name): the account is created with exactly the invited
+  e-mail, the invitation accepted (``services.invitation_accept``, which writes the audit event)
+  and the person signed in. A person who already has an account is asked to sign in first;
+  signed in as the invitee it is one "Accept" button; signed in as someone else the page says
+  so. Unknown tokens answer 404, used, revoked or expired ones 410, each with words.
+* ``/settings/`` (profile, password, developer settings), ``/settings/profile/`` (display
+  name), ``/settings/password/`` (a wrong current password spends the client's
+  failed-authentication budget: ``workspaces.authentication.check_password_within_budget``).
+* ``/password-reset/…``: Django's reset views, rate limited per client address
+  (``config.limits``), answering the same whether or not the address has an account.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth import login, password_validation
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.forms import PasswordChangeForm
+from django.contrib.auth.views import (
+    PasswordChangeView,
+    PasswordResetCompleteView,
+    PasswordResetConfirmView,
+    PasswordResetDoneView,
+    PasswordResetView,
+)
+from django.db import IntegrityError, transaction
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse, reverse_lazy
+from django.utils import timezone
+from django.utils.http import urlencode
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_http_methods
+from rest_framework import exceptions
+
+from config.errors import DomainError
+from config.limits import client_ip, window_hit
+from config.web import SESSION_AUTHENTICATED_AT  # the sign-in time a deletion checks
+from workspaces import services
+from workspaces.access import Actor
+from workspaces.authentication import check_password_within_budget
+from workspaces.mail import base_url
+from workspaces.models import Invitation, User
+from workspaces.signin import RATE_LIMITED, RATE_LIMITED_MESSAGE
+
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+PASSWORD_RESET_WINDOW_SECONDS = 3600
+
+
+def see_other(url: str) -> HttpResponseRedirect:
+    """303: the browser follows with a GET, and reloading the result posts nothing again."""
+    response = HttpResponseRedirect(url)
+    response.status_code = 303
+    return response
+
+
+def _retry_after(response: HttpResponse, seconds: float) -> HttpResponse:
+    response["Retry-After"] = str(max(1, int(seconds)))
+    return response
+
+
+# --- Invitations ----------------------------------------------------------------------------
+
+UNAVAILABLE = {
+    "unknown": (404, "This invitation link is not valid. Check that you copied the whole link, or "
+                "ask the person who invited you for a new one."),
+    Invitation.Status.ACCEPTED: (410, "This invitation has already been used."),
+    Invitation.Status.REVOKED: (410, "This invitation was withdrawn by a workspace administrator."),
+    Invitation.Status.EXPIRED: (410, "This invitation has expired. Ask the person who invited you "
+                                "to send it again."),
+}  # fmt: skip
+
+
+class InvitationSignUpForm(forms.Form):
+    name = forms.CharField(
+        max_length=150, required=False, label="Display name (optional)",
+        widget=forms.TextInput(attrs={"autocomplete": "name"}),
+    )  # fmt: skip
+    password1 = forms.CharField(
+        label="Choose a password", strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+        help_text=password_validation.password_validators_help_text_html(),
+    )  # fmt: skip
+    password2 = forms.CharField(
+        label="Repeat the password", strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+    )  # fmt: skip
+
+    def __init__(self, *args: Any, email: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.email = email
+
+    def clean_password2(self) -> str:
+        first, second = self.cleaned_data.get("password1"), self.cleaned_data["password2"]
+        if first and first != second:
+            raise forms.ValidationError("The two passwords differ.", code="password_mismatch")
+        return str(second)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        password = cleaned.get("password2")  # present only when both passwords match
+        if password:
+            candidate = User(email=self.email, name=cleaned.get("name", ""))
+            try:
+                password_validation.validate_password(password, candidate)
+            except forms.ValidationError as error:
+                self.add_error("password1", error)
+        return cleaned
+
+
+def _find_invitation(token: str) -> Invitation | None:
+    token_hash = hashlib.sha256(token.encode()).hexdigest()
+    return (
+        Invitation.objects.select_related("workspace", "invited_by")
+        .filter(token_hash=token_hash)
+        .first()
+    )
+
+
+def _unavailable(request: HttpRequest, reason: str) -> HttpResponse:
+    status, text = UNAVAILABLE[reason]
+    return render(
+        request, "workspaces/invitation_unavailable.html", {"text": text, "reason": reason},
+        status=status,
+    )  # fmt: skip
+
+
+def _joined(request: HttpRequest, invitation: Invitation) -> HttpResponse:
+    messages.success(
+        request,
+        f"You joined {invitation.workspace.name} as {invitation.role}.",
+        extra_tags="settings",
+    )
+    return see_other(reverse("settings"))
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
+    invitation = _find_invitation(token)
+    if invitation is None:
+        return _unavailable(request, "unknown")
+    if invitation.effective_status != Invitation.Status.PENDING:
+        return _unavailable(request, invitation.effective_status)
+    inviter = invitation.invited_by
+    context: dict[str, Any] = {
+        "invitation": invitation,
+        "inviter": (inviter.name or inviter.email) if inviter else "An administrator",
+    }
+    user = request.user
+    if user.is_authenticated:
+        if user.email.lower() != invitation.email.lower():  # type: ignore[union-attr]
+            context["mode"] = "other_user"
+            return render(request, "workspaces/invitation.html", context,
+                          status=403 if request.method == "POST" else 200)  # fmt: skip
+        if request.method == "POST":
+            try:
+                services.invitation_accept(actor=Actor(user=user), token=token)  # type: ignore[arg-type]
+            except DomainError:  # accepted, revoked or expired meanwhile
+                return _unavailable(request, _current_status(invitation))
+            return _joined(request, invitation)
+        context["mode"] = "accept"
+        return render(request, "workspaces/invitation.html", context)
+    if User.objects.filter(email__iexact=invitation.email).exists():
+        return _sign_in_first(request, context)
+    form = InvitationSignUpForm(request.POST or None, email=invitation.email)
+    if request.method == "POST" and form.is_valid():
+        try:
+            with transaction.atomic():
+                new_user = User.objects.create_user(
+                    invitation.email, form.cleaned_data["password1"], name=form.cleaned_data["name"]
+                )
+                services.invitation_accept(actor=Actor(user=new_user), token=token)
+        except IntegrityError:  # an account with this e-mail was created meanwhile
+            return _sign_in_first(request, context)
+        except DomainError:  # accepted, revoked or expired meanwhile; the account is rolled back
+            return _unavailable(request, _current_status(invitation))
+        login(request, new_user, backend=MODEL_BACKEND)
+        request.session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
+        return _joined(request, invitation)
+    context.update(mode="sign_up", form=form)
+    return render(request, "workspaces/invitation.html", context)
+
+
+def _sign_in_first(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
+    context.update(
+        mode="sign_in", login_url=reverse("login") + "?" + urlencode({"next": request.path})
+    )
+    return render(request, "workspaces/invitation.html", context,
+                  status=403 if request.method == "POST" else 200)  # fmt: skip
+
+
+def _current_status(invitation: Invitation) -> str:
+    invitation.refresh_from_db()
+    status = invitation.effective_status
+    return status if status in UNAVAILABLE else "unknown"
+
+
+# --- Settings -------------------------------------------------------------------------------
+
+
+def _page_messages(request: HttpRequest, tag: str) -> list[Any]:
+    """The messages this page wrote (``extra_tags=tag``). Reading the storage consumes every
+    message, so the admin's ("The user … was changed") never shows up on these pages later."""
+    return [m for m in messages.get_messages(request) if tag in m.tags.split()]
+
+
+@login_required
+@require_http_methods(["GET"])
+def settings_index(request: HttpRequest) -> HttpResponse:
+    return render(
+        request, "workspaces/settings.html", {"page_messages": _page_messages(request, "settings")}
+    )
+
+
+class ProfileForm(forms.ModelForm):  # type: ignore[type-arg]
+    class Meta:
+        model = User
+        fields = ("name",)
+        labels = {"name": "Display name"}
+        widgets = {"name": forms.TextInput(attrs={"autocomplete": "name"})}
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def settings_profile(request: HttpRequest) -> HttpResponse:
+    form = ProfileForm(request.POST or None, instance=request.user)
+    if request.method == "POST" and form.is_valid():
+        form.save()
+        messages.success(request, "Display name saved.", extra_tags="settings")
+        return see_other(reverse("settings"))
+    return render(request, "workspaces/settings_profile.html", {"form": form})
+
+
+class BudgetPasswordChangeForm(PasswordChangeForm):
+    """The current password is checked inside the client's failed-authentication budget: a wrong
+    one is a counted failure, and once the budget is spent even the right one is refused."""
+
+    def __init__(self, user: Any, *args: Any, request: HttpRequest, **kwargs: Any) -> None:
+        super().__init__(user, *args, **kwargs)
+        self.request = request
+
+    def clean_old_password(self) -> str:
+        old_password = str(self.cleaned_data["old_password"])
+        try:
+            check_password_within_budget(self.request, self.user, old_password)
+        except exceptions.Throttled as exc:
+            raise forms.ValidationError(RATE_LIMITED_MESSAGE, code=RATE_LIMITED) from exc
+        except DomainError as exc:
+            raise forms.ValidationError(
+                self.error_messages["password_incorrect"], code="password_incorrect"
+            ) from exc
+        return old_password
+
+    def rate_limited(self) -> bool:
+        return self.has_error("old_password", RATE_LIMITED)
+
+
+class SettingsPasswordView(PasswordChangeView):
+    form_class = BudgetPasswordChangeForm
+    template_name = "workspaces/settings_password.html"
+    success_url = reverse_lazy("settings")
+
+    def get_form_kwargs(self) -> dict[str, Any]:
+        return {**super().get_form_kwargs(), "request": self.request}
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        super().form_valid(form)  # saves, keeps this session signed in
+        self.request.session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
+        messages.success(self.request, "Password changed.", extra_tags="settings")
+        return see_other(str(self.success_url))
+
+    def form_invalid(self, form: Any) -> HttpResponse:
+        limited = form.rate_limited()
+        response = self.render_to_response(
+            self.get_context_data(form=form), status=429 if limited else 200
+        )
+        if limited:
+            _retry_after(response, 60 - int(timezone.now().timestamp()) % 60)
+        return response
+
+
+# --- Password reset -------------------------------------------------------------------------
+
+
+class HeraldPasswordResetView(PasswordResetView):
+    """Always the same answer ("if an account exists, an e-mail is on its way"). Each client
+    address may ask ``HERALD_PASSWORD_RESETS_PER_HOUR`` times an hour; beyond, 429."""
+
+    template_name = "workspaces/password_reset_form.html"
+    email_template_name = "workspaces/email/password_reset.txt"
+    subject_template_name = "workspaces/email/password_reset_subject.txt"
+
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
+        return {
+            **super().get_context_data(**kwargs),
+            "email_enabled": settings.HERALD_EMAIL_ENABLED,
+        }
+
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not settings.HERALD_EMAIL_ENABLED:
+            return self.render_to_response(self.get_context_data(), status=503)
+        count, seconds_left = window_hit(
+            f"pwreset:{client_ip(request)}", PASSWORD_RESET_WINDOW_SECONDS
+        )
+        if count > settings.HERALD_PASSWORD_RESETS_PER_HOUR:
+            response = self.render_to_response(self.get_context_data(rate_limited=True), status=429)
+            return _retry_after(response, seconds_left)
+        self.extra_email_context = {"base_url": base_url(request)}
+        return super().post(request, *args, **kwargs)
+
+
+class HeraldPasswordResetDoneView(PasswordResetDoneView):
+    template_name = "workspaces/password_reset_done.html"
+
+
+class HeraldPasswordResetConfirmView(PasswordResetConfirmView):
+    template_name = "workspaces/password_reset_confirm.html"
+
+
+class HeraldPasswordResetCompleteView(PasswordResetCompleteView):
+    template_name = "workspaces/password_reset_complete.html"
