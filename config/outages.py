@@ -15,6 +15,8 @@ import threading
 import time
 
 from django.conf import settings
+from django.db.utils import InterfaceError as DatabaseInterfaceError
+from django.db.utils import OperationalError as DatabaseOperationalError
 from kombu.exceptions import OperationalError as BrokerOperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -26,14 +28,23 @@ LOG_INTERVAL_SECONDS = 60.0
 # (ResponseError, wrong type, ...) are bugs and stay 500s.
 REDIS_OUTAGE_ERRORS: tuple[type[Exception], ...] = (RedisConnectionError, RedisTimeoutError)
 
+# The database server refused or dropped the connection, or timed out (Django wraps the
+# driver's errors in these). Integrity and programming errors are bugs and stay 500s.
+DATABASE_OUTAGE_ERRORS: tuple[type[Exception], ...] = (
+    DatabaseOperationalError,
+    DatabaseInterfaceError,
+)
+
 _lock = threading.Lock()
 _last_logged: dict[tuple[str, str], float] = {}
 _held_back: dict[tuple[str, str], int] = {}
 
 
 def outage_dependency(exc: BaseException) -> str | None:
-    """The name of the unreachable dependency ``exc`` reports (``redis``, ``broker``), or None
-    when ``exc`` is not an outage."""
+    """The name of the unreachable dependency ``exc`` reports (``redis``, ``broker``,
+    ``database``), or None when ``exc`` is not an outage."""
+    if isinstance(exc, DATABASE_OUTAGE_ERRORS):
+        return "database"
     if isinstance(exc, REDIS_OUTAGE_ERRORS):
         return "redis"
     if isinstance(exc, BrokerOperationalError):  # kombu could not reach the broker

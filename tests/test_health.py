@@ -52,7 +52,7 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def assert_dependency_problem(response: Any, failing: list[str]) -> None:
+def assert_dependency_problem(response: Any, failing: list[str], instance: str = READY) -> None:
     body = response.json()
     assert response.status_code == 503
     assert response.headers["Content-Type"].startswith(PROBLEM_CONTENT_TYPE)
@@ -63,7 +63,7 @@ def assert_dependency_problem(response: Any, failing: list[str]) -> None:
     for name in failing:
         assert name in body["detail"]
     assert body["$schema"].endswith("/api/v1/schemas/ErrorModel.json")
-    assert body["instance"] == READY
+    assert body["instance"] == instance
 
 
 @pytest.fixture(autouse=True)
@@ -452,7 +452,7 @@ def run_server(tmp_path: Path) -> Iterator[Callable[..., str]]:
 
 
 @pytest.mark.slow
-def test_server_with_unreachable_database(run_server: Callable[..., str]) -> None:
+def test_server_with_unreachable_database(run_server: Callable[..., str], tmp_path: Path) -> None:
     base = run_server(DATABASE_URL="postgres://postgres@127.0.0.1:1/herald")
 
     live = requests.get(f"{base}{HEALTH}", timeout=5)
@@ -468,6 +468,18 @@ def test_server_with_unreachable_database(run_server: Callable[..., str]) -> Non
 
     # Liveness keeps answering while the database stays down: no restart loop.
     assert requests.get(f"{base}{HEALTH}", timeout=5).status_code == 200
+
+    # API requests that need the database are a 503 problem naming it, never a 500, and the
+    # server does not log a traceback per request.
+    token = "hrld_0123abcd_" + "x" * 43
+    for _ in range(3):
+        answer = requests.get(
+            f"{base}/api/v1/me", headers={"Authorization": f"Bearer {token}"}, timeout=10
+        )
+        assert_dependency_problem(answer, ["database"], instance="/api/v1/me")
+        assert answer.headers["Retry-After"] == "5"
+    logs = "".join(log.read_text(errors="replace") for log in tmp_path.glob("gunicorn-*.log"))
+    assert "Traceback" not in logs, logs[-3000:]
 
 
 @pytest.mark.slow
