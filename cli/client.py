@@ -295,6 +295,29 @@ class HeraldClient:
             "/accounts", workspace_id=workspace_id, limit=limit, cursor=cursor, provider=provider
         )
 
+    def account(self, account_id: str) -> JSON:
+        return self.get(f"/accounts/{_segment(account_id)}")
+
+    def account_connect(
+        self,
+        *,
+        workspace_id: str,
+        provider: str,
+        fields: dict[str, str] | None = None,
+        instance_url: str | None = None,
+    ) -> JSON:
+        """``{"account": …, "authorization_url": null}`` (201, credential providers) or
+        ``{"account": null, "authorization_url": …}`` (200, OAuth providers)."""
+        body: JSON = {"workspace_id": workspace_id, "provider": provider}
+        if fields:
+            body["fields"] = fields
+        if instance_url:
+            body["instance_url"] = instance_url
+        return self.request("POST", "/accounts/connect", body=body)
+
+    def account_disconnect(self, account_id: str) -> None:
+        self.request("DELETE", f"/accounts/{_segment(account_id)}")
+
     # --- publications -----------------------------------------------------------------------
 
     def publications(

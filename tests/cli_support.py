@@ -104,6 +104,8 @@ class LeakyInstance:
         class Handler(http.server.BaseHTTPRequestHandler):
             def _answer(self) -> None:
                 outer.seen.append((self.command, self.path, dict(self.headers)))
+                length = int(self.headers.get("Content-Length") or 0)
+                outer.bodies.append((self.command, self.path, self.rfile.read(length)))
                 key = f"{self.command} {self.path.split('?', 1)[0]}"
                 status, headers, body = routes.get(
                     key,
@@ -132,6 +134,7 @@ class LeakyInstance:
                 return
 
         self.seen: list[tuple[str, str, dict[str, str]]] = []
+        self.bodies: list[tuple[str, str, bytes]] = []  # (method, path, request body)
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 

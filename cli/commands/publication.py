@@ -146,6 +146,30 @@ def list_publications(status: str | None, limit: int, cursor: str | None) -> Non
     metavar="KEY",
     help="Repeat a create safely: the same key returns the first result.",
 )
+@click.option(
+    "--publish-now",
+    is_flag=True,
+    help="Then queue it for delivery at once (publish-now at the revision just created).",
+)
+@click.option(
+    "--follow/--no-follow",
+    default=False,
+    help="With --publish-now: follow the destinations until they settle.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1, 60),
+    default=2.0,
+    show_default=True,
+    help="Seconds between polls when following.",
+)
+@click.option(
+    "--timeout",
+    type=click.FloatRange(1),
+    default=600,
+    show_default=True,
+    help="Stop following after this many seconds.",
+)
 @global_options
 def create(
     text: str | None,
@@ -154,10 +178,20 @@ def create(
     media_ids: tuple[str, ...],
     voice_profile_id: str | None,
     idempotency_key: str | None,
+    publish_now: bool,
+    follow: bool,
+    interval: float,
+    timeout: float,
 ) -> None:
-    """Create a draft publication with one destination per --account."""
+    """Create a draft publication with one destination per --account.
+
+    With --publish-now it is then queued for delivery (and with --follow, followed until every
+    destination settled, like `herald publication status`: exit 1 when one did not publish).
+    """
     if (text is None) == (text_file is None):
         raise UsageProblem("Give the text with exactly one of --text or --text-file.")
+    if follow and not publish_now:
+        raise UsageProblem("--follow needs --publish-now (or use `herald publication status`).")
     body_text = text if text is not None else text_file.read()
     hx = current()
     client = hx.client()
@@ -169,6 +203,26 @@ def create(
         voice_profile_id=voice_profile_id,
         idempotency_key=idempotency_key,
     )
+    if publish_now:
+        # Queue exactly the revision just created: a concurrent edit is refused (409), not sent.
+        if not hx.json:
+            echo(f"Created publication {publication['id']} (revision {publication['revision']}).")
+        queued = client.publication_publish_now(
+            publication["id"], expected_revision=publication["revision"]
+        )
+        if follow:
+            _follow_and_report(
+                client, publication["id"], interval=interval, timeout=timeout, as_json=hx.json
+            )
+            return
+        if hx.json:
+            emit_json(queued)
+            return
+        echo(_headline(queued))
+        echo(
+            f"Queued: not delivered yet. Follow with: herald publication status {queued['id']}"
+        )
+        return
     if hx.json:
         emit_json(publication)
         return
