@@ -37,11 +37,11 @@ urlpatterns = [
     path("login/", web.HeraldLoginView.as_view(), name="login"),
     path("logout/", web.logout_view, name="logout"),
     path("settings/developer/", web.developer_settings, name="developer-settings"),
+    path("", include("workspaces.web_urls")),  # invitations, /settings/, password reset
     path("", web.home, name="home"),
 ]
 
 
-    path("", include("workspaces.web_urls")),  # invitations, /settings/, password reset
 def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if request.path.startswith("/api/"):
         return problem_response(request, 404, "not_found", "No such resource.")
