@@ -565,3 +565,18 @@ def test_the_migration_backfills_what_the_stored_account_says(workspace: Any) ->
     assert mastodon.profile_url == "https://social.example/@herald"
     assert bluesky.profile_url == "https://bsky.app/profile/herald.test"
     assert discord.profile_url == ""
+
+
+def test_deleting_the_workspace_deletes_its_feeds(
+    owner_client: APIClient,
+    workspace: Any,
+    anonymous: Client,
+    media_storage: Any,
+    publish_now: Callable[..., Destination],
+) -> None:
+    account = connect_feed(owner_client, workspace)
+    media = upload(owner_client, workspace)
+    publish_now(account["id"], "bye", [media["id"]])
+    workspace.delete()  # what the workspace-deletion service ends with
+    assert not FeedEntry.objects.exists()
+    assert anonymous.get(f"/feeds/{token_of(account)}.atom").status_code == 404
