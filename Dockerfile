@@ -74,9 +74,12 @@ RUN SECRET_KEY=collectstatic-build-only-not-a-secret \
 # The source revision recorded with certification runs (readiness/subjects.py). The build
 # context has no .git to read it from, so it is a build argument:
 #   docker build --build-arg HERALD_SOURCE_REVISION="$(git rev-parse HEAD)" .
-# (docker-compose.yml passes ${HERALD_SOURCE_REVISION}). Declared after the steps above so a
-# new revision does not invalidate their cached layers.
+# (docker-compose.yml passes ${HERALD_SOURCE_REVISION}; `make image` passes the checkout's
+# commit). The build refuses to run without it, so an image never records "unknown". Declared
+# after the steps above so a new revision does not invalidate their cached layers.
 ARG HERALD_SOURCE_REVISION=""
+RUN test -n "${HERALD_SOURCE_REVISION}" \
+ || { echo 'Build with --build-arg HERALD_SOURCE_REVISION="$(git rev-parse HEAD)" (or make image)' >&2; exit 1; }
 ENV HERALD_SOURCE_REVISION=${HERALD_SOURCE_REVISION}
 LABEL org.opencontainers.image.revision="${HERALD_SOURCE_REVISION}"
 
