@@ -9,7 +9,8 @@ random token in the URL is the only key.
 * ``GET /feeds/<token>/media/<media id>``: a media item of a live entry of this feed.
 
 A feed document lists the newest ``MAX_ENTRIES`` (50) live entries. Every answer carries
-``ETag`` (a digest of the body) and ``Last-Modified`` and answers ``304`` to a matching
+``ETag`` (a digest of the body) and ``Last-Modified`` (once the second of the last change is
+over: HTTP dates have whole seconds) and answers ``304`` to a matching
 ``If-None-Match`` (or, without one, to an ``If-Modified-Since`` not older than the last
 change); ``Cache-Control: public, no-cache`` lets caches keep a copy but revalidate it each
 time, so a withdrawn entry or a disconnected feed is not served from a cache.
@@ -30,6 +31,7 @@ from typing import Any
 
 from django.db.models import Max
 from django.http import FileResponse, HttpRequest, HttpResponse
+from django.utils import timezone
 from django.utils.html import escape
 from django.utils.http import http_date
 from django.views.decorators.http import require_safe
@@ -111,7 +113,11 @@ def _conditional(
     else:
         response = HttpResponse(body, content_type=content_type)
     response["ETag"] = etag
-    response["Last-Modified"] = http_date(last_modified.timestamp())
+    # HTTP dates have whole seconds: a change later in the second of the last one would carry
+    # the same date, so If-Modified-Since would hide it. The date is given once its second is over
+    # (until then clients revalidate with the ETag alone).
+    if int(last_modified.timestamp()) < int(timezone.now().timestamp()):
+        response["Last-Modified"] = http_date(last_modified.timestamp())
     response["Cache-Control"] = CACHE_CONTROL
     response["X-Robots-Tag"] = "noindex"
     return response
