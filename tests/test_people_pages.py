@@ -517,3 +517,63 @@ def test_email_url_parser() -> None:
         with pytest.raises(ImproperlyConfiguredEnv) as caught:
             parse_email_url(bad.replace("h", "u:secretpw@h", 1) if "://h" in bad else bad)
         assert "secretpw" not in str(caught.value)
+
+
+_SETTINGS_PROBE = """
+import json
+from django.conf import settings
+names = ["EMAIL_BACKEND", "EMAIL_HOST", "EMAIL_PORT", "EMAIL_HOST_USER", "EMAIL_HOST_PASSWORD",
+         "EMAIL_USE_TLS", "EMAIL_USE_SSL", "HERALD_EMAIL_ENABLED", "DEFAULT_FROM_EMAIL"]
+print(json.dumps({name: getattr(settings, name) for name in names}))
+"""
+
+
+def email_settings(tmp_path: Any, **env: str) -> dict[str, Any]:
+    """config.settings read in a fresh interpreter with ``env`` (and nothing of the shell's
+    e-mail configuration)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    base = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("HERALD_", "EMAIL_", "DEFAULT_FROM")) and key != "SECRET_KEY"
+    }
+    base.update(DJANGO_SETTINGS_MODULE="config.settings", HERALD_DATA_DIR=str(tmp_path), **env)
+    result = subprocess.run(
+        [sys.executable, "-c", _SETTINGS_PROBE],
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return dict(json.loads(result.stdout))
+
+
+def test_email_settings_follow_the_environment(tmp_path: Any) -> None:
+    production = {"HERALD_ENVIRONMENT": "production", "SECRET_KEY": "x" * 50}
+    smtp = email_settings(
+        tmp_path,
+        **production,
+        HERALD_EMAIL_URL="smtp+tls://mailer:s%3Acret@mail.example.com:2525",
+        HERALD_PUBLIC_URL="https://herald.example.com",
+    )
+    assert smtp["EMAIL_BACKEND"] == "django.core.mail.backends.smtp.EmailBackend"
+    assert (smtp["EMAIL_HOST"], smtp["EMAIL_PORT"]) == ("mail.example.com", 2525)
+    assert (smtp["EMAIL_HOST_USER"], smtp["EMAIL_HOST_PASSWORD"]) == ("mailer", "s:cret")
+    assert (smtp["EMAIL_USE_TLS"], smtp["EMAIL_USE_SSL"]) == (True, False)
+    assert smtp["HERALD_EMAIL_ENABLED"] is True
+    assert smtp["DEFAULT_FROM_EMAIL"] == "Herald <herald@herald.example.com>"
+
+    unset = email_settings(tmp_path, **production, DEFAULT_FROM_EMAIL="ops@example.org")
+    assert unset["EMAIL_BACKEND"] == "django.core.mail.backends.dummy.EmailBackend"
+    assert unset["HERALD_EMAIL_ENABLED"] is False
+    assert unset["DEFAULT_FROM_EMAIL"] == "ops@example.org"
+
+    local = email_settings(tmp_path, HERALD_ENVIRONMENT="local")
+    assert local["EMAIL_BACKEND"] == "django.core.mail.backends.console.EmailBackend"
+    assert local["HERALD_EMAIL_ENABLED"] is True
