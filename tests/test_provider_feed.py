@@ -29,6 +29,7 @@ from publishing.providers.base import PublishRequest
 from publishing.providers.feed import MAX_ENTRIES
 from publishing.services import delivery
 from publishing.services.accounts import account_context
+from readiness import services as readiness
 from tests.providers import tiny_png
 from tests.providers.bluesky import BlueskyStandIn
 from tests.providers.discord_webhook import DiscordWebhookStandIn
@@ -213,6 +214,12 @@ def test_the_catalogue_lists_the_feed_as_connectable(
     assert entry["capabilities"]["credential_fields"] == ["title"]
     assert entry["capabilities"]["profiles"][0]["key"] == "feed.entry"
     assert entry["readiness"]["connectable"] is True
+    account = Account.objects.get(pk=connect_feed(owner_client, workspace)["id"])
+    decision = readiness.decide_account(
+        account=account, operation="publish_immediate", profile="feed.entry"
+    )
+    assert decision.executable, decision.as_dict()
+    assert decision.facts["configuration"] == {"status": "present", "source": "builtin"}
 
 
 # --- Publish ------------------------------------------------------------------------------------
