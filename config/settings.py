@@ -72,6 +72,7 @@ ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", default=_DEFAULT_HOSTS)
 CSRF_TRUSTED_ORIGINS = env_list(
     "HERALD_CSRF_TRUSTED_ORIGINS", default=[HERALD_PUBLIC_URL] if HERALD_PUBLIC_URL else []
 )
+CSRF_FAILURE_VIEW = "config.error_pages.csrf_failure"  # HTML page; problem+json under /api/
 
 # --- Applications --------------------------------------------------------------------------
 INSTALLED_APPS = [
@@ -278,7 +279,6 @@ HERALD_RECENT_AUTH_SECONDS = env_int("HERALD_RECENT_AUTH_SECONDS", 15 * 60)
 HERALD_AUTH_FAILURES_PER_MINUTE = env_int("HERALD_AUTH_FAILURES_PER_MINUTE", 30)
 HERALD_TOKEN_MAX_DAYS = 365
 HERALD_INVITATION_DAYS = env_int("HERALD_INVITATION_DAYS", 14)
-
 # Password reset by e-mail (/password-reset/): requests per client address per hour.
 HERALD_PASSWORD_RESETS_PER_HOUR = env_int("HERALD_PASSWORD_RESETS_PER_HOUR", 5)
 PASSWORD_RESET_TIMEOUT = env_int("HERALD_PASSWORD_RESET_SECONDS", 3 * 60 * 60)
@@ -305,6 +305,7 @@ HERALD_EMAIL_ENABLED = bool(_EMAIL_URL) or IS_LOCAL
 _MAIL_HOST = urlsplit(HERALD_PUBLIC_URL).hostname if HERALD_PUBLIC_URL else None
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL") or f"Herald <herald@{_MAIL_HOST or 'localhost'}>"
 SERVER_EMAIL = DEFAULT_FROM_EMAIL
+
 # --- Security (check --deploy is clean with HERALD_ENVIRONMENT=production) -----------------
 SECURE_PROXY_SSL_HEADER = (
     ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("HERALD_TRUST_X_FORWARDED_PROTO") else None

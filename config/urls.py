@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularSwaggerView
 
-from config import web
+from config import error_pages, web
 from config.api.openapi import OpenApiJsonView
-from config.api.problems import problem_response
 from config.api.schema import json_schema_view
 from config.health import LivenessView, ReadinessView
 
@@ -35,6 +34,11 @@ urlpatterns = [
     path("feeds/", include("publishing.feed_urls")),  # public built-in feeds (provider "feed")
     path("admin/", admin.site.urls),
     path("login/", web.HeraldLoginView.as_view(), name="login"),
+    # APPEND_SLASH is off (API paths have no trailing slash); these pages are typed by hand.
+    *[
+        path(name, RedirectView.as_view(url=f"/{name}/", permanent=True, query_string=True))
+        for name in ("login", "admin", "docs", "logout", "settings")
+    ],
     path("logout/", web.logout_view, name="logout"),
     path("settings/developer/", web.developer_settings, name="developer-settings"),
     path("", include("workspaces.web_urls")),  # invitations, /settings/, password reset
@@ -42,15 +46,7 @@ urlpatterns = [
 ]
 
 
-def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
-    if request.path.startswith("/api/"):
-        return problem_response(request, 404, "not_found", "No such resource.")
-    return HttpResponse("Not found", status=404, content_type="text/plain")
-
-
-def handler500(request: HttpRequest) -> HttpResponse:
-    if request.path.startswith("/api/"):
-        return problem_response(
-            request, 500, "internal_error", "An unexpected error occurred; it has been logged."
-        )
-    return HttpResponse("Server error", status=500, content_type="text/plain")
+# Browsers get Herald's HTML error pages; /api/ paths keep problem+json (config/error_pages.py).
+handler403 = error_pages.permission_denied
+handler404 = error_pages.page_not_found
+handler500 = error_pages.server_error

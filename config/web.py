@@ -17,7 +17,7 @@ from django.contrib.auth.views import LoginView
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_http_methods, require_POST
+from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError
 from config.problem_catalogue import catalogue
@@ -61,8 +61,12 @@ class HeraldLoginView(LoginView):
         return response
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 def logout_view(request: HttpRequest) -> HttpResponse:
+    """POST signs out. GET (a typed or bookmarked /logout/) shows a page whose button POSTs here:
+    signing out on a GET would let any page sign a visitor out with an image tag."""
+    if request.method == "GET":
+        return render(request, "herald/logout_confirm.html")
     logout(request)
     return redirect("login")
 

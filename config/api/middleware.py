@@ -8,8 +8,8 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.core.exceptions import DisallowedHost
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.core.exceptions import DisallowedHost, PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.utils.log import log_response
 
 from config.api.problems import PROBLEM_CONTENT_TYPE, outage_response, problem_response
@@ -86,6 +86,8 @@ class ApiProblemMiddleware:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not request.path.startswith(API_PREFIX):
             return None
+        if isinstance(exception, (Http404, PermissionDenied)):
+            return None  # not a crash: handler404/handler403 answer with a 404/403 problem
         outage = outage_response(exception, request)  # Redis down: 503, logged once per interval
         if outage is not None:
             return outage
