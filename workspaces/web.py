@@ -101,7 +101,8 @@ class InvitationSignUpForm(forms.Form):
     def clean_password2(self) -> str:
         first, second = self.cleaned_data.get("password1"), self.cleaned_data["password2"]
         if first and first != second:
-            raise forms.ValidationError("The two passwords differ.", code="password_mismatch")
+            # (form codes are passed positionally: they are not problem codes of the API)
+            raise forms.ValidationError("The two passwords differ.", "password_mismatch")
         return str(second)
 
     def clean(self) -> dict[str, Any]:
@@ -256,7 +257,7 @@ class BudgetPasswordChangeForm(PasswordChangeForm):
             raise forms.ValidationError(RATE_LIMITED_MESSAGE, code=RATE_LIMITED) from exc
         except DomainError as exc:
             raise forms.ValidationError(
-                self.error_messages["password_incorrect"], code="password_incorrect"
+                self.error_messages["password_incorrect"], "password_incorrect"
             ) from exc
         return old_password
 
