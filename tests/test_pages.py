@@ -236,3 +236,56 @@ def test_developer_settings_errors_are_tied_to_their_fields(signed_in: Client) -
     page = Elements(response.content.decode())
     assert_error_tied(page, "name", "This field is required.")
     assert_error_tied(page, "expires_in_days", "less than or equal to 365")
+
+
+def assert_every_error_is_tied(html: str) -> int:
+    """Every field error list (``ul.errorlist`` with an id, not the form-wide ``nonfield`` one)
+    describes an input, select or textarea marked ``aria-invalid="true"``; and every field so
+    marked is described by an element that exists. Returns how many errors were checked."""
+    page = Elements(html)
+    fields = [attrs for tag, attrs in page.tags if tag in {"input", "select", "textarea"}]
+    error_lists = [
+        attrs
+        for tag, attrs in page.tags
+        if tag == "ul"
+        and "errorlist" in attrs.get("class", "").split()
+        and "nonfield" not in attrs.get("class", "").split()
+    ]
+    for error_list in error_lists:
+        assert error_list.get("id"), f"error list without an id: {error_list}"
+        described = [
+            field
+            for field in fields
+            if error_list["id"] in field.get("aria-describedby", "").split()
+        ]
+        assert len(described) == 1, f"{error_list['id']} describes {described}"
+        assert described[0].get("aria-invalid") == "true", described[0]
+    for field in fields:
+        if field.get("aria-invalid") == "true":
+            ids = field.get("aria-describedby", "").split()
+            assert ids, field
+            assert all(element_id in page.text_by_id for element_id in ids), field
+    return len(error_lists)
+
+
+@pytest.mark.django_db
+def test_errors_are_tied_to_fields_on_the_people_pages(
+    signed_in: Client, user: User, workspace: Any
+) -> None:
+    from workspaces.access import Actor
+    from workspaces.services import invitation_create
+
+    _, raw = invitation_create(
+        actor=Actor(user=user), workspace_id=workspace.pk, email="new@example.com", role="editor"
+    )
+    pages = {
+        "/settings/developer/": (signed_in, {"action": "create"}),
+        "/settings/password/": (signed_in, {"old_password": "wrong"}),
+        "/settings/profile/": (signed_in, {"name": "x" * 500}),
+        "/password-reset/": (Client(), {"email": "not an address"}),
+        f"/invitations/{raw}/": (Client(), {"password1": "x"}),
+    }
+    for path, (client, data) in pages.items():
+        response = client.post(path, data)
+        assert response.status_code in {200, 400, 422}, (path, response.status_code)
+        assert assert_every_error_is_tied(response.content.decode()) > 0, path
