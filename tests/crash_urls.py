@@ -4,7 +4,7 @@ browser pages that crash or refuse, to exercise the HTML 500 and 403 pages."""
 from __future__ import annotations
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.urls import path
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -33,6 +33,10 @@ def forbidden_page(request: HttpRequest) -> HttpResponse:
     raise PermissionDenied(SECRET_INTERNAL)
 
 
+def missing_thing(request: HttpRequest) -> HttpResponse:
+    raise Http404(SECRET_INTERNAL)
+
+
 def plain_post(request: HttpRequest) -> HttpResponse:
     """A plain Django view (not DRF's csrf-exempt ones): CsrfViewMiddleware guards it."""
     return HttpResponse("ok", content_type="text/plain")
@@ -43,6 +47,7 @@ urlpatterns = [
     path("api/v1/test-crash-plain", crashing_plain_view),
     path("api/v1/test-forbidden", forbidden_page),
     path("api/v1/test-plain-post", plain_post),
+    path("api/v1/test-missing", missing_thing),
     path("test-crash-page/", crashing_plain_view),
     path("test-forbidden-page/", forbidden_page),
     *real_urlpatterns,

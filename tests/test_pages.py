@@ -133,6 +133,7 @@ def test_form_without_csrf_token_is_an_html_403(user: User) -> None:
     [
         ("/api/v1/no-such-thing", 404, "not_found"),
         ("/api/v1/test-forbidden", 403, "permission_denied"),
+        ("/api/v1/test-missing", 404, "not_found"),  # Http404 from a plain view: not a crash
         ("/api/v1/test-crash-plain", 500, "internal_error"),
     ],
 )
