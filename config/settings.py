@@ -153,6 +153,20 @@ else:
         # Django's backend; its connection health check skips the SELECT 1 round trip while the
         # connection is quiet (config/db/postgresql/base.py).
         DATABASES["default"]["ENGINE"] = "config.db.postgresql"
+# Django's PostgreSQL connection pool (psycopg_pool) for a process that runs many threads: the
+# delivery worker runs HERALD_WORKER_CONCURRENCY sends at once on threads, and with a pool it
+# holds at most this many connections whatever its concurrency (a send gives its connection
+# back while it waits for the provider: config/db/__init__.py). 0: no pool, one persistent
+# connection per thread (the web processes: a few threads each). docker-compose.yml sets it for
+# the worker; PostgreSQL only (SQLite connections are files, opened per task).
+HERALD_DB_POOL_SIZE = env_int("HERALD_DB_POOL_SIZE", 0)
+if HERALD_DB_POOL_SIZE > 0 and DATABASES["default"]["ENGINE"] == "config.db.postgresql":
+    DATABASES["default"]["OPTIONS"]["pool"] = {
+        "min_size": 1,
+        "max_size": HERALD_DB_POOL_SIZE,
+        "timeout": 30,  # waiting for a free connection; then the task fails (and is retried)
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0  # Django: a pool replaces persistent connections
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Cache, broker -------------------------------------------------------------------------
@@ -196,6 +210,14 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The worker (issue 19): a send mostly waits for the provider (200 ms to seconds), so one worker
+# process runs HERALD_WORKER_CONCURRENCY tasks at once on threads (Celery's "threads" pool), not
+# two forked processes: 1,000 sends of 300 ms each take 20 s at 2 x 3.3/s (prefork 2) and about
+# 10 s at 32 threads (bench/README.md "Burst"). CPU stays the bound: on more cores, run more
+# worker processes. HERALD_WORKER_POOL=prefork brings back processes (the only pool that
+# enforces the task time limits; the provider calls have their own timeouts either way).
+CELERY_WORKER_POOL = env_choice("HERALD_WORKER_POOL", ("threads", "prefork"), "threads")
+CELERY_WORKER_CONCURRENCY = env_int("HERALD_WORKER_CONCURRENCY", 32)
 # Without this, Celery's Django fixup closes every database connection before and after each
 # task, so every delivery opened a new PostgreSQL connection (42 % fewer deliveries/s, see
 # bench/README.md "Delivery benchmark"). Connections now live for up to this many tasks, and
@@ -463,6 +485,7 @@ CELERY_TASK_QUEUES = (
     Queue("herald.dispatch", routing_key="herald.dispatch"),
 )
 CELERY_TASK_ROUTES = {"publishing.delivery_dispatch": {"queue": "herald.dispatch"}}
+CELERY_TASK_ROUTES["publishing.housekeeping"] = {"queue": "herald.dispatch"}
 CELERY_BEAT_SCHEDULE["publishing.housekeeping"] = {
     "task": "publishing.housekeeping",
     "schedule": 3600.0,

@@ -199,8 +199,8 @@ def main() -> int:
                 "--no-control-socket",
             ],
             "worker": [
+                # Threads pool, HERALD_WORKER_CONCURRENCY sends at once (config/settings.py).
                 str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
-                "--concurrency", os.environ.get("HERALD_WORKER_CONCURRENCY", "2"),
             ],
             "beat": [
                 str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO",

@@ -215,6 +215,8 @@ class DeliveryStack:
                 "HERALD_PROVIDER_TIMEOUT_SECONDS": "1.5",
                 "HERALD_RETRY_BASE_SECONDS": "0.5",
                 "HERALD_RETRY_MAX_SECONDS": "2",
+                # As docker-compose.yml runs the worker (PostgreSQL only; SQLite has no pool).
+                "HERALD_DB_POOL_SIZE": "8",
             }
         )
         env.update(self.settings_env)
@@ -230,14 +232,17 @@ class DeliveryStack:
         return process
 
     def start_worker(
-        self, name: str = "worker", *, concurrency: int = 2, **overrides: str
+        self, name: str = "worker", *, concurrency: int | None = None, **overrides: str
     ) -> ManagedProcess:
+        """The shipped worker: its pool and concurrency are those of config/settings.py
+        (threads, HERALD_WORKER_CONCURRENCY) unless ``concurrency`` is given."""
         node = f"{name}-{uuid.uuid4().hex[:6]}@%h"
         argv = [
-            str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
-            "--pool", "prefork", "--concurrency", str(concurrency), "-n", node,
+            str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO", "-n", node,
             "--without-mingle", "--without-gossip", "--without-heartbeat",
         ]  # fmt: skip
+        if concurrency is not None:
+            argv += ["--concurrency", str(concurrency)]
         worker = self._start(name, argv, self.env(**overrides))
         wait_until(
             lambda: " ready." in worker.log() or not worker.alive,

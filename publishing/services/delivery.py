@@ -21,6 +21,7 @@ from django.db.models import F, Q, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from config.db import release_connection
 from config.queries import CompiledQuery, Param
 from publishing import tasks
 from publishing.models import Destination, Media, Publication, PublicationEvent, SchedulerHeartbeat
@@ -138,6 +139,7 @@ def delivery_send(*, destination_id: Any) -> None:
     # first attempt's time is kept if there was one.)
     Destination.objects.filter(pk=destination.pk).update(
         write_started_at=started, first_attempt_at=Coalesce(F("first_attempt_at"), Value(started)))
+    release_connection()  # pooled: the connection serves other sends while this one waits
     try:
         result = adapter.publish(account=context, request=request)
     except ProviderError as exc:
@@ -259,8 +261,9 @@ def delivery_reconcile(*, destination_id: Any) -> None:
         return
     adapter = get_adapter(destination.account.provider)
     try:
-        found = adapter.reconcile(account=account_context(destination.account), request=_request_for(destination),
-                                  external_id=destination.external_id)
+        context, request = account_context(destination.account), _request_for(destination)
+        release_connection()
+        found = adapter.reconcile(account=context, request=request, external_id=destination.external_id)
     except NotSupported:
         with transaction.atomic():
             Destination.objects.filter(pk=destination.pk).update(
