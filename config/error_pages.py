@@ -70,7 +70,7 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         return problem_response(
             request,
             403,
-            "permission_denied",
+            "csrf_failed",  # as the API's session authentication answers it
             "CSRF verification failed: send the X-CSRFToken header with the csrftoken cookie's value.",
         )
     return error_page(

@@ -150,7 +150,7 @@ def test_csrf_failure_under_api_is_problem_json(crash_urls: None) -> None:
     response = Client(enforce_csrf_checks=True).post("/api/v1/test-plain-post")
     assert response.status_code == 403
     assert response["Content-Type"] == PROBLEM
-    assert response.json()["code"] == "permission_denied"
+    assert response.json()["code"] == "csrf_failed"
     assert "CSRF" in response.json()["detail"]
 
 
