@@ -31,6 +31,7 @@ propagates (a 503 ``dependency_unavailable`` problem); releasing one is best eff
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sqlite3
 import threading
@@ -157,6 +158,12 @@ CREATE TABLE IF NOT EXISTS counters (
 CREATE TABLE IF NOT EXISTS slots (
   key TEXT PRIMARY KEY, token TEXT NOT NULL, expires REAL NOT NULL
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS shared_slots (
+  key TEXT NOT NULL, token TEXT NOT NULL, expires REAL NOT NULL, PRIMARY KEY (key, token)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS marks (
+  key TEXT PRIMARY KEY, until REAL NOT NULL
+) WITHOUT ROWID;
 """
 
 # A window that has ended starts again at 1; otherwise one more hit, same end.
@@ -233,6 +240,8 @@ def _sqlite_maybe_purge(connection: sqlite3.Connection, now: float) -> None:
     _local.purged_at = now
     connection.execute("DELETE FROM counters WHERE expires <= ?", (now,))
     connection.execute("DELETE FROM slots WHERE expires <= ?", (now,))
+    connection.execute("DELETE FROM shared_slots WHERE expires <= ?", (now,))
+    connection.execute("DELETE FROM marks WHERE until <= ?", (now,))
 
 
 def _sqlite_read(key: str) -> int:
@@ -254,6 +263,8 @@ def clear() -> None:
     connection = _connection()
     connection.execute("DELETE FROM counters")
     connection.execute("DELETE FROM slots")
+    connection.execute("DELETE FROM shared_slots")
+    connection.execute("DELETE FROM marks")
 
 
 # --- The counters --------------------------------------------------------------------------
@@ -339,3 +350,171 @@ def release_slot(key: str, token: str) -> None:
     except STORE_OUTAGE_ERRORS as exc:
         log_outage(logger, "redis" if client is not None else "limits store", "slots",
                    "slot left to expire (%s)", type(exc).__name__)  # fmt: skip
+
+
+# --- Shared slots (up to N holders at a time) and "paused until" marks ---------------------
+#
+# Delivery's politeness caps (publishing/services/delivery.py): a send holds one slot of its
+# account and one of its provider host while it calls the provider. A slot has a lease (it
+# expires on its own, so a killed worker cannot hold one forever). Unlike :func:`acquire_slot`
+# these fail open: when the store cannot be reached, sends proceed uncapped (logged once per
+# interval), as the counters do.
+
+# KEYS: the slot sets, then the mark. ARGV: now, lease end, key ttl, token, then one limit per
+# slot set. Returns {1, 0} when every slot was taken, {0, 0} when one set is full, {0, until}
+# while the mark is set.
+_ACQUIRE_SHARED = """
+local n = #KEYS - 1
+local now = tonumber(ARGV[1])
+local mark_end = tonumber(redis.call('GET', KEYS[#KEYS]) or '0') or 0
+if mark_end > now then return {0, tostring(mark_end)} end
+for i = 1, n do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', now)
+  if redis.call('ZCARD', KEYS[i]) >= tonumber(ARGV[4 + i]) then return {0, '0'} end
+end
+for i = 1, n do
+  redis.call('ZADD', KEYS[i], ARGV[2], ARGV[4])
+  redis.call('EXPIRE', KEYS[i], ARGV[3])
+end
+return {1, '0'}
+"""
+
+# KEYS[1] the mark; ARGV: until, ttl. A later end wins; an earlier one leaves the mark alone.
+_MARK = """
+local current = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if tonumber(ARGV[1]) > current then redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2]) end
+return 0
+"""
+
+
+def _script(client: Any, name: str, source: str) -> Any:
+    script = client.__dict__.get(name)
+    if script is None:
+        script = client.__dict__[name] = client.register_script(source)
+    return script
+
+
+def _sqlite_acquire_shared(
+    connection: sqlite3.Connection, slots: list[tuple[str, int]], token: str, now: float, ttl: float, mark: str
+) -> tuple[bool, float]:
+    if mark:
+        row = connection.execute("SELECT until FROM marks WHERE key = ?", (mark,)).fetchone()
+        if row is not None and float(row[0]) > now:
+            return False, float(row[0])
+    for key, limit in slots:
+        connection.execute("DELETE FROM shared_slots WHERE key = ? AND expires <= ?", (key, now))
+        (held,) = connection.execute("SELECT count(*) FROM shared_slots WHERE key = ?", (key,)).fetchone()
+        if held >= limit:
+            return False, 0.0
+    connection.executemany(
+        "INSERT OR REPLACE INTO shared_slots (key, token, expires) VALUES (?, ?, ?)",
+        [(key, token, now + ttl) for key, _ in slots],
+    )
+    return True, 0.0
+
+
+def acquire_shared_slots(
+    slots: list[tuple[str, int]], token: str, ttl: float, *, unless_marked: str = ""
+) -> tuple[bool, float]:
+    """Take one slot of every ``(key, limit)`` in ``slots`` for ``token`` (all or none), each
+    set holding at most ``limit`` unexpired slots; a slot expires after ``ttl`` seconds. Not
+    taken while the mark ``unless_marked`` is set. Returns ``(taken, until)``: ``until`` is the
+    end of that mark (epoch seconds), else 0. Unreachable store: ``(True, 0)`` (fail open)."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    now = time.time()
+    try:
+        if client is not None:
+            keys = [backend.make_key(key) for key, _ in slots] + [backend.make_key(unless_marked or "-")]
+            args = [now, now + ttl, max(1, math.ceil(ttl)), token, *(int(limit) for _, limit in slots)]
+            taken, until = _script(client, "_herald_acquire_shared", _ACQUIRE_SHARED)(keys=keys, args=args)
+            return bool(taken), float(until)
+        connection = _connection()
+        _sqlite_maybe_purge(connection, now)
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            taken, until = _sqlite_acquire_shared(connection, slots, token, now, ttl, unless_marked)
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+        return taken, until
+    except STORE_OUTAGE_ERRORS as exc:
+        log_outage(logger, "redis" if client is not None else "limits store", "in-flight slots",
+                   "provider in-flight caps are not enforced meanwhile (%s)", type(exc).__name__)  # fmt: skip
+        return True, 0.0
+
+
+def release_shared_slots(keys: list[str], token: str) -> None:
+    """Give back ``token``'s slots of ``keys``. Best effort: unreachable, they expire on their own."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    try:
+        if client is not None:
+            pipe = client.pipeline(transaction=False)
+            for key in keys:
+                pipe.zrem(backend.make_key(key), token)
+            pipe.execute()
+        else:
+            _connection().executemany(
+                "DELETE FROM shared_slots WHERE key = ? AND token = ?", [(key, token) for key in keys]
+            )
+    except STORE_OUTAGE_ERRORS as exc:
+        log_outage(logger, "redis" if client is not None else "limits store", "in-flight slots",
+                   "slot left to expire (%s)", type(exc).__name__)  # fmt: skip
+
+
+def held_shared_slots(key: str) -> int:
+    """How many unexpired slots of ``key`` are held (0 when the store is unreachable)."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    now = time.time()
+    try:
+        if client is not None:
+            return int(client.zcount(backend.make_key(key), f"({now}", "+inf"))
+        row = _connection().execute(
+            "SELECT count(*) FROM shared_slots WHERE key = ? AND expires > ?", (key, now)
+        ).fetchone()
+        return int(row[0])
+    except STORE_OUTAGE_ERRORS as exc:
+        _failed_open(exc, "in-flight slots")
+        return 0
+
+
+def set_mark(key: str, until: float) -> None:
+    """Set the mark ``key`` until ``until`` (epoch seconds); a later end already set is kept.
+    Best effort: an unreachable store loses the mark (logged)."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    ttl = max(1, math.ceil(until - time.time()) + 1)
+    try:
+        if client is not None:
+            _script(client, "_herald_mark", _MARK)(keys=[backend.make_key(key)], args=[until, ttl])
+        else:
+            _connection().execute(
+                "INSERT INTO marks (key, until) VALUES (?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET until = max(marks.until, excluded.until)",
+                (key, until),
+            )
+    except STORE_OUTAGE_ERRORS as exc:
+        log_outage(logger, "redis" if client is not None else "limits store", "marks",
+                   "mark %s not recorded (%s)", key, type(exc).__name__)  # fmt: skip
+
+
+def read_mark(key: str) -> float:
+    """The end of the mark ``key`` (epoch seconds) while it is set, else 0 (also when the store
+    is unreachable)."""
+    backend = caches["default"]
+    client = redis_client(backend)
+    now = time.time()
+    try:
+        if client is not None:
+            value = client.get(backend.make_key(key))
+            until = 0.0 if value is None else float(value)
+        else:
+            row = _connection().execute("SELECT until FROM marks WHERE key = ?", (key,)).fetchone()
+            until = 0.0 if row is None else float(row[0])
+    except STORE_OUTAGE_ERRORS as exc:
+        _failed_open(exc, "marks")
+        return 0.0
+    return until if until > now else 0.0

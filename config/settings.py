@@ -471,6 +471,16 @@ HERALD_DELIVERY_DEADLINE_SECONDS = env_int("HERALD_DELIVERY_DEADLINE_SECONDS", 6
 # indexed queries.
 HERALD_DISPATCH_INTERVAL_SECONDS = env_float("HERALD_DISPATCH_INTERVAL_SECONDS", 1.0)
 HERALD_DISPATCH_STALE_SECONDS = env_int("HERALD_DISPATCH_STALE_SECONDS", 30)
+# Politeness and fairness (issue 19; README "Delivery"): provider calls in flight at once per
+# connected account and per provider host (a send waits up to the slot wait for a free slot,
+# then goes back to the queue without counting an attempt); a slot's lease frees it when a
+# worker dies holding it. The dispatcher lets at most this many destinations of one workspace
+# be queued (ready) or sending at once, taking due work round-robin by workspace (0: no cap).
+HERALD_PROVIDER_MAX_IN_FLIGHT_PER_ACCOUNT = env_int("HERALD_PROVIDER_MAX_IN_FLIGHT_PER_ACCOUNT", 4)
+HERALD_PROVIDER_MAX_IN_FLIGHT_PER_HOST = env_int("HERALD_PROVIDER_MAX_IN_FLIGHT_PER_HOST", 16)
+HERALD_PROVIDER_SLOT_LEASE_SECONDS = env_int("HERALD_PROVIDER_SLOT_LEASE_SECONDS", 60)
+HERALD_PROVIDER_SLOT_WAIT_SECONDS = env_float("HERALD_PROVIDER_SLOT_WAIT_SECONDS", 2.0)
+HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE = env_int("HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE", 100)
 CELERY_BEAT_SCHEDULE["publishing.delivery_dispatch"] = {
     "task": "publishing.delivery_dispatch",
     "schedule": HERALD_DISPATCH_INTERVAL_SECONDS,
