@@ -20,8 +20,8 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Count, F, Q, Value, Window
+from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
 from config import limits
@@ -424,18 +424,49 @@ def _reconcile_later(destination: Destination, *, retry_after: float, action: st
 
 # --- Dispatcher -----------------------------------------------------------------------------
 
+DISPATCH_REFILL_SECONDS = 0.2
 
-def _dispatch_due(*, batch: int) -> list[Any]:
-    """Move up to ``batch`` due scheduled destinations, earliest first, to ``queued``; their ids.
+
+def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
+    """Move up to ``batch`` due scheduled destinations to ``queued``, round-robin by workspace;
+    their ids in that order, and whether a workspace's cap held some of its due work back.
+
+    Fairness (README "Delivery"): each workspace's due work is ranked by due time, and the batch
+    takes every workspace's first, then every workspace's second, and so on, so one workspace's
+    burst never goes into the (FIFO) queue ahead of another's single due destination. A
+    workspace has at most HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE destinations queued (ready) or
+    sending at once; the rest of its due work stays scheduled until the next batch or tick, so
+    work of another workspace due later is not queued behind its whole backlog either.
 
     Rows that an overlapping tick holds are skipped (PostgreSQL ``SKIP LOCKED``), so two ticks
     never dispatch the same destination.
     """
     now = timezone.now()
+    cap = settings.HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE
+    ranked = (Destination.objects.filter(status=S.SCHEDULED, due_at__lte=now)
+              .annotate(rank=Window(RowNumber(), partition_by=[F("publication__workspace_id")],
+                                    order_by=[F("due_at").asc(), F("id").asc()])))
+    if cap > 0:
+        ranked = ranked.filter(rank__lte=cap)
+    # Twice the batch: a tick that overlaps another skips the rows the other holds.
+    candidates = list(ranked.order_by("rank", "due_at", "id")
+                      .values_list("pk", "publication__workspace_id", "rank")[:batch * 2])
+    capped = False
+    if cap > 0 and candidates:
+        busy = dict(Destination.objects.filter(
+            Q(status=S.SENDING) | Q(status=S.QUEUED, next_attempt_at__lte=now),
+            publication__workspace_id__in={w for _, w, _ in candidates},
+        ).values_list("publication__workspace_id").annotate(n=Count("pk")).values_list("publication__workspace_id", "n"))
+        allowed = [(pk, w, rank) for pk, w, rank in candidates if rank <= cap - busy.get(w, 0)]
+        capped = len(allowed) < len(candidates)
+        candidates = allowed
+    if not candidates:
+        return [], capped
     with transaction.atomic():
-        due = list(Destination.objects.select_for_update(skip_locked=True)
-                   .filter(status=S.SCHEDULED, due_at__lte=now).order_by("due_at")
-                   .values_list("pk", "publication_id")[:batch])
+        locked = dict(Destination.objects.select_for_update(skip_locked=True)
+                      .filter(pk__in=[pk for pk, _, _ in candidates], status=S.SCHEDULED)
+                      .values_list("pk", "publication_id"))
+        due = [(pk, locked[pk]) for pk, _, _ in candidates if pk in locked][:batch]
         if due:
             Destination.objects.filter(pk__in=[d for d, _ in due], status=S.SCHEDULED).update(
                 status=S.QUEUED, next_attempt_at=now, updated_at=now)
@@ -447,7 +478,7 @@ def _dispatch_due(*, batch: int) -> list[Any]:
                 PublicationEvent(publication_id=publication_id, kind="publication.due", status=P.PUBLISHING)
                 for publication_id in publication_ids
             )
-    return [destination_id for destination_id, _ in due]
+    return [destination_id for destination_id, _ in due], capped
 
 
 def _send_queue_depth() -> int | None:
@@ -479,13 +510,23 @@ def delivery_dispatch(*, batch: int = 500, due_batch: int = 200, max_due_batches
     """
     now = timezone.now()
     counts: dict[str, int] = {"due": 0}
-    for _ in range(max_due_batches):
-        due = _dispatch_due(batch=due_batch)
+    # While a workspace's cap holds its due work back, the tick tops the queue up again every
+    # DISPATCH_REFILL_SECONDS for most of its interval, so that one busy workspace still keeps
+    # the workers busy between ticks.
+    refill_until = time.monotonic() + settings.HERALD_DISPATCH_INTERVAL_SECONDS * 0.8
+    batches = 0
+    while batches < max_due_batches:
+        due, capped = _dispatch_due(batch=due_batch)
+        batches += 1
         for destination_id in due:
             tasks.delivery_send.delay(str(destination_id))
         counts["due"] += len(due)
-        if len(due) < due_batch:
+        if len(due) >= due_batch:
+            continue
+        if not capped or time.monotonic() + DISPATCH_REFILL_SECONDS > refill_until:
             break
+        release_connection()
+        time.sleep(DISPATCH_REFILL_SECONDS)
     # Dead workers: a claim that expired. If the write may have started, reconcile.
     expired = list(Destination.objects.filter(status=S.SENDING, claim_expires_at__lt=now)
                    .values_list("pk", "write_started_at", "publication_id")[:batch])
