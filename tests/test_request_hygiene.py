@@ -149,6 +149,8 @@ def gunicorn_port(tmp_path: Path) -> Iterator[int]:
                 "2",
                 "--graceful-timeout",
                 "2",
+                "--access-logfile",
+                "-",
             ],
             cwd=ROOT,
             env=env,
@@ -215,3 +217,31 @@ def test_gunicorn_chunked_request_is_a_411_problem_and_the_connection_stays_usab
         assert json.loads(follow_raw)["code"] == "not_found"
     finally:
         connection.close()
+
+
+@pytest.mark.slow
+def test_gunicorn_access_log_never_holds_a_token_from_the_path(
+    gunicorn_port: int, tmp_path: Path
+) -> None:
+    """Invitation and password-reset links carry their secret in the path; gunicorn's access
+    log (outside Django's logging) is filtered like every other log line."""
+    invitation = "inv" + "A1b2C3d4" * 5
+    reset = "cb1a2z-" + "0123456789abcdef" * 2
+    connection = http.client.HTTPConnection("127.0.0.1", gunicorn_port, timeout=30)
+    try:
+        for path in (f"/invitations/{invitation}/", f"/password-reset/MQ/{reset}/"):
+            connection.request("GET", path)
+            connection.getresponse().read()
+    finally:
+        connection.close()
+    deadline = time.monotonic() + 10
+    log = ""
+    while time.monotonic() < deadline:
+        log = (tmp_path / "gunicorn.log").read_text(errors="replace")
+        if log.count("[REDACTED]") >= 2:
+            break
+        time.sleep(0.1)
+    assert "/invitations/[REDACTED]" in log, log[-2000:]
+    assert "/password-reset/MQ/[REDACTED]" in log, log[-2000:]
+    assert invitation not in log
+    assert reset not in log
