@@ -397,7 +397,8 @@ def test_dispatcher_round_robin_without_a_cap(
     user: User, organization: Any, workspace: Any, delivery_queue: Any, settings: Any
 ) -> None:
     """With the cap off (0), due work still goes out round-robin: each workspace's earliest
-    first, then each one's second, and so on."""
+    first, then each one's second, and so on, even when one workspace's whole burst fell due
+    before the others' (strict due-time order would send all 30 of it first)."""
     settings.HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE = 0
     spaces = [workspace] + [
         workspace_create(actor=Actor(user=user), organization_id=organization.pk, name=f"W{n}")
@@ -408,7 +409,7 @@ def test_dispatcher_round_robin_without_a_cap(
     for w, (space, count) in enumerate(zip(spaces, (30, 3, 1), strict=True)):
         account = make_account(space, "mastodon")
         for n in range(count):
-            (pk,) = due_destinations(space, account, 1, start + timedelta(seconds=n))
+            (pk,) = due_destinations(space, account, 1, start + timedelta(seconds=10 * w + n / 10))
             order[str(pk)] = (w, n)
     assert delivery.delivery_dispatch()["due"] == 34
     ranks = [order[d][1] for d in delivery_queue.sends]
