@@ -227,12 +227,18 @@ class HeraldClient:
     def pages(self, path: str, *, limit: int = 100, **params: Any) -> Iterator[JSON]:
         """Every item of a keyset-paginated list, following ``next_cursor``."""
         cursor: str | None = None
+        seen: set[str] = set()
         while True:
             page = self.get(path, limit=limit, cursor=cursor, **params)
             yield from page.get("items", [])
             cursor = page.get("next_cursor")
             if not cursor:
                 return
+            if cursor in seen:  # a server that never ends its listing
+                raise UnexpectedResponse(
+                    f"{self.instance} repeated a page cursor of {path}; the listing never ends."
+                )
+            seen.add(str(cursor))
 
     # --- probes (no token needed) -----------------------------------------------------------
 

@@ -128,7 +128,7 @@ class LeakyInstance:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            do_GET = do_POST = _answer
+            do_GET = do_POST = do_DELETE = _answer
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

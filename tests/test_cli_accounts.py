@@ -456,3 +456,32 @@ def test_publication_create_publish_now_follow(
     )
     assert lonely_follow.exit_code == 2
     assert "--follow needs --publish-now" in one_line(lonely_follow.stderr)
+
+
+@pytest.mark.timeout(30)
+def test_a_listing_that_never_ends_is_an_error_not_a_hang(cli: Cli) -> None:
+    endless = {"items": [{"id": "a1", "provider": "feed", "updated_at": "x"}], "next_cursor": "c"}
+    routes: dict[str, tuple[int, dict[str, str], Any]] = {
+        "GET /api/v1/accounts": (200, {}, endless),
+        "POST /api/v1/accounts/connect": (
+            200,
+            {},
+            {"account": None, "authorization_url": "https://provider.example/authorize?x=1"},
+        ),
+    }
+    with LeakyInstance(routes) as instance:
+        result = cli(
+            "--instance",
+            instance.url,
+            "--token",
+            "hrld_0123abcd_" + "z" * 43,
+            "--workspace",
+            "ws",
+            "account",
+            "connect",
+            "mastodon",
+            "--no-browser",
+        )
+
+    assert result.exit_code == 5
+    assert "repeated a page cursor of /accounts" in one_line(result.stderr)

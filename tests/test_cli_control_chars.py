@@ -86,6 +86,12 @@ ACCOUNTS = {
     ],
     "next_cursor": HOSTILE,
 }
+ACCOUNT = {
+    **ACCOUNTS["items"][0],  # type: ignore[index]
+    "display_name": HOSTILE,
+    "profile_url": HOSTILE,
+}
+CONNECTED = {"account": ACCOUNT, "authorization_url": None}
 READINESS = {
     "providers": [
         {
@@ -138,6 +144,9 @@ ROUTES: dict[str, tuple[int, dict[str, str], Any]] = {
         },
     ),
     "GET /api/v1/provider-readiness": (200, {}, READINESS),
+    "POST /api/v1/accounts/connect": (201, {}, CONNECTED),
+    "GET /api/v1/accounts/a1": (200, {}, ACCOUNT),
+    "DELETE /api/v1/accounts/a1": (204, {}, b""),
     "GET /api/v1/publications": (200, {}, PUBLICATIONS),
     "POST /api/v1/publications": (201, {}, PUBLICATION),
     "GET /api/v1/publications/p1": (200, {}, PUBLICATION),
@@ -174,8 +183,16 @@ COMMANDS: list[tuple[list[str], Any]] = [
     (["workspace", "use", "w1"], None),
     (["account", "list"], ACCOUNTS),
     (["provider", "readiness"], READINESS),
+    (["account", "providers"], ROUTES["GET /api/v1/account-providers"][2]),
+    (["account", "connect", "feed", "--field", "title=x"], CONNECTED),
+    (["account", "disconnect", "a1"], None),  # the confirmation prompt (no answer: declined)
+    (["account", "disconnect", "a1", "--yes"], None),
     (["publication", "list"], PUBLICATIONS),
     (["publication", "create", "--text", "hello", "--account", "a1"], PUBLICATION),
+    (
+        ["publication", "create", "--text", "hi", "--account", "a1", "--publish-now", "--follow"],
+        PUBLICATION,
+    ),
     (["publication", "schedule", "p1", "--at", "2030-01-31T09:00:00+01:00"], PUBLICATION),
     (["publication", "publish-now", "p1"], PUBLICATION),
     (["publication", "publish-now", "p1", "--follow", "--interval", "0.1"], PUBLICATION),

@@ -324,7 +324,6 @@ def connect(
     connect_fields = parse_fields(field_pairs)
     client = hx.client()
     workspace_id = hx.require_workspace(client)
-    before = _snapshot(client, workspace_id, provider) if wait else {}
     result = client.account_connect(
         workspace_id=workspace_id,
         provider=provider,
@@ -344,6 +343,9 @@ def connect(
             f"{client.instance} answered the connect with neither an account nor an "
             "authorization URL."
         )
+    # The accounts there are before the user can authorize (the URL is not shown yet): the one
+    # that appears (or is reconnected) after this is the one being connected.
+    before = _snapshot(client, workspace_id, provider) if wait else {}
     # With --json, stdout carries only the final JSON document.
     echo(f"Authorize Herald at {provider} by opening this URL:", err=hx.json)
     echo(f"  {url}", err=hx.json)
