@@ -84,9 +84,11 @@ def keyset_page(
         except (IndexError, TypeError, ValueError) as exc:
             raise RequestValidationError({"cursor": ["Invalid cursor."]}, location="query") from exc
         op = "lt" if descending else "gt"
+        # The first condition is implied by the second; it lets PostgreSQL seek the index
+        # (…, time_field, pk) straight to the cursor instead of reading every row before it.
         ordered = ordered.filter(
-            Q(**{f"{time_field}__{op}": moment})
-            | Q(**{time_field: moment, f"pk__{op}": last_pk})
+            Q(**{f"{time_field}__{op}e": moment}),
+            Q(**{f"{time_field}__{op}": moment}) | Q(**{time_field: moment, f"pk__{op}": last_pk}),
         )
     rows = list(ordered[: limit + 1])
     items = rows[:limit]
