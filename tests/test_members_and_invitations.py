@@ -24,6 +24,7 @@ from workspaces.models import (
     User,
     WorkspaceMembership,
 )
+from workspaces.services import invitations, members
 
 pytestmark = pytest.mark.django_db
 
@@ -328,7 +329,7 @@ def test_admin_can_step_down_when_another_admin_exists(
 
 def test_audit_write_failure_rolls_back_the_change(workspace: Any, member: User, user: User) -> None:
     with (
-        mock.patch.object(services, "audit_record", side_effect=RuntimeError("audit down")),
+        mock.patch.object(members, "audit_record", side_effect=RuntimeError("audit down")),
         pytest.raises(RuntimeError),
     ):
         services.workspace_member_update(
@@ -339,7 +340,7 @@ def test_audit_write_failure_rolls_back_the_change(workspace: Any, member: User,
 
 def test_invitation_is_not_kept_when_its_audit_event_fails(workspace: Any, user: User) -> None:
     with (
-        mock.patch.object(services, "audit_record", side_effect=RuntimeError("audit down")),
+        mock.patch.object(invitations, "audit_record", side_effect=RuntimeError("audit down")),
         pytest.raises(RuntimeError),
     ):
         services.invitation_create(

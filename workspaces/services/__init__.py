@@ -1,0 +1,68 @@
+"""Writes for identity: organizations, workspaces, members, invitations, tokens, deletion, usage.
+
+Every role, member-state, invitation and removal change writes an access-audit event in the
+same transaction as the change itself.
+
+One module per sub-domain: ``audit`` (access audit, instance administrator), ``workspaces``
+(organizations and workspaces), ``members``, ``invitations``, ``api_tokens``, ``plans`` (limits
+and usage) and ``deletion``. Callers use ``from workspaces import services`` and
+``services.<name>``, or import the names from here.
+"""
+
+from workspaces.services.api_tokens import api_token_create, api_token_revoke
+from workspaces.services.audit import audit_record, require_instance_admin
+from workspaces.services.deletion import (
+    workspace_delete,
+    workspace_deletion_blockers,
+    workspace_deletion_preview,
+)
+from workspaces.services.invitations import (
+    invitation_accept,
+    invitation_create,
+    invitation_resend,
+    invitation_revoke,
+)
+from workspaces.services.members import (
+    workspace_member_add,
+    workspace_member_remove,
+    workspace_member_update,
+)
+from workspaces.services.plans import (
+    PLAN_METRICS,
+    plan_check_current,
+    plan_limit,
+    usage_consume,
+    usage_period,
+)
+from workspaces.services.workspaces import (
+    organization_create,
+    register_workspace_created,
+    workspace_create,
+    workspace_update,
+)
+
+__all__ = [
+    "PLAN_METRICS",
+    "api_token_create",
+    "api_token_revoke",
+    "audit_record",
+    "invitation_accept",
+    "invitation_create",
+    "invitation_resend",
+    "invitation_revoke",
+    "organization_create",
+    "plan_check_current",
+    "plan_limit",
+    "register_workspace_created",
+    "require_instance_admin",
+    "usage_consume",
+    "usage_period",
+    "workspace_create",
+    "workspace_delete",
+    "workspace_deletion_blockers",
+    "workspace_deletion_preview",
+    "workspace_member_add",
+    "workspace_member_remove",
+    "workspace_member_update",
+    "workspace_update",
+]
