@@ -14,14 +14,10 @@ from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
 
 from publishing.providers import get_adapter
 from publishing.providers.base import ErrorKind, ProviderError
-from publishing.providers.http import (
-    USER_AGENT,
-    HttpClient,
-    check_public_url,
-    classify,
-    parse_retry_after,
-    sanitize,
-)
+from publishing.providers.http import USER_AGENT, HttpClient
+from publishing.providers.http_errors import classify, sanitize
+from publishing.providers.retry_after import parse_retry_after
+from publishing.providers.url_safety import check_public_url
 from tests.providers.telegram import TelegramStandIn
 
 

@@ -42,18 +42,16 @@ from publishing.providers.base import (
     PublishRequest,
     PublishResult,
 )
-from publishing.providers.http import (
+from publishing.providers.helpers import (
     LANGUAGES,
-    ErrorDetail,
-    HttpClient,
-    ProviderHTTPError,
-    check_public_url,
-    default_error_detail,
     find_urls,
     language_options,
     precheck,
     read_media,
 )
+from publishing.providers.http import HttpClient
+from publishing.providers.http_errors import ErrorDetail, ProviderHTTPError, default_error_detail
+from publishing.providers.url_safety import check_public_url
 
 PROVIDER = "bluesky"
 LABEL = "Bluesky"

@@ -34,17 +34,15 @@ from publishing.providers.base import (
     PublishRequest,
     PublishResult,
 )
-from publishing.providers.http import (
+from publishing.providers.helpers import dumps, precheck, read_media
+from publishing.providers.http import HttpClient
+from publishing.providers.http_errors import (
     CannotReconcile,
     ErrorDetail,
-    HttpClient,
     ProviderHTTPError,
-    check_public_url,
     default_error_detail,
-    dumps,
-    precheck,
-    read_media,
 )
+from publishing.providers.url_safety import check_public_url
 
 PROVIDER = "discord_webhook"
 LABEL = "Discord"

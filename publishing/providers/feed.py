@@ -37,7 +37,7 @@ from publishing.providers.base import (
     PublishRequest,
     PublishResult,
 )
-from publishing.providers.http import precheck
+from publishing.providers.helpers import precheck
 
 PROVIDER = "feed"
 LABEL = "Herald feed"

@@ -40,18 +40,15 @@ from publishing.providers.base import (
     PublishRequest,
     PublishResult,
 )
-from publishing.providers.http import (
+from publishing.providers.helpers import find_urls, language_options, precheck, read_media
+from publishing.providers.http import HttpClient
+from publishing.providers.http_errors import (
     CannotReconcile,
     ErrorDetail,
-    HttpClient,
     ProviderHTTPError,
-    check_public_url,
     default_error_detail,
-    find_urls,
-    language_options,
-    precheck,
-    read_media,
 )
+from publishing.providers.url_safety import check_public_url
 
 PROVIDER = "mastodon"
 LABEL = "Mastodon"

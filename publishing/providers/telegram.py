@@ -31,14 +31,9 @@ from publishing.providers.base import (
     PublishRequest,
     PublishResult,
 )
-from publishing.providers.http import (
-    ErrorDetail,
-    HttpClient,
-    ProviderHTTPError,
-    default_error_detail,
-    precheck,
-    read_media,
-)
+from publishing.providers.helpers import precheck, read_media
+from publishing.providers.http import HttpClient
+from publishing.providers.http_errors import ErrorDetail, ProviderHTTPError, default_error_detail
 
 PROVIDER = "telegram"
 LABEL = "Telegram"

@@ -15,7 +15,7 @@ characters. Each delivery is one request::
 
 A 2xx answer is success; a JSON ``{"id": ...}`` in it becomes the destination's ``external_id``
 (otherwise the delivery key does: the receiver was told it). Errors are classified like every
-other provider (:func:`publishing.providers.http.classify`): 429 rate limited with Retry-After,
+other provider (:func:`publishing.providers.http_errors.classify`): 429 rate limited with Retry-After,
 5xx and 408 transient, 504 and a timeout or a broken connection after sending ambiguous,
 401/403 auth (reconnect with the right secret), other 4xx permanent.
 
@@ -50,13 +50,10 @@ from publishing.providers.base import (
     PublishRequest,
     PublishResult,
 )
-from publishing.providers.http import (
-    CannotReconcile,
-    HttpClient,
-    check_public_url,
-    dumps,
-    precheck,
-)
+from publishing.providers.helpers import dumps, precheck
+from publishing.providers.http import HttpClient
+from publishing.providers.http_errors import CannotReconcile
+from publishing.providers.url_safety import check_public_url
 
 PROVIDER = "webhook"
 LABEL = "Webhook"
