@@ -8,7 +8,7 @@ What it does (details in bench/README.md), on the production path (PostgreSQL, R
 
 1. creates the PostgreSQL database ``herald_bench_delivery`` (dropped and re-created), migrates
    it, flushes its own Redis database, starts the stand-in Mastodon
-   (``python -m tests.providers.mastodon``) answering every request after ``--delay-ms`` (20 ms),
+   (``python -m tests.providers.mastodon``) answering every request after ``--delay-ms`` (300 ms),
    and seeds through the services: a user, an organization, workspaces, ``--accounts`` connected
    Mastodon accounts with a registered app, and every publication as a draft;
 2. starts ``--workers`` Celery worker processes (``--pool``, ``--concurrency`` each) and Celery
@@ -653,14 +653,17 @@ def dispatch_interval() -> float:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--destinations", type=int, default=5000, help="throughput destinations")
+    parser.add_argument("--destinations", type=int, default=2000, help="throughput destinations")
     parser.add_argument("--accounts", type=int, default=5, help="connected accounts = destinations per publication")
     parser.add_argument("--workers", type=int, default=1, help="Celery worker processes (celery worker commands)")
-    parser.add_argument("--concurrency", type=int, default=2,
-                        help="--concurrency of each worker (2: HERALD_WORKER_CONCURRENCY of docker-compose.yml)")
-    parser.add_argument("--pool", choices=("prefork", "threads", "solo"), default="prefork",
-                        help="prefork as deployed (the only pool that enforces the task time limits)")
-    parser.add_argument("--delay-ms", type=int, default=20, help="stand-in response delay")
+    parser.add_argument("--concurrency", type=int, default=32,
+                        help="--concurrency of each worker (32: the default of HERALD_WORKER_CONCURRENCY)")
+    parser.add_argument("--pool", choices=("prefork", "threads", "solo"), default="threads",
+                        help="threads as deployed (HERALD_WORKER_POOL; prefork enforces the task time limits)")
+    parser.add_argument("--db-pool", type=int, default=8,
+                        help="HERALD_DB_POOL_SIZE of each worker (8, as docker-compose.yml; 0: no pool)")
+    parser.add_argument("--delay-ms", type=int, default=300,
+                        help="stand-in response delay (300 ms: a real provider API answers in 200 ms to seconds)")
     parser.add_argument("--warmup", type=int, default=50, help="warm-up destinations before measuring")
     parser.add_argument("--lag-publications", type=int, default=2000, help="publications due in the same second (0 skips)")
     parser.add_argument("--lag-lead", type=float, default=5.0, help="minimum seconds between scheduling and due time")
@@ -758,12 +761,17 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
 
     names = [f"bench{n}" for n in range(1, args.workers + 1)]
     worker_pids = []
+    # Celery takes "--pool prefork" for its default and uses the configured pool instead
+    # (config/settings.py: HERALD_WORKER_POOL), so the pool is chosen through the setting.
+    worker_env = {**env, "HERALD_DB_POOL_SIZE": str(args.db_pool)}
+    if args.pool != "solo":
+        worker_env["HERALD_WORKER_POOL"] = args.pool
     for name in names:
         command = [sys.executable, "-m", "celery", "-A", "bench.delivery:celery_app", "worker",
                    "--pool", args.pool, "--loglevel", args.log_level, "-n", f"{name}@%h"]
         if args.pool != "solo":
             command += ["--concurrency", str(args.concurrency)]
-        worker_pids.append(processes.start(name, command, env).pid)
+        worker_pids.append(processes.start(name, command, worker_env).pid)
     processes.start("beat", [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", args.log_level,
                              "--schedule", str(scratch_dir / "celerybeat-schedule")], env)  # fmt: skip
     wait_for_workers(names, processes)
@@ -830,6 +838,7 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
             "workers": args.workers, "pool": args.pool, "concurrency_per_worker": concurrency // args.workers,
             "concurrency_total": concurrency, "dispatch_interval_s": dispatch_interval(),
             "standin_delay_ms": args.delay_ms, "accounts": args.accounts, "log_level": args.log_level,
+            "db_pool_size": args.db_pool,
         },
         "throughput": throughput,
         "thread_pool": {"before": baseline_before, "after": baseline_after, "rps_used": baseline_rps},
