@@ -1,28 +1,15 @@
-"""Bluesky (AT Protocol): handle + app password session; records on the account's PDS.
-
-Protocol (atproto.com, docs.bsky.app): ``com.atproto.server.createSession`` /
-``refreshSession`` / ``deleteSession``, ``com.atproto.identity.resolveHandle``,
-``com.atproto.repo.uploadBlob`` / ``createRecord`` / ``getRecord`` / ``deleteRecord``,
-``app.bsky.feed.getPosts``, ``app.bsky.actor.getProfile``; records ``app.bsky.feed.post``
-(facets with UTF-8 byte offsets, ``app.bsky.embed.images``) and ``app.bsky.feed.repost``.
-
-Idempotency: every post is created with a record key derived from the idempotency key, so a
-second create of the same key cannot make a second post, and reconcile is one ``getRecord``.
-"""
+"""The Bluesky adapter: sessions (handle + app password), posts, reconcile, metrics and reposts
+through XRPC on the account's PDS."""
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import io
 import json
 import re
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-import grapheme
 import requests
 
 from publishing.providers.base import (
@@ -32,23 +19,23 @@ from publishing.providers.base import (
     ConnectionMode,
     ErrorKind,
     MediaItem,
-    MediaRule,
     Metrics,
-    OptionSpec,
-    OutputProfile,
     ProviderAdapter,
     ProviderError,
     ProviderInputError,
     PublishRequest,
     PublishResult,
 )
-from publishing.providers.helpers import (
-    LANGUAGES,
-    find_urls,
-    language_options,
-    precheck,
-    read_media,
+from publishing.providers.bluesky.media import image_entry, read_image
+from publishing.providers.bluesky.records import (
+    POST,
+    POST_PROFILE,
+    REPOST,
+    _rkey,
+    build_facets,
+    record_key_for,
 )
+from publishing.providers.helpers import language_options, precheck
 from publishing.providers.http import HttpClient
 from publishing.providers.http_errors import ErrorDetail, ProviderHTTPError, default_error_detail
 from publishing.providers.url_safety import check_public_url
@@ -56,13 +43,6 @@ from publishing.providers.url_safety import check_public_url
 PROVIDER = "bluesky"
 LABEL = "Bluesky"
 DEFAULT_SERVICE_URL = "https://bsky.social"
-POST = "app.bsky.feed.post"
-REPOST = "app.bsky.feed.repost"
-MAX_IMAGE_BYTES = 1_000_000
-
-_S32 = "234567abcdefghijklmnopqrstuvwxyz"  # base32-sortable alphabet of TIDs
-_TID_START_US = 1_672_531_200_000_000  # 2023-01-01T00:00:00Z
-_TID_SPAN_US = 365 * 24 * 3600 * 1_000_000
 _AUTH_ERRORS = {
     "ExpiredToken",
     "InvalidToken",
@@ -71,96 +51,7 @@ _AUTH_ERRORS = {
     "AccountTakedown",
     "AccountDeactivated",
 }
-_MENTION_RE = re.compile(
-    r"(?<![\w@.])@((?:[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?\.)+"
-    r"[a-zA-Z](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)"
-)
 _POST_URL_RE = re.compile(r"^/profile/([^/]+)/post/([A-Za-z0-9._:~-]+)/?$")
-
-
-def bluesky_graphemes(text: str) -> int:
-    return int(grapheme.length(text))
-
-
-def bluesky_length(text: str) -> int:
-    """Bluesky's two limits in one count: 300 graphemes and 3000 UTF-8 bytes.
-
-    The count is ``max(graphemes, ceil(bytes / 10))``, so it stays within 300 exactly when both
-    limits hold; for ordinary text it is simply the number of graphemes.
-    """
-    return max(bluesky_graphemes(text), -(-len(text.encode("utf-8")) // 10))
-
-
-POST_PROFILE = OutputProfile(
-    key="bluesky.post",
-    text_limit=300,
-    text_counter=bluesky_length,
-    media=MediaRule(
-        max_count=4,
-        mime_types=("image/jpeg", "image/png", "image/webp"),
-        max_bytes=MAX_IMAGE_BYTES,
-    ),
-    options=(OptionSpec("language", choices=tuple(LANGUAGES), max_length=8),),
-    counting_rule="graphemes (and at most 3000 UTF-8 bytes)",
-)
-
-
-def record_key_for(idempotency_key: str) -> str:
-    """A deterministic, TID-shaped record key for an idempotency key.
-
-    13 characters of the base32-sortable alphabet, first character in ``[2-7a-j]``: valid both
-    as a TID and as a general record key. The timestamp part is a hash folded into 2023, so the
-    key never looks like it comes from the future.
-    """
-    digest = hashlib.sha256(b"herald:bluesky:" + idempotency_key.encode("utf-8")).digest()
-    number = int.from_bytes(digest[:8], "big")
-    micros = _TID_START_US + (number >> 10) % _TID_SPAN_US
-    value = (micros << 10) | (number & 0x3FF)
-    return "".join(_S32[(value >> (5 * i)) & 31] for i in reversed(range(13)))
-
-
-def _utf8_offset(text: str, index: int) -> int:
-    return len(text[:index].encode("utf-8"))
-
-
-def build_facets(text: str, resolve_handle: Callable[[str], str | None]) -> list[dict[str, Any]]:
-    """Link and mention facets with UTF-8 byte offsets (``byteStart`` inclusive, ``byteEnd``
-    exclusive). Mentions whose handle does not resolve get no facet (plain text)."""
-    facets: list[dict[str, Any]] = []
-    taken: list[tuple[int, int]] = []
-    for start, end, url in find_urls(text):
-        taken.append((start, end))
-        facets.append(
-            {
-                "index": {
-                    "byteStart": _utf8_offset(text, start),
-                    "byteEnd": _utf8_offset(text, end),
-                },
-                "features": [{"$type": "app.bsky.richtext.facet#link", "uri": url}],
-            }
-        )
-    resolved: dict[str, str | None] = {}
-    for match in _MENTION_RE.finditer(text):
-        start, end = match.span()
-        if any(s < end and start < e for s, e in taken):
-            continue
-        handle = match.group(1).lower()
-        if handle not in resolved:
-            resolved[handle] = resolve_handle(handle)
-        did = resolved[handle]
-        if not did:
-            continue
-        facets.append(
-            {
-                "index": {
-                    "byteStart": _utf8_offset(text, start),
-                    "byteEnd": _utf8_offset(text, end),
-                },
-                "features": [{"$type": "app.bsky.richtext.facet#mention", "did": did}],
-            }
-        )
-    facets.sort(key=lambda f: int(f["index"]["byteStart"]))
-    return facets
 
 
 def _jwt_expiry(token: str) -> datetime | None:
@@ -184,20 +75,6 @@ def _parse_error(response: requests.Response) -> ErrorDetail:
     text = f"{error}: {message}" if error and message else error or message
     kind = ErrorKind.AUTH if error in _AUTH_ERRORS else None
     return ErrorDetail(message=text, kind=kind, code=error)
-
-
-def _rkey(uri: str) -> str:
-    return uri.rstrip("/").rsplit("/", 1)[-1]
-
-
-def _image_size(payload: bytes) -> tuple[int, int] | None:
-    try:
-        from PIL import Image
-
-        with Image.open(io.BytesIO(payload)) as image:
-            return int(image.width), int(image.height)
-    except Exception:  # the aspect ratio is optional
-        return None
 
 
 class BlueskyAdapter(ProviderAdapter):
@@ -428,7 +305,7 @@ class BlueskyAdapter(ProviderAdapter):
         return str(did) if did else None
 
     def _upload(self, account: AccountContext, item: MediaItem) -> dict[str, Any]:
-        payload = read_media(item, provider=LABEL, max_bytes=MAX_IMAGE_BYTES)
+        payload = read_image(item, provider=LABEL)
         # Blobs are content-addressed: uploading twice stores one blob, so retry like a read.
         response = self._xrpc(
             account,
@@ -438,12 +315,7 @@ class BlueskyAdapter(ProviderAdapter):
             data=payload,
             headers={"Content-Type": item.mime_type},
         )
-        blob = self._json(response, "image upload")["blob"]
-        image: dict[str, Any] = {"alt": item.alt_text or "", "image": blob}
-        size = _image_size(payload)
-        if size:
-            image["aspectRatio"] = {"width": size[0], "height": size[1]}
-        return image
+        return image_entry(item, self._json(response, "image upload")["blob"], payload)
 
     def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
         if request.profile != POST_PROFILE.key:
@@ -683,12 +555,3 @@ class BlueskyAdapter(ProviderAdapter):
             operation="repost removal",
             json_body={"repo": account.external_id, "collection": REPOST, "rkey": _rkey(repost_id)},
         )
-
-
-__all__ = [
-    "BlueskyAdapter",
-    "bluesky_graphemes",
-    "bluesky_length",
-    "build_facets",
-    "record_key_for",
-]
