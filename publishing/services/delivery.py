@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Q, Value, Window
+from django.db.models import Count, F, OuterRef, Q, Subquery, UUIDField, Value, Window
 from django.db.models.functions import Coalesce, RowNumber
 from django.utils import timezone
 
@@ -443,14 +443,21 @@ def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
     """
     now = timezone.now()
     cap = settings.HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE
+    # Each due destination's workspace is looked up by the publication's primary key (a
+    # correlated subquery), not joined: PostgreSQL cannot tell that few scheduled destinations are
+    # due (it multiplies the two conditions' selectivities), and with a join it planned a hash
+    # join over a sequential scan of every publication (tests/test_query_plans.py).
+    workspace = Subquery(Publication.objects.filter(pk=OuterRef("publication_id")).values("workspace_id")[:1],
+                         output_field=UUIDField())  # read as a UUID, as a foreign key's value is
     ranked = (Destination.objects.filter(status=S.SCHEDULED, due_at__lte=now)
-              .annotate(rank=Window(RowNumber(), partition_by=[F("publication__workspace_id")],
+              .annotate(due_workspace=workspace)
+              .annotate(rank=Window(RowNumber(), partition_by=[F("due_workspace")],
                                     order_by=[F("due_at").asc(), F("id").asc()])))
     if cap > 0:
         ranked = ranked.filter(rank__lte=cap)
     # Twice the batch: a tick that overlaps another skips the rows the other holds.
     candidates = list(ranked.order_by("rank", "due_at", "id")
-                      .values_list("pk", "publication__workspace_id", "rank")[:batch * 2])
+                      .values_list("pk", "due_workspace", "rank")[:batch * 2])
     capped = False
     if cap > 0 and candidates:
         busy = dict(Destination.objects.filter(
