@@ -13,12 +13,7 @@ The adapter lives in ``adapter``; the records it writes (length rules, record ke
 ``records``; image reading and embedding in ``media``.
 """
 
-from publishing.providers.bluesky.adapter import (
-    DEFAULT_SERVICE_URL,
-    LABEL,
-    PROVIDER,
-    BlueskyAdapter,
-)
+from publishing.providers.bluesky.adapter import DEFAULT_SERVICE_URL, BlueskyAdapter
 from publishing.providers.bluesky.records import (
     bluesky_graphemes,
     bluesky_length,
@@ -28,8 +23,6 @@ from publishing.providers.bluesky.records import (
 
 __all__ = [
     "DEFAULT_SERVICE_URL",
-    "LABEL",
-    "PROVIDER",
     "BlueskyAdapter",
     "bluesky_graphemes",
     "bluesky_length",

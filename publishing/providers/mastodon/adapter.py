@@ -1,26 +1,13 @@
-"""Mastodon: any instance (federated), OAuth 2 authorization code with PKCE (S256).
-
-Protocol (docs.joinmastodon.org): ``POST /api/v1/apps`` (one app per instance),
-``GET /oauth/authorize``, ``POST /oauth/token``, ``POST /oauth/revoke``,
-``GET /api/v1/accounts/verify_credentials``, ``POST /api/v2/media`` (+ ``GET /api/v1/media/:id``
-while it answers 206), ``POST /api/v1/statuses`` with ``Idempotency-Key``,
-``GET /api/v1/statuses/:id`` (+ ``/source``), ``GET /api/v1/accounts/:id/statuses``,
-``POST /api/v1/statuses/:id/reblog`` / ``unreblog``, ``GET /api/v2/search``.
-"""
+"""The Mastodon adapter: connect (OAuth), publish with ``Idempotency-Key``, media upload,
+reconcile, metrics and boosts against any instance."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import re
-import secrets
 import time
-import unicodedata
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlsplit
 
-import grapheme
 import requests
 
 from publishing.providers.base import (
@@ -31,16 +18,13 @@ from publishing.providers.base import (
     ConnectionMode,
     ErrorKind,
     MediaItem,
-    MediaRule,
     Metrics,
-    OptionSpec,
-    OutputProfile,
     ProviderAdapter,
     ProviderError,
     PublishRequest,
     PublishResult,
 )
-from publishing.providers.helpers import find_urls, language_options, precheck, read_media
+from publishing.providers.helpers import language_options, precheck, read_media
 from publishing.providers.http import HttpClient
 from publishing.providers.http_errors import (
     CannotReconcile,
@@ -48,64 +32,28 @@ from publishing.providers.http_errors import (
     ProviderHTTPError,
     default_error_detail,
 )
+from publishing.providers.mastodon.oauth import (
+    SCOPES,
+    authorization_url,
+    needs_registration,
+    pkce_pair,
+)
+from publishing.providers.mastodon.statuses import (
+    POST_PROFILE,
+    _created_at,
+    _normalize_text,
+    status_body,
+    visibility_options,
+)
 from publishing.providers.url_safety import check_public_url
 
 PROVIDER = "mastodon"
 LABEL = "Mastodon"
-SCOPES = ("read", "write")
-VISIBILITIES = ("public", "unlisted", "private", "direct")
-URL_WEIGHT = 23
 # Mastodon keeps an Idempotency-Key's result for 1 hour; keep a margin for clock skew.
 IDEMPOTENCY_WINDOW = timedelta(minutes=55)
 RECONCILE_SLACK = timedelta(minutes=5)
 RECENT_LIMIT = 40
 MAX_SOURCE_LOOKUPS = 10
-
-_MENTION_RE = re.compile(
-    r"(?<![=/\w])@([a-z0-9_]+(?:[a-z0-9_.-]*[a-z0-9_])?)(?:@[\w.-]*\w)?", re.IGNORECASE
-)
-
-
-def mastodon_length(text: str) -> int:
-    """Mastodon's own count: grapheme clusters, after every http(s) URL is replaced by 23
-    characters and every ``@user@domain`` mention by ``@user``."""
-    pieces: list[str] = []
-    last = 0
-    for start, end, _url in find_urls(text):
-        pieces.append(text[last:start])
-        pieces.append("x" * URL_WEIGHT)
-        last = end
-    pieces.append(text[last:])
-    rewritten = _MENTION_RE.sub(lambda m: "@" + m.group(1), "".join(pieces))
-    return int(grapheme.length(rewritten))
-
-
-POST_PROFILE = OutputProfile(
-    key="mastodon.post",
-    text_limit=500,
-    text_counter=mastodon_length,
-    media=MediaRule(
-        max_count=4,
-        mime_types=("image/jpeg", "image/png", "image/gif", "image/webp"),
-        max_bytes=16 * 1024 * 1024,
-    ),
-    options=(
-        OptionSpec("visibility", choices=VISIBILITIES, default="public"),
-        OptionSpec("language", max_length=8),
-    ),
-    counting_rule="graphemes; each URL counts as 23, @user@domain counts as @user",
-)
-
-_VISIBILITY_LABELS: dict[str, tuple[str, str, str, str]] = {
-    "en": ("Public", "Unlisted", "Followers only", "Mentioned people only"),
-    "de": ("Öffentlich", "Nicht gelistet", "Nur Follower", "Nur erwähnte Profile"),
-    "fr": ("Public", "Non listé", "Abonnés uniquement", "Personnes mentionnées uniquement"),
-    "es": ("Público", "No listado", "Solo seguidores", "Solo personas mencionadas"),
-    "it": ("Pubblico", "Non elencato", "Solo follower", "Solo persone menzionate"),
-    "pt": ("Público", "Não listado", "Apenas seguidores", "Apenas pessoas mencionadas"),
-    "nl": ("Openbaar", "Minder openbaar", "Alleen volgers", "Alleen vermelde mensen"),
-    "ja": ("公開", "未収載", "フォロワー限定", "指定された相手のみ"),
-}
 
 
 def _parse_error(response: requests.Response) -> ErrorDetail:
@@ -118,23 +66,6 @@ def _parse_error(response: requests.Response) -> ErrorDetail:
     if error in ("invalid_grant", "invalid_client", "unauthorized_client", "invalid_token"):
         return ErrorDetail(message=detail.message, kind=ErrorKind.AUTH, code=str(error))
     return detail
-
-
-def _b64url(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
-
-
-def _normalize_text(text: str) -> str:
-    text = unicodedata.normalize("NFC", text.replace("\r\n", "\n"))
-    return "\n".join(line.rstrip() for line in text.strip().split("\n"))
-
-
-def _created_at(status: dict[str, Any]) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(str(status.get("created_at", "")).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 class MastodonAdapter(ProviderAdapter):
@@ -236,11 +167,7 @@ class MastodonAdapter(ProviderAdapter):
     ) -> AuthorizationStart:
         instance = self._instance(instance_url, resolve=True, field="instance_url")
         app = dict(app or {})
-        if (
-            not app.get("client_id")
-            or app.get("redirect_uri", redirect_uri) != redirect_uri
-            or app.get("instance_url", instance) != instance
-        ):
+        if needs_registration(app, redirect_uri=redirect_uri, instance=instance):
             # A duplicate registration is harmless, so this POST is retried like a read.
             response = self._call(
                 "POST",
@@ -260,22 +187,15 @@ class MastodonAdapter(ProviderAdapter):
                 "redirect_uri": redirect_uri,
                 "instance_url": instance,
             }
-        verifier = secrets.token_urlsafe(64)  # 86 characters of [A-Za-z0-9_-]
-        challenge = _b64url(hashlib.sha256(verifier.encode("ascii")).digest())
-        query = urlencode(
-            {
-                "response_type": "code",
-                "client_id": app["client_id"],
-                "redirect_uri": redirect_uri,
-                "scope": " ".join(SCOPES),
-                "state": state,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-            }
+        verifier, challenge = pkce_pair()
+        url = authorization_url(
+            instance,
+            client_id=app["client_id"],
+            redirect_uri=redirect_uri,
+            state=state,
+            challenge=challenge,
         )
-        return AuthorizationStart(
-            authorization_url=f"{instance}/oauth/authorize?{query}", code_verifier=verifier, app=app
-        )
+        return AuthorizationStart(authorization_url=url, code_verifier=verifier, app=app)
 
     def complete_authorization(
         self,
@@ -373,14 +293,6 @@ class MastodonAdapter(ProviderAdapter):
         instance = self._instance(account.instance_url)
         token = self._token(account)
         media_ids = [self._upload(instance, token, item) for item in request.media]
-        body: dict[str, Any] = {
-            "status": request.text,
-            "visibility": request.options.get("visibility") or "public",
-        }
-        if media_ids:
-            body["media_ids"] = media_ids
-        if request.options.get("language"):
-            body["language"] = request.options["language"]
         response = self._call(
             "POST",
             instance,
@@ -389,7 +301,7 @@ class MastodonAdapter(ProviderAdapter):
             operation="status post",
             write=True,
             headers={"Idempotency-Key": request.idempotency_key},
-            json_body=body,
+            json_body=status_body(request, media_ids),
         )
         return self._result(self._json(response, "status post", write=True))
 
@@ -530,13 +442,8 @@ class MastodonAdapter(ProviderAdapter):
     def destination_options(
         self, *, account: AccountContext, region_code: str = "US", language: str = "en"
     ) -> dict[str, list[dict[str, str]]]:
-        base = (language or "en").lower().split("-")[0]
-        labels = _VISIBILITY_LABELS.get(base, _VISIBILITY_LABELS["en"])
         return {
-            "visibility": [
-                {"label": label, "value": value}
-                for label, value in zip(labels, VISIBILITIES, strict=True)
-            ],
+            "visibility": visibility_options(language),
             "language": language_options(language),
         }
 
