@@ -416,3 +416,64 @@ def test_dispatcher_round_robin_without_a_cap(
     assert ranks[:7] == [0, 0, 0, 1, 1, 2, 2]
     assert sorted(order[d][0] for d in delivery_queue.sends[:3]) == [0, 1, 2]
     assert ranks[7:] == list(range(3, 30))
+
+
+@pytest.mark.django_db
+def test_reconciliation_waits_for_a_paused_host(
+    owner_client: APIClient,
+    workspace: Any,
+    user: User,
+    standins: tuple[CountingMastodon, CountingMastodon],
+    delivery_queue: Any,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """An ambiguous destination of a host paused by a 429 is not asked about until the pause
+    ends: no request to the host, the next check after the pause."""
+    server, _ = standins
+    account = connect(owner_client, workspace, "mastodon", server)["id"]
+    limited, ambiguous = publish_now(user, [account] * 2, django_capture_on_commit_callbacks)
+    delivery_queue.clear()
+    server.set_faults(rate_limit={"count": 1, "retry_after": 60})
+    with django_capture_on_commit_callbacks(execute=True):
+        delivery.delivery_send(destination_id=limited.pk)
+    Destination.objects.filter(pk=ambiguous.pk).update(
+        status=S.AMBIGUOUS, write_started_at=timezone.now(), next_attempt_at=timezone.now()
+    )
+    before = len(server.request_log)
+    delivery.delivery_reconcile(destination_id=ambiguous.pk)
+    ambiguous.refresh_from_db()
+    assert len(server.request_log) == before
+    assert ambiguous.status == S.AMBIGUOUS
+    assert ambiguous.next_attempt_at >= timezone.now() + timedelta(seconds=55)
+
+
+@pytest.mark.skipif(
+    limits.redis_client(limits.caches["default"]) is not None, reason="Redis is the store"
+)
+@pytest.mark.django_db
+def test_caps_fail_open_when_the_store_is_unusable(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Slots and pause marks are best effort: an unusable store lets sends through (logged),
+    never stops delivery."""
+    from django.test import override_settings
+
+    from config.outages import reset_outage_log
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")  # a file where the store's folder should be
+    reset_outage_log()
+    with override_settings(HERALD_LIMITS_DB=blocked / "limits.sqlite3"), caplog.at_level("WARNING"):
+        assert limits.acquire_shared_slots(
+            [("delivery:account:x", 1)], "a", 10, unless_marked="m"
+        ) == (True, 0.0)
+        assert limits.acquire_shared_slots(
+            [("delivery:account:x", 1)], "b", 10, unless_marked="m"
+        ) == (True, 0.0)
+        limits.set_mark("m", time.time() + 60)
+        assert limits.read_mark("m") == 0.0
+        limits.release_shared_slots(["delivery:account:x"], "a")
+    reset_outage_log()
+    assert [r for r in caplog.records if r.name == "config.limits"]
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"

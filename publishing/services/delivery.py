@@ -375,8 +375,13 @@ def delivery_reconcile(*, destination_id: Any) -> None:
                          action="reconnect" if decision.state == "reconnect_required" else "")
         return
     adapter = get_adapter(destination.account.provider)
+    host = ""
     try:
         context, request = account_context(destination.account), _request_for(destination)
+        host = provider_host(destination.account.provider, context)
+        if paused_until := host_paused_until(host):  # the host asked for a pause: ask it later
+            _reconcile_later(destination, retry_after=paused_until - time.time() + random.uniform(0.0, 1.0))  # noqa: S311
+            return
         release_connection()
         found = adapter.reconcile(account=context, request=request, external_id=destination.external_id)
     except NotSupported:
@@ -393,6 +398,8 @@ def delivery_reconcile(*, destination_id: Any) -> None:
             account_mark_reconnect_required(account_id=destination.account_id, reason=exc.message)
             _reconcile_later(destination, retry_after=settings.HERALD_RETRY_MAX_SECONDS, action="reconnect")
             return
+        if exc.kind == ErrorKind.RATE_LIMITED or exc.retry_after is not None:
+            _pause_host(host, exc.retry_after)
         _reconcile_later(destination, retry_after=backoff_seconds(1, exc.retry_after))
         return
     except Exception:
