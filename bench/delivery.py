@@ -764,6 +764,11 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
     # Celery takes "--pool prefork" for its default and uses the configured pool instead
     # (config/settings.py: HERALD_WORKER_POOL), so the pool is chosen through the setting.
     worker_env = {**env, "HERALD_DB_POOL_SIZE": str(args.db_pool)}
+    # The ratio compares the workers with a thread pool of the same concurrency sending to the
+    # same host: the delivery politeness caps (per account and per host, bench/fairness.py
+    # measures them) would make the cap, not the workers, the bound. They are lifted here.
+    worker_env["HERALD_PROVIDER_MAX_IN_FLIGHT_PER_ACCOUNT"] = "0"
+    worker_env["HERALD_PROVIDER_MAX_IN_FLIGHT_PER_HOST"] = "0"
     if args.pool != "solo":
         worker_env["HERALD_WORKER_POOL"] = args.pool
     for name in names:
