@@ -237,3 +237,27 @@ def test_an_idle_dispatcher_tick_reads_only_indexes(seeded: dict[str, Any], expl
         counts = delivery_dispatch()
     assert counts["enqueued"] == 0  # idle: everything scheduled is in the future
     assert_flat(explain(captured.captured_queries))
+
+
+def test_the_dispatcher_ranks_due_work_without_jit_compilation(seeded: dict[str, Any]) -> None:
+    """PostgreSQL over-estimates the due rows (status and due_at taken as independent), and on a
+    large table the ranked query's cost then passes ``jit_above_cost``: an idle tick spent about
+    0.3 s compiling it (bench/README.md "Scale benchmark"). It runs with JIT off."""
+    from publishing.services.delivery import delivery_dispatch
+
+    seen: list[str] = []
+
+    def observe(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
+        if "ROW_NUMBER() OVER" in sql:
+            seen.append(context["connection"].connection.execute("SHOW jit").fetchone()[0])
+        return execute(sql, params, many, context)
+
+    with connection.cursor() as cursor:
+        cursor.execute("SET jit = on")
+    try:
+        with connection.execute_wrapper(observe):
+            delivery_dispatch()
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("RESET jit")
+    assert seen == ["off"]

@@ -9,16 +9,19 @@ reconciled, never blindly re-sent.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
 import uuid
+from collections.abc import Iterator
 from datetime import timedelta
 from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.db import connection as db_connection
 from django.db import transaction
 from django.db.models import Count, F, OuterRef, Q, Subquery, UUIDField, Value, Window
 from django.db.models.functions import Coalesce, RowNumber
@@ -432,6 +435,24 @@ def _reconcile_later(destination: Destination, *, retry_after: float, action: st
 # --- Dispatcher -----------------------------------------------------------------------------
 
 DISPATCH_REFILL_SECONDS = 0.2
+DISPATCH_BUSY_SECONDS = 5.0
+
+
+@contextlib.contextmanager
+def _without_jit() -> Iterator[None]:
+    """On PostgreSQL, a transaction whose statements are not JIT-compiled (``SET LOCAL jit``).
+
+    The planner estimates "status scheduled and due_at <= now" as if the two were independent:
+    about a tenth of all destinations, where an idle tick finds none. On a large table that
+    estimate makes the ranked query's cost exceed ``jit_above_cost``, and PostgreSQL spent about
+    0.3 s compiling a query that then ran in 0.05 ms, on every tick (bench/README.md "Scale
+    benchmark"). Elsewhere nothing is done (a SQLite transaction would take the write lock)."""
+    if db_connection.vendor != "postgresql":
+        yield
+        return
+    with transaction.atomic(), db_connection.cursor() as cursor:
+        cursor.execute("SET LOCAL jit = off")
+        yield
 
 
 def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
@@ -463,12 +484,17 @@ def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
     if cap > 0:
         ranked = ranked.filter(rank__lte=cap)
     # Twice the batch: a tick that overlaps another skips the rows the other holds.
-    candidates = list(ranked.order_by("rank", "due_at", "id")
-                      .values_list("pk", "due_workspace", "rank")[:batch * 2])
+    with _without_jit():
+        candidates = list(ranked.order_by("rank", "due_at", "id")
+                          .values_list("pk", "due_workspace", "rank")[:batch * 2])
     capped = False
     if cap > 0 and candidates:
+        # Busy: sending, or queued (or waiting to retry) to go within DISPATCH_BUSY_SECONDS. That
+        # includes sends put back for want of an in-flight slot (their message comes back in 1-2 s,
+        # held by the worker, ahead of the broker queue), not those deferred by a host's pause.
+        soon = now + timedelta(seconds=DISPATCH_BUSY_SECONDS)
         busy = dict(Destination.objects.filter(
-            Q(status=S.SENDING) | Q(status=S.QUEUED, next_attempt_at__lte=now),
+            Q(status=S.SENDING) | Q(status__in=[S.QUEUED, S.RETRY_WAIT], next_attempt_at__lte=soon),
             publication__workspace_id__in={w for _, w, _ in candidates},
         ).values_list("publication__workspace_id").annotate(n=Count("pk")).values_list("publication__workspace_id", "n"))
         allowed = [(pk, w, rank) for pk, w, rank in candidates if rank <= cap - busy.get(w, 0)]
