@@ -477,3 +477,23 @@ def test_caps_fail_open_when_the_store_is_unusable(
     reset_outage_log()
     assert [r for r in caplog.records if r.name == "config.limits"]
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+@pytest.mark.django_db
+def test_sends_put_back_for_a_slot_count_against_the_cap_paused_ones_do_not(
+    two_workspaces: tuple[Any, Any, Account, Account], delivery_queue: Any, settings: Any
+) -> None:
+    """A send put back for want of an in-flight slot comes back within seconds (its message is
+    already held by a worker): it still counts as A's queued work. One deferred by a host's
+    long pause does not, so A's work for other hosts goes on."""
+    settings.HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE = 10
+    settings.HERALD_DISPATCH_INTERVAL_SECONDS = 0.0
+    a, _, account_a, _ = two_workspaces
+    now = timezone.now()
+    due_destinations(a, account_a, 100, now - timedelta(seconds=1))
+    assert delivery.delivery_dispatch()["due"] == 10
+    queued = Destination.objects.filter(publication__workspace=a, status=S.QUEUED)
+    queued.update(next_attempt_at=timezone.now() + timedelta(seconds=1.5))  # put back: no slot
+    assert delivery.delivery_dispatch()["due"] == 0
+    queued.update(next_attempt_at=timezone.now() + timedelta(seconds=60))  # the host is paused
+    assert delivery.delivery_dispatch()["due"] == 10
