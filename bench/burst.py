@@ -204,7 +204,7 @@ def web_rss(
     for n in range(300):
         for path in (
             "/api/v1/workspaces",
-            f"/api/v1/workspaces/{workspace_id}/publications?limit=100",
+            f"/api/v1/publications?workspace_id={workspace_id}&limit=100",
         ):
             response = session.get(base + path, timeout=30)
             statuses[f"{path.split('?')[0].rsplit('/', 1)[-1]} {response.status_code}"] = n + 1

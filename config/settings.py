@@ -212,9 +212,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 # The worker (issue 19): a send mostly waits for the provider (200 ms to seconds), so one worker
 # process runs HERALD_WORKER_CONCURRENCY tasks at once on threads (Celery's "threads" pool), not
-# two forked processes: 1,000 sends of 300 ms each take 20 s at 2 x 3.3/s (prefork 2) and about
-# 10 s at 32 threads (bench/README.md "Burst"). CPU stays the bound: on more cores, run more
-# worker processes. HERALD_WORKER_POOL=prefork brings back processes (the only pool that
+# two forked processes: 1,000 sends of 300 ms each wait 150 s in all at 2 x 3.3/s (prefork 2),
+# about 10 s at 32 threads; what remains is CPU, about 20 ms per delivery (bench/README.md
+# "Burst benchmark"). More cores: more worker processes. HERALD_WORKER_POOL=prefork brings back processes (the only pool that
 # enforces the task time limits; the provider calls have their own timeouts either way).
 CELERY_WORKER_POOL = env_choice("HERALD_WORKER_POOL", ("threads", "prefork"), "threads")
 CELERY_WORKER_CONCURRENCY = env_int("HERALD_WORKER_CONCURRENCY", 32)
