@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint migrate bench bench-delivery bench-readiness image clean
+.PHONY: run test install lint migrate bench bench-delivery bench-readiness bench-scale image clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "Python 3.11 is required"; exit 1; }
@@ -39,6 +39,9 @@ bench-delivery: install
 
 bench-readiness: install
 	$(BIN)/python bench/readiness.py
+
+bench-scale: install
+	$(BIN)/python bench/scale.py
 
 # The container image, with the checkout's commit as the source revision certification runs record.
 image:
