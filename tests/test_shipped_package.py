@@ -142,7 +142,8 @@ def test_image_build_passes_the_source_revision() -> None:
     assert re.search(r"\bHERALD_SOURCE_REVISION=\$\{?HERALD_SOURCE_REVISION\}?", envs), envs
     compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text(encoding="utf-8"))
     build = compose["x-app"]["build"]
-    assert build["args"]["HERALD_SOURCE_REVISION"] == "${HERALD_SOURCE_REVISION:-}"
+    # Required (":?"): docker compose refuses to build an image that would record "unknown".
+    assert build["args"]["HERALD_SOURCE_REVISION"].startswith("${HERALD_SOURCE_REVISION:?")
     for name in ("web", "worker", "beat", "migrate"):
         assert compose["services"][name]["build"] == build
 
