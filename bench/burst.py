@@ -267,7 +267,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="stand-in instances (provider hosts) the accounts are on",
     )
     parser.add_argument(
-        "--workers", type=int, default=1, help="worker commands (as separate hosts run them)"
+        "--workers",
+        type=int,
+        default=2,
+        help="worker commands (2: HERALD_WORKER_PROCESSES of make run and compose)",
     )
     parser.add_argument(
         "--concurrency",

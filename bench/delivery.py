@@ -655,9 +655,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--destinations", type=int, default=2000, help="throughput destinations")
     parser.add_argument("--accounts", type=int, default=5, help="connected accounts = destinations per publication")
-    parser.add_argument("--workers", type=int, default=1, help="Celery worker processes (celery worker commands)")
-    parser.add_argument("--concurrency", type=int, default=32,
-                        help="--concurrency of each worker (32: the default of HERALD_WORKER_CONCURRENCY)")
+    parser.add_argument("--workers", type=int, default=2, help="Celery worker processes (2: HERALD_WORKER_PROCESSES of make run and compose)")
+    parser.add_argument("--concurrency", type=int, default=16,
+                        help="--concurrency of each worker (16: the default of HERALD_WORKER_CONCURRENCY)")
     parser.add_argument("--pool", choices=("prefork", "threads", "solo"), default="threads",
                         help="threads as deployed (HERALD_WORKER_POOL; prefork enforces the task time limits)")
     parser.add_argument("--db-pool", type=int, default=8,

@@ -210,14 +210,16 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# The worker (issue 19): a send mostly waits for the provider (200 ms to seconds), so one worker
+# The worker (issue 19): a send mostly waits for the provider (200 ms to seconds), so a worker
 # process runs HERALD_WORKER_CONCURRENCY tasks at once on threads (Celery's "threads" pool), not
-# two forked processes: 1,000 sends of 300 ms each wait 150 s in all at 2 x 3.3/s (prefork 2),
-# about 10 s at 32 threads; what remains is CPU, about 20 ms per delivery (bench/README.md
-# "Burst benchmark"). More cores: more worker processes. HERALD_WORKER_POOL=prefork brings back processes (the only pool that
-# enforces the task time limits; the provider calls have their own timeouts either way).
+# one forked process per task: 1,000 sends of 300 ms each wait 150 s in all at 2 x 3.3/s
+# (prefork 2), 10 s at 32 threads. What remains is CPU, about 20 ms per delivery, and one
+# process's Python runs on one core at a time: `make run` and docker-compose.yml start
+# HERALD_WORKER_PROCESSES (2) worker processes of 16 threads (bench/README.md "Burst benchmark").
+# HERALD_WORKER_POOL=prefork brings back processes (the only pool that enforces the task time
+# limits; the provider calls have their own timeouts either way).
 CELERY_WORKER_POOL = env_choice("HERALD_WORKER_POOL", ("threads", "prefork"), "threads")
-CELERY_WORKER_CONCURRENCY = env_int("HERALD_WORKER_CONCURRENCY", 32)
+CELERY_WORKER_CONCURRENCY = env_int("HERALD_WORKER_CONCURRENCY", 16)
 # Without this, Celery's Django fixup closes every database connection before and after each
 # task, so every delivery opened a new PostgreSQL connection (42 % fewer deliveries/s, see
 # bench/README.md "Delivery benchmark"). Connections now live for up to this many tasks, and

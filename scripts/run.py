@@ -152,6 +152,14 @@ def stop(processes: dict[str, subprocess.Popen[bytes]]) -> None:
             os.killpg(process.pid, signal.SIGKILL)
 
 
+def worker_processes() -> int:
+    raw = os.environ.get("HERALD_WORKER_PROCESSES", "2")
+    try:
+        return max(1, int(raw))
+    except ValueError:
+        return 2
+
+
 def framed(lines: list[str]) -> str:
     width = max(len(line) for line in lines)
     rule = "+" + "-" * (width + 2) + "+"
@@ -198,10 +206,16 @@ def main() -> int:
                 # every instance; the image disables it too (docker/gunicorn.conf.py).
                 "--no-control-socket",
             ],
-            "worker": [
-                # Threads pool, HERALD_WORKER_CONCURRENCY sends at once (config/settings.py).
-                str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
-            ],
+            # HERALD_WORKER_PROCESSES worker processes (2), each on Celery's threads pool with
+            # HERALD_WORKER_CONCURRENCY sends at once (config/settings.py): one process's Python
+            # runs on one core at a time.
+            **{
+                f"worker{n}" if n > 1 else "worker": [
+                    str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
+                    "-n", f"worker{n}@%h",
+                ]
+                for n in range(1, worker_processes() + 1)
+            },
             "beat": [
                 str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO",
                 "--schedule", str(data_dir / "celerybeat-schedule"),

@@ -60,7 +60,7 @@ def settings_of(tmp_path: Path, code: str, **variables: str) -> dict[str, Any]:
 
 def test_the_worker_runs_threads_and_concurrency_is_the_number_of_sends(tmp_path: Path) -> None:
     default = settings_of(tmp_path, PROBE)
-    assert (default["pool"], default["concurrency"]) == ("threads", 32)
+    assert (default["pool"], default["concurrency"]) == ("threads", 16)
     assert settings_of(tmp_path, PROBE, HERALD_WORKER_CONCURRENCY="5")["concurrency"] == 5
     assert settings_of(tmp_path, PROBE, HERALD_WORKER_POOL="prefork")["pool"] == "prefork"
     # The ticks never wait behind a backlog of sends: their own queue.
