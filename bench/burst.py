@@ -406,7 +406,7 @@ def run(
                              scheduled_at=datetime.now(UTC) + timedelta(hours=1), expected_revision=None)  # fmt: skip
     each = (time.perf_counter() - started) / 50
     due_second = datetime.fromtimestamp(
-        math.ceil(time.time() + max(args.lead, len(drafts) * each * 1.5 + 3)), tz=UTC
+        math.ceil(time.time() + max(args.lead, len(drafts) * each * 2.5 + 5)), tz=UTC
     )
     spread = timedelta(seconds=1) / len(drafts)
     for n, publication_id in enumerate(drafts):
