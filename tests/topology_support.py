@@ -458,8 +458,8 @@ class Topology:
         worker = self.start(
             "worker",
             [
+                # docker-compose.yml's worker command (pool and concurrency from the settings).
                 self.command("celery"), "-A", "config", "worker", "--loglevel", "INFO",
-                "--concurrency", "2",
             ],
         )  # fmt: skip
         self.start(

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+import kombu.pools
+
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 T = TypeVar("T")
@@ -148,6 +150,10 @@ def use_broker(broker: Broker) -> Iterator[None]:
         if app._pool is not None:
             app._pool.force_close_all()
         app._pool = None
+        # app.pool is kombu's process-wide pool for the broker URL: closing it leaves a closed
+        # pool registered under that URL ("Acquire on closed pool" for the next test on the same
+        # broker). kombu.pools.reset() closes every pool and empties the registries.
+        kombu.pools.reset()
         with contextlib.suppress(AttributeError, KeyError):
             app.__dict__["amqp"]._producer_pool = None
 
