@@ -37,6 +37,28 @@ def _remember(name: str) -> Callable[[click.Context, click.Parameter, Any], Any]
     return callback
 
 
+def polling_options(interval_help: str, timeout_help: str) -> Callable[[F], F]:
+    """``--interval`` and ``--timeout`` of the commands that poll until something settles."""
+
+    def decorate(f: F) -> F:
+        f = click.option(
+            "--timeout",
+            type=click.FloatRange(1),
+            default=600,
+            show_default=True,
+            help=timeout_help,
+        )(f)
+        return click.option(
+            "--interval",
+            type=click.FloatRange(0.1, 60),
+            default=2.0,
+            show_default=True,
+            help=interval_help,
+        )(f)
+
+    return decorate
+
+
 def global_options(f: F) -> F:
     """The global options, accepted before or after the subcommand (decisions §7)."""
     decorators = [

@@ -21,7 +21,7 @@ import click
 
 from cli.client import HeraldClient, UnexpectedResponse
 from cli.errors import EXIT_FAILED, UsageProblem
-from cli.main import current, global_options
+from cli.main import current, global_options, polling_options
 from cli.output import clear_line, echo, echo_table, emit_json, fields, printable, shorten
 from cli.redact import redact, remember_secret
 
@@ -286,19 +286,9 @@ def wait_for_account(
     default=True,
     help="OAuth: wait until the account appears (else print the URL and exit).",
 )
-@click.option(
-    "--interval",
-    type=click.FloatRange(0.1, 60),
-    default=2.0,
-    show_default=True,
-    help="OAuth: seconds between polls while waiting.",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(1),
-    default=600,
-    show_default=True,
-    help="OAuth: stop waiting after this many seconds (exit 1).",
+@polling_options(
+    "OAuth: seconds between polls while waiting.",
+    "OAuth: stop waiting after this many seconds (exit 1).",
 )
 @global_options
 def connect(

@@ -16,7 +16,7 @@ import click
 
 from cli.client import HeraldClient
 from cli.errors import EXIT_FAILED, UsageProblem
-from cli.main import current, global_options
+from cli.main import current, global_options, polling_options
 from cli.output import clear_line, echo, echo_table, emit_json, shorten, table
 from cli.redact import redact
 
@@ -156,19 +156,9 @@ def list_publications(status: str | None, limit: int, cursor: str | None) -> Non
     default=False,
     help="With --publish-now: follow the destinations until they settle.",
 )
-@click.option(
-    "--interval",
-    type=click.FloatRange(0.1, 60),
-    default=2.0,
-    show_default=True,
-    help="Seconds between polls when following.",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(1),
-    default=600,
-    show_default=True,
-    help="Stop following after this many seconds.",
+@polling_options(
+    "Seconds between polls when following.",
+    "Stop following after this many seconds.",
 )
 @global_options
 def create(
@@ -284,19 +274,9 @@ def schedule(publication_id: str, at: str, expected_revision: int | None) -> Non
 @click.option(
     "--follow/--no-follow", default=False, help="Follow the destinations until they settle."
 )
-@click.option(
-    "--interval",
-    type=click.FloatRange(0.1, 60),
-    default=2.0,
-    show_default=True,
-    help="Seconds between polls when following.",
-)
-@click.option(
-    "--timeout",
-    type=click.FloatRange(1),
-    default=600,
-    show_default=True,
-    help="Stop following after this many seconds.",
+@polling_options(
+    "Seconds between polls when following.",
+    "Stop following after this many seconds.",
 )
 @global_options
 def publish_now(
