@@ -75,6 +75,7 @@ class ProbeResult:
 
 
 _TOKEN_CHARACTERS = re.compile(r"\A[\x21-\x7e]{1,512}\Z")  # printable ASCII, no spaces
+_SAFE_TO_RESEND = frozenset({"GET", "HEAD"})
 _ERRNO = re.compile(r"\[Errno -?\d+\] ([^'\")\]]+)")
 _SSL = re.compile(r"\[SSL(?:: [A-Z_]+)?\] ([^'\")]+?)(?: \(_ssl\.c:\d+\))?['\")]")
 _CERT = re.compile(r"(certificate verify failed: [^'\")(]+)")
@@ -149,7 +150,7 @@ class HeraldClient:
             request_headers["Authorization"] = f"Bearer {self._token}"
         url = self.api_root + path
         clean = {k: v for k, v in (params or {}).items() if v is not None and v != ""}
-        try:
+        def send() -> requests.Response:
             return self.session.request(
                 method,
                 url,
@@ -159,6 +160,18 @@ class HeraldClient:
                 timeout=self.timeout,
                 allow_redirects=False,
             )
+
+        try:
+            try:
+                return send()
+            except requests.exceptions.ConnectionError as exc:
+                # A kept-alive connection the server closed just as it was reused (gunicorn
+                # and proxies close idle ones after a few seconds, and polling runs at that
+                # pace) is reset; a read is safe to send once more, on a fresh connection.
+                refused = (requests.exceptions.Timeout, requests.exceptions.SSLError)
+                if method not in _SAFE_TO_RESEND or isinstance(exc, refused):
+                    raise
+                return send()
         except requests.exceptions.SSLError as exc:
             raise TLSFailed(
                 f"TLS failure talking to {self.instance}: {_reason(exc)}. Check the URL and the "

@@ -202,6 +202,9 @@ def main() -> int:
                 str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"fd://{fd}",
                 "--workers", os.environ.get("HERALD_WEB_WORKERS", "2"), "--threads", "4",
                 "--graceful-timeout", "10", "--access-logfile", "-",
+                # As the image (docker/gunicorn.conf.py): idle connections outlive the CLI's
+                # 2-second polling, so a poll seldom meets a connection being closed.
+                "--keep-alive", "5",
                 # One control socket per user home (~/.gunicorn/gunicorn.ctl) would be shared by
                 # every instance; the image disables it too (docker/gunicorn.conf.py).
                 "--no-control-socket",
