@@ -94,9 +94,13 @@ def _clear_cache(_limits_store: None) -> Iterator[None]:
 def make_user(db: Any) -> Callable[..., User]:
     counter = {"n": 0}
 
-    def make(email: str | None = None, password: str = "correct horse battery", **extra: Any) -> User:
+    def make(
+        email: str | None = None, password: str = "correct horse battery", **extra: Any
+    ) -> User:
         counter["n"] += 1
-        return User.objects.create_user(email or f"user{counter['n']}@example.com", password, **extra)
+        return User.objects.create_user(
+            email or f"user{counter['n']}@example.com", password, **extra
+        )
 
     return make
 
@@ -284,15 +288,21 @@ def delivery_queue(monkeypatch: Any) -> DeliveryQueue:
 
     queue = DeliveryQueue()
 
-    def send_apply_async(args: Any = (), kwargs: Any = None, countdown: float | None = None, **_: Any) -> None:
+    def send_apply_async(
+        args: Any = (), kwargs: Any = None, countdown: float | None = None, **_: Any
+    ) -> None:
         destination_id = str((args or [None])[0] or (kwargs or {}).get("destination_id"))
         queue.sends.append(destination_id)
         if countdown is not None:
             queue.countdowns[destination_id] = countdown
 
-    monkeypatch.setattr(tasks.delivery_send, "delay", lambda destination_id: queue.sends.append(str(destination_id)))
+    monkeypatch.setattr(
+        tasks.delivery_send, "delay", lambda destination_id: queue.sends.append(str(destination_id))
+    )
     monkeypatch.setattr(tasks.delivery_send, "apply_async", send_apply_async)
     monkeypatch.setattr(
-        tasks.delivery_reconcile, "delay", lambda destination_id: queue.reconciles.append(str(destination_id))
+        tasks.delivery_reconcile,
+        "delay",
+        lambda destination_id: queue.reconciles.append(str(destination_id)),
     )
     return queue

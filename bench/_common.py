@@ -22,7 +22,9 @@ def database_name(database_url: str) -> str:
     """The database of ``database_url``; only databases named ``herald_bench*`` are managed."""
     name = urlsplit(database_url).path.lstrip("/")
     if not name.startswith("herald_bench"):
-        raise SystemExit(f"refusing to manage database {name!r}: its name must start with herald_bench")
+        raise SystemExit(
+            f"refusing to manage database {name!r}: its name must start with herald_bench"
+        )
     return name
 
 
@@ -38,7 +40,9 @@ def ensure_database(database_url: str, *, fresh: bool) -> None:
     name = database_name(database_url)
     with psycopg.connect(_admin_url(database_url), autocommit=True, connect_timeout=5) as conn:
         if fresh:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
         if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
             conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
@@ -53,7 +57,9 @@ def drop_database(database_url: str) -> None:
         contextlib.suppress(psycopg.Error),
         psycopg.connect(_admin_url(database_url), autocommit=True, connect_timeout=5) as conn,
     ):
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
 
 
 # --- CPU from /proc (Linux; 0.0 or nothing elsewhere) ----------------------------------------
@@ -187,7 +193,11 @@ def loadavg() -> list[float]:
 def git_revision() -> str:
     try:
         result = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, timeout=10
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=10,
         )
     except (OSError, subprocess.TimeoutExpired):
         return ""

@@ -129,7 +129,9 @@ def seed(*, workspaces: int, events: int) -> tuple[str, str, int]:
     if not member_of.exists():
         organization = organization_create(actor=actor, name="Bench Org")
         for number in range(workspaces):
-            workspace_create(actor=actor, organization_id=organization.pk, name=f"Bench {number:02d}")
+            workspace_create(
+                actor=actor, organization_id=organization.pk, name=f"Bench {number:02d}"
+            )
     primary = member_of.order_by("name").first()
     assert primary is not None
 
@@ -150,7 +152,8 @@ def seed(*, workspaces: int, events: int) -> tuple[str, str, int]:
             status="active",
             # Varied microseconds, as real events have (one in ten ends in a zero, which
             # PostgreSQL drops from its text): the same for every run, whatever the clock says.
-            created_at=now.replace(microsecond=0) - timedelta(seconds=n, microseconds=(n * 7919 + 1) % 1_000_000),
+            created_at=now.replace(microsecond=0)
+            - timedelta(seconds=n, microseconds=(n * 7919 + 1) % 1_000_000),
         )
         for n in range(have, events)
     )
@@ -197,7 +200,9 @@ def profile(targets: list[Target], token: str, requests: int) -> None:
             client.get(target.path)
         profiler.disable()
         per_request = (time.perf_counter() - started) / requests * 1000
-        print(f"\n=== profile {target.name}: {requests} requests, {per_request:.2f} ms each (profiled)")
+        print(
+            f"\n=== profile {target.name}: {requests} requests, {per_request:.2f} ms each (profiled)"
+        )
         stats = pstats.Stats(profiler)
         stats.sort_stats("cumulative").print_stats(30)
         stats.sort_stats("tottime").print_stats(15)
@@ -213,17 +218,25 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def gunicorn(env: dict[str, str], port: int, log_dir: Path,
-             config: Path = GUNICORN_CONF) -> Iterator[subprocess.Popen[bytes]]:
+def gunicorn(
+    env: dict[str, str], port: int, log_dir: Path, config: Path = GUNICORN_CONF
+) -> Iterator[subprocess.Popen[bytes]]:
     command = [
-        sys.executable, "-m", "gunicorn",
-        "--config", str(config),
-        "--bind", f"127.0.0.1:{port}",
-        "--access-logfile", str(log_dir / "access.log"),
-        "--error-logfile", str(log_dir / "error.log"),
-        "--log-level", "warning",
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "--config",
+        str(config),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--access-logfile",
+        str(log_dir / "access.log"),
+        "--error-logfile",
+        str(log_dir / "error.log"),
+        "--log-level",
+        "warning",
         "config.wsgi:application",
-    ]  # fmt: skip
+    ]
     process = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 60
@@ -237,7 +250,9 @@ def gunicorn(env: dict[str, str], port: int, log_dir: Path,
                 if status == 200:
                     break
             if time.monotonic() > deadline:
-                raise SystemExit(f"gunicorn did not answer within 60 s:\n{tail(log_dir / 'error.log')}")
+                raise SystemExit(
+                    f"gunicorn did not answer within 60 s:\n{tail(log_dir / 'error.log')}"
+                )
             time.sleep(0.2)
         yield process
     finally:
@@ -288,7 +303,9 @@ def worker_exit(server, worker):
 def profiling_config(scratch: Path, directory: Path, *, cpu: bool) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = scratch / "gunicorn-profiling.conf.py"
-    path.write_text(PROFILING_CONF.format(conf=str(GUNICORN_CONF), cpu=cpu, directory=str(directory)))
+    path.write_text(
+        PROFILING_CONF.format(conf=str(GUNICORN_CONF), cpu=cpu, directory=str(directory))
+    )
     return path
 
 
@@ -346,8 +363,9 @@ class LoadError(RuntimeError):
     pass
 
 
-def open_connections(port: int, count: int, server_pid: int, *,
-                     balance: bool) -> tuple[list[http.client.HTTPConnection], list[int]]:
+def open_connections(
+    port: int, count: int, server_pid: int, *, balance: bool
+) -> tuple[list[http.client.HTTPConnection], list[int]]:
     """``count`` open keep-alive connections, and how many of them each gunicorn worker holds
     (most first).
 
@@ -387,8 +405,16 @@ def open_connections(port: int, count: int, server_pid: int, *,
     return kept, sorted(held.values(), reverse=True) + [0] * (workers - len(held))
 
 
-def load(port: int, target: Target, *, seconds: float, concurrency: int, server_pid: int,
-         database: str = "", balance: bool = True) -> Measurement:
+def load(
+    port: int,
+    target: Target,
+    *,
+    seconds: float,
+    concurrency: int,
+    server_pid: int,
+    database: str = "",
+    balance: bool = True,
+) -> Measurement:
     """Closed loop: `concurrency` threads, each on its own keep-alive connection (spread evenly
     over the gunicorn workers with `balance`, see ``open_connections``)."""
     stop = threading.Event()
@@ -444,8 +470,9 @@ def load(port: int, target: Target, *, seconds: float, concurrency: int, server_
     if failures:
         raise LoadError(f"{target.name}: {failures[0]}")
     latencies = [value for chunk in per_thread for value in chunk]
-    return Measurement(len(latencies), elapsed, latencies, server_cpu, client_cpu, database_cpu, switches,
-                       split)
+    return Measurement(
+        len(latencies), elapsed, latencies, server_cpu, client_cpu, database_cpu, switches, split
+    )
 
 
 # --- Report --------------------------------------------------------------------------------
@@ -456,7 +483,9 @@ def versions() -> dict[str, str]:
 
     from django.db import connection
 
-    found = {name: version(name) for name in ("Django", "djangorestframework", "gunicorn", "psycopg")}
+    found = {
+        name: version(name) for name in ("Django", "djangorestframework", "gunicorn", "psycopg")
+    }
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
         found["postgresql"] = cursor.fetchone()[0]
@@ -467,41 +496,79 @@ def versions() -> dict[str, str]:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per target and round")
-    parser.add_argument("--warmup", type=float, default=2.0, help="warm-up seconds per target and round")
-    parser.add_argument("--rounds", type=int, default=1, help="rounds over all targets; the median counts")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=10.0, help="measured seconds per target and round"
+    )
+    parser.add_argument(
+        "--warmup", type=float, default=2.0, help="warm-up seconds per target and round"
+    )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="rounds over all targets; the median counts"
+    )
     parser.add_argument("--concurrency", type=int, default=8, help="client threads (connections)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--threads", type=int, default=4, help="threads per worker (1 = sync)")
-    parser.add_argument("--database-url", default=os.environ.get("HERALD_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL))
-    parser.add_argument("--redis-url", default=os.environ.get("HERALD_BENCH_REDIS_URL", DEFAULT_REDIS_URL),
-                        help="cache for throttling, as in production; '' for the in-process cache")
+    parser.add_argument(
+        "--database-url", default=os.environ.get("HERALD_BENCH_DATABASE_URL", DEFAULT_DATABASE_URL)
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("HERALD_BENCH_REDIS_URL", DEFAULT_REDIS_URL),
+        help="cache for throttling, as in production; '' for the in-process cache",
+    )
     parser.add_argument("--reuse-db", action="store_true", help="keep herald_bench and its data")
     parser.add_argument("--workspaces", type=int, default=20)
     parser.add_argument("--events", type=int, default=250, help="access-audit events (>= 200)")
-    parser.add_argument("--extended", action="store_true",
-                        help="also load /api/v1/health (DRF, no auth, no DB) and the audit page with limit=1")
-    parser.add_argument("--min-ratio", type=float, default=0.25, help="audit page / bare view floor")
-    parser.add_argument("--profile", type=int, default=0, metavar="N",
-                        help="also cProfile N in-process requests per API target and print the top")
-    parser.add_argument("--only", type=lambda text: [name for name in text.split(",") if name],
-                        help="comma-separated targets to run besides bare and access_audit_200, "
-                        "which always run (e.g. access_audit_1; '-' for only those two)")
-    parser.add_argument("--no-balance", dest="balance", action="store_false",
-                        help="keep whatever split of the connections over the gunicorn workers the "
-                             "kernel gives (by default they are opened again until it is even)")
-    parser.add_argument("--server-profile", type=Path, metavar="DIR",
-                        help="cProfile every request inside the gunicorn worker threads, write the "
-                             "profiles to DIR and print them (the figures of such a run are slowed down)")
-    parser.add_argument("--server-profile-clock", choices=("wall", "cpu"), default="cpu",
-                        help="cpu: thread CPU time (where the CPU goes); wall: also time spent blocked "
-                             "on sockets and on the GIL")
+    parser.add_argument(
+        "--extended",
+        action="store_true",
+        help="also load /api/v1/health (DRF, no auth, no DB) and the audit page with limit=1",
+    )
+    parser.add_argument(
+        "--min-ratio", type=float, default=0.25, help="audit page / bare view floor"
+    )
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also cProfile N in-process requests per API target and print the top",
+    )
+    parser.add_argument(
+        "--only",
+        type=lambda text: [name for name in text.split(",") if name],
+        help="comma-separated targets to run besides bare and access_audit_200, "
+        "which always run (e.g. access_audit_1; '-' for only those two)",
+    )
+    parser.add_argument(
+        "--no-balance",
+        dest="balance",
+        action="store_false",
+        help="keep whatever split of the connections over the gunicorn workers the "
+        "kernel gives (by default they are opened again until it is even)",
+    )
+    parser.add_argument(
+        "--server-profile",
+        type=Path,
+        metavar="DIR",
+        help="cProfile every request inside the gunicorn worker threads, write the "
+        "profiles to DIR and print them (the figures of such a run are slowed down)",
+    )
+    parser.add_argument(
+        "--server-profile-clock",
+        choices=("wall", "cpu"),
+        default="cpu",
+        help="cpu: thread CPU time (where the CPU goes); wall: also time spent blocked "
+        "on sockets and on the GIL",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.events < AUDIT_LIMIT:
         parser.error(f"--events must be at least {AUDIT_LIMIT}")
-    return args  # fmt: skip
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -520,28 +587,59 @@ def main(argv: list[str] | None = None) -> int:
         django.setup()
         migrate_seconds = migrate()
         workspace_id, token, workspace_count = seed(workspaces=args.workspaces, events=args.events)
-        print(f"migrated in {migrate_seconds:.1f} s; seeded {workspace_count} workspaces, "
-              f">= {args.events} audit events")  # fmt: skip
+        print(
+            f"migrated in {migrate_seconds:.1f} s; seeded {workspace_count} workspaces, "
+            f">= {args.events} audit events"
+        )
 
         auth = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         audit = f"/api/v1/workspaces/{workspace_id}/access-audit"
         targets = [
-            Target("bare", "/bench/bare", {"Accept": "application/json"},
-                   lambda body: None if body == {"status": "ok"} else f"unexpected {body!r}"),
-            Target("workspaces", "/api/v1/workspaces", auth,
-                   lambda body: None if len(body.get("items", [])) == workspace_count
-                   else f"{len(body.get('items', []))} items, expected {workspace_count}"),
-            Target("access_audit_200", f"{audit}?limit={AUDIT_LIMIT}", auth,
-                   lambda body: None if isinstance(body, list) and len(body) == AUDIT_LIMIT
-                   else f"{len(body)} rows, expected {AUDIT_LIMIT}"),
+            Target(
+                "bare",
+                "/bench/bare",
+                {"Accept": "application/json"},
+                lambda body: None if body == {"status": "ok"} else f"unexpected {body!r}",
+            ),
+            Target(
+                "workspaces",
+                "/api/v1/workspaces",
+                auth,
+                lambda body: (
+                    None
+                    if len(body.get("items", [])) == workspace_count
+                    else f"{len(body.get('items', []))} items, expected {workspace_count}"
+                ),
+            ),
+            Target(
+                "access_audit_200",
+                f"{audit}?limit={AUDIT_LIMIT}",
+                auth,
+                lambda body: (
+                    None
+                    if isinstance(body, list) and len(body) == AUDIT_LIMIT
+                    else f"{len(body)} rows, expected {AUDIT_LIMIT}"
+                ),
+            ),
         ]
         if args.extended:  # decomposition: DRF without auth/DB, and the audit page's fixed cost
             targets[1:1] = [
-                Target("health", "/api/v1/health", {"Accept": "application/json"},
-                       lambda body: None if body.get("status") == "ok" else f"unexpected {body!r}"),
+                Target(
+                    "health",
+                    "/api/v1/health",
+                    {"Accept": "application/json"},
+                    lambda body: None if body.get("status") == "ok" else f"unexpected {body!r}",
+                ),
             ]
-            targets.insert(-1, Target("access_audit_1", f"{audit}?limit=1", auth,
-                                      lambda body: None if len(body) == 1 else f"{len(body)} rows"))
+            targets.insert(
+                -1,
+                Target(
+                    "access_audit_1",
+                    f"{audit}?limit=1",
+                    auth,
+                    lambda body: None if len(body) == 1 else f"{len(body)} rows",
+                ),
+            )
         if args.only:  # bare (every ratio is to it) and the checked audit page always run
             unknown = set(args.only) - {t.name for t in targets} - {"-"}
             if unknown:
@@ -564,28 +662,45 @@ def main(argv: list[str] | None = None) -> int:
         if args.server_profile:
             for stale in args.server_profile.glob("worker-*.prof"):
                 stale.unlink()
-            config = profiling_config(scratch_dir, args.server_profile,
-                                      cpu=args.server_profile_clock == "cpu")
+            config = profiling_config(
+                scratch_dir, args.server_profile, cpu=args.server_profile_clock == "cpu"
+            )
         with gunicorn(env, port, scratch_dir, config) as server:
             for target in targets:
                 status, body = fetch(port, target.path, target.headers)
                 problem = f"HTTP {status}" if status != 200 else target.check(json.loads(body))
                 if problem:
                     raise SystemExit(f"{target.name}: {problem}: {body[:300]!r}")
-            print(f"gunicorn pid {server.pid} on 127.0.0.1:{port}: {args.workers} workers x "
-                  f"{args.threads} threads; client: {args.concurrency} connections, "
-                  f"{args.warmup:g} s warm-up + {args.seconds:g} s per target, {args.rounds} round(s)")  # fmt: skip
+            print(
+                f"gunicorn pid {server.pid} on 127.0.0.1:{port}: {args.workers} workers x "
+                f"{args.threads} threads; client: {args.concurrency} connections, "
+                f"{args.warmup:g} s warm-up + {args.seconds:g} s per target, {args.rounds} round(s)"
+            )
             try:
                 for number in range(1, args.rounds + 1):
                     for target in targets:
-                        load(port, target, seconds=args.warmup, concurrency=args.concurrency,
-                             server_pid=server.pid, balance=args.balance)
-                        result = load(port, target, seconds=args.seconds, concurrency=args.concurrency,
-                                      server_pid=server.pid, database=database_name(args.database_url),
-                                      balance=args.balance)
+                        load(
+                            port,
+                            target,
+                            seconds=args.warmup,
+                            concurrency=args.concurrency,
+                            server_pid=server.pid,
+                            balance=args.balance,
+                        )
+                        result = load(
+                            port,
+                            target,
+                            seconds=args.seconds,
+                            concurrency=args.concurrency,
+                            server_pid=server.pid,
+                            database=database_name(args.database_url),
+                            balance=args.balance,
+                        )
                         rounds[target.name].append(result)
-                        print(f"  round {number} {target.name:<18} {result.rps:8.1f} req/s "
-                              f"(connections per worker {':'.join(map(str, result.split))})")
+                        print(
+                            f"  round {number} {target.name:<18} {result.rps:8.1f} req/s "
+                            f"(connections per worker {':'.join(map(str, result.split))})"
+                        )
             except LoadError as exc:
                 print(f"ABORTED: {exc}\n{tail(scratch_dir / 'error.log')}", file=sys.stderr)
                 return 2
@@ -594,7 +709,9 @@ def main(argv: list[str] | None = None) -> int:
             print_server_profile(args.server_profile)
 
     bare_rps = statistics.median(m.rps for m in rounds["bare"])
-    bare_cpu = sum(m.server_cpu for m in rounds["bare"]) / max(sum(m.requests for m in rounds["bare"]), 1)
+    bare_cpu = sum(m.server_cpu for m in rounds["bare"]) / max(
+        sum(m.requests for m in rounds["bare"]), 1
+    )
     report: dict[str, Any] = {}
     for target in targets:
         measurements = rounds[target.name]
@@ -622,7 +739,9 @@ def main(argv: list[str] | None = None) -> int:
             # Same comparison by server CPU per request: less sensitive to other load on the box.
             "cpu_ratio_to_bare": round(
                 bare_cpu / (sum(m.server_cpu for m in measurements) / max(requests, 1)), 3
-            ) if requests and bare_cpu else None,
+            )
+            if requests and bare_cpu
+            else None,
             "client_cpu_ms_per_request": round(
                 sum(m.client_cpu for m in measurements) / max(requests, 1) * 1000, 3
             ),
@@ -642,26 +761,38 @@ def main(argv: list[str] | None = None) -> int:
     audit_ratio = report["access_audit_200"]["ratio_to_bare"]
     passed = audit_ratio >= args.min_ratio
     print()
-    print(f"{'target':<18} {'req/s':>9} {'ratio':>7} {'p50 ms':>8} {'p99 ms':>8} {'srv CPU ms/req':>15} "
-          f"{'CPU ratio':>9} {'PG ms/req':>9} {'SQL':>4} {'ctx sw/req':>11}")
+    print(
+        f"{'target':<18} {'req/s':>9} {'ratio':>7} {'p50 ms':>8} {'p99 ms':>8} {'srv CPU ms/req':>15} "
+        f"{'CPU ratio':>9} {'PG ms/req':>9} {'SQL':>4} {'ctx sw/req':>11}"
+    )
     for name, row in report.items():
-        print(f"{name:<18} {row['rps']:>9.1f} {row['ratio_to_bare']:>7.3f} {row['latency_ms']['p50']:>8.2f} "
-              f"{row['latency_ms']['p99']:>8.2f} {row['server_cpu_ms_per_request']:>15.3f} "
-              f"{row['cpu_ratio_to_bare'] or 0:>9.3f} {row['postgres_cpu_ms_per_request']:>9.3f} "
-              f"{row['sql_queries_per_request']:>4} "
-              f"{row['server_context_switches_per_request']['voluntary']:>5.1f}+"
-              f"{row['server_context_switches_per_request']['involuntary']:<5.1f}")
-    print(f"load average at start / end: {load_start} / {load_end}")  # fmt: skip
+        print(
+            f"{name:<18} {row['rps']:>9.1f} {row['ratio_to_bare']:>7.3f} {row['latency_ms']['p50']:>8.2f} "
+            f"{row['latency_ms']['p99']:>8.2f} {row['server_cpu_ms_per_request']:>15.3f} "
+            f"{row['cpu_ratio_to_bare'] or 0:>9.3f} {row['postgres_cpu_ms_per_request']:>9.3f} "
+            f"{row['sql_queries_per_request']:>4} "
+            f"{row['server_context_switches_per_request']['voluntary']:>5.1f}+"
+            f"{row['server_context_switches_per_request']['involuntary']:<5.1f}"
+        )
+    print(f"load average at start / end: {load_start} / {load_end}")
     verdict = "PASS" if passed else "FAIL"
-    print(f"\n{verdict}: access-audit page (200 rows) at {audit_ratio:.1%} of the bare view "
-          f"(floor {args.min_ratio:.0%})")  # fmt: skip
+    print(
+        f"\n{verdict}: access-audit page (200 rows) at {audit_ratio:.1%} of the bare view "
+        f"(floor {args.min_ratio:.0%})"
+    )
 
     write_results(
         {
             "date": datetime.now(UTC).isoformat(timespec="seconds"),
-            "command": " ".join([Path(sys.executable).name, "bench/api.py", *(argv or sys.argv[1:])]),
+            "command": " ".join(
+                [Path(sys.executable).name, "bench/api.py", *(argv or sys.argv[1:])]
+            ),
             "git_revision": git_revision(),
-            "machine": {**machine(), "loadavg_1_5_15_start": load_start, "loadavg_1_5_15_end": load_end},
+            "machine": {
+                **machine(),
+                "loadavg_1_5_15_start": load_start,
+                "loadavg_1_5_15_end": load_end,
+            },
             **meta,
             "server": {
                 "gunicorn_config": "docker/gunicorn.conf.py",
@@ -681,12 +812,18 @@ def main(argv: list[str] | None = None) -> int:
                 "rounds": args.rounds,
             },
             "targets": report,
-            "check": {"target": "access_audit_200", "min_ratio": args.min_ratio,
-                      "ratio": audit_ratio, "passed": passed},
+            "check": {
+                "target": "access_audit_200",
+                "min_ratio": args.min_ratio,
+                "ratio": audit_ratio,
+                "passed": passed,
+            },
         },
         args.output,
-    )  # fmt: skip
-    print(f"results: {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
+    )
+    print(
+        f"results: {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}"
+    )
     return 0 if passed else 1
 
 

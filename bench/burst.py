@@ -119,8 +119,11 @@ def start_standins(processes: Processes, env: dict[str, str], count: int) -> lis
     standins = []
     for k in range(count):
         process = processes.start(
-            f"standin{k}", [sys.executable, "-m", "tests.providers.mastodon", "--port", "0"], env, stdout=subprocess.PIPE
-        )  # fmt: skip
+            f"standin{k}",
+            [sys.executable, "-m", "tests.providers.mastodon", "--port", "0"],
+            env,
+            stdout=subprocess.PIPE,
+        )
         assert process.stdout is not None
         line = process.stdout.readline()
         try:
@@ -148,32 +151,60 @@ def seed(args: argparse.Namespace, standins: list[dict[str, Any]]) -> dict[str, 
     workspace = workspace_create(actor=actor, organization_id=organization.pk, name="Bench burst")
     apps = []
     for standin in standins:  # one app per instance, registered as the OAuth flow does
-        registered = control(standin["url"], "POST", "/api/v1/apps", {
-            "client_name": "Herald bench", "redirect_uris": "http://127.0.0.1/callback", "scopes": "read write",
-        })  # fmt: skip
-        apps.append(ProviderApp.objects.create(
-            provider="mastodon", instance_url=standin["fixtures"]["instance_url"],
-            credentials_encrypted=credentials.encrypt(
-                {"client_id": registered["client_id"], "client_secret": registered["client_secret"]}),
-        ))  # fmt: skip
+        registered = control(
+            standin["url"],
+            "POST",
+            "/api/v1/apps",
+            {
+                "client_name": "Herald bench",
+                "redirect_uris": "http://127.0.0.1/callback",
+                "scopes": "read write",
+            },
+        )
+        apps.append(
+            ProviderApp.objects.create(
+                provider="mastodon",
+                instance_url=standin["fixtures"]["instance_url"],
+                credentials_encrypted=credentials.encrypt(
+                    {
+                        "client_id": registered["client_id"],
+                        "client_secret": registered["client_secret"],
+                    }
+                ),
+            )
+        )
     accounts = []
     for n in range(args.accounts):  # spread over the instances; each shares its instance's user
         fixtures, app = standins[n % len(standins)]["fixtures"], apps[n % len(standins)]
-        accounts.append(str(Account.objects.create(
-            workspace=workspace, provider="mastodon", external_id=f"burst-{n}",
-            username=f"{fixtures['username']}{n}", instance_url=fixtures["instance_url"],
-            granted_scopes=["read", "write"], app=app, connected_by=user,
-            credentials_encrypted=credentials.encrypt({"access_token": fixtures["access_token"]}),
-        ).pk))  # fmt: skip
+        accounts.append(
+            str(
+                Account.objects.create(
+                    workspace=workspace,
+                    provider="mastodon",
+                    external_id=f"burst-{n}",
+                    username=f"{fixtures['username']}{n}",
+                    instance_url=fixtures["instance_url"],
+                    granted_scopes=["read", "write"],
+                    app=app,
+                    connected_by=user,
+                    credentials_encrypted=credentials.encrypt(
+                        {"access_token": fixtures["access_token"]}
+                    ),
+                ).pk
+            )
+        )
     started = time.perf_counter()
     drafts = [
-        str(publication_create(
-            actor=actor, workspace_id=workspace.pk,
-            text=f"Herald burst benchmark, post {n}: due with 999 others in the same second.",
-            destinations=[{"account_id": accounts[n % len(accounts)]}],
-        ).pk)
+        str(
+            publication_create(
+                actor=actor,
+                workspace_id=workspace.pk,
+                text=f"Herald burst benchmark, post {n}: due with 999 others in the same second.",
+                destinations=[{"account_id": accounts[n % len(accounts)]}],
+            ).pk
+        )
         for n in range(args.destinations + 1)  # the first one warms the workers up
-    ]  # fmt: skip
+    ]
     print(f"seeded {len(drafts)} publications in {time.perf_counter() - started:.1f} s", flush=True)
     _, token = api_token_create(user=user, name="bench", permissions=["api:read"])
     return {"actor": actor, "workspace": workspace, "drafts": drafts, "token": token}
@@ -186,9 +217,21 @@ def web_rss(
     import requests
 
     port = free_port()
-    web = processes.start("web", [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi:application",
-                                  "--bind", f"127.0.0.1:{port}", "--workers", "1", "--threads", "4",
-                                  "--no-control-socket"], env)  # fmt: skip
+    web = processes.start(
+        "web",
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--threads",
+            "4",
+            "--no-control-socket",
+        ],
+        env,
+    )
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -209,8 +252,11 @@ def web_rss(
             response = session.get(base + path, timeout=30)
             statuses[f"{path.split('?')[0].rsplit('/', 1)[-1]} {response.status_code}"] = n + 1
     workers = child_pids(web.pid)
-    return {"gunicorn_worker_rss_mb": max((rss_mb(pid) for pid in workers), default=0.0),
-            "requests": 600, "statuses": statuses}  # fmt: skip
+    return {
+        "gunicorn_worker_rss_mb": max((rss_mb(pid) for pid in workers), default=0.0),
+        "requests": 600,
+        "statuses": statuses,
+    }
 
 
 def audit_all(standins: list[dict[str, Any]], workspace_id: Any) -> dict[str, Any]:
@@ -225,12 +271,21 @@ def audit_all(standins: list[dict[str, Any]], workspace_id: Any) -> dict[str, An
         for standin in standins
         for post in control(standin["url"], "GET", "/__control/posts")["posts"]
     ]
-    replays = sum(int(control(s["url"], "GET", "/__control/stats").get("counters", {}).get("idempotent_replays", 0))
-                  for s in standins)  # fmt: skip
+    replays = sum(
+        int(
+            control(s["url"], "GET", "/__control/stats")
+            .get("counters", {})
+            .get("idempotent_replays", 0)
+        )
+        for s in standins
+    )
     per_key = Counter(str(p.get("idempotency_key")) for p in posts)
     ids = {str(p.get("idempotency_key")): str(p["id"]) for p in posts}
-    rows = list(Destination.objects.filter(publication__workspace_id=workspace_id)
-                .values_list("idempotency_key", "status", "external_id"))  # fmt: skip
+    rows = list(
+        Destination.objects.filter(publication__workspace_id=workspace_id).values_list(
+            "idempotency_key", "status", "external_id"
+        )
+    )
     published = [(key, external) for key, status, external in rows if status == "published"]
     return {
         "destinations": len(rows),
@@ -315,7 +370,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--keep-db", action="store_true")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    return parser.parse_args(argv)  # fmt: skip
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -382,12 +437,36 @@ def run(
     worker_env = {**env, "HERALD_DB_POOL_SIZE": str(args.db_pool)}
     names = [f"burst{n}" for n in range(1, args.workers + 1)]
     workers = {
-        name: processes.start(name, [str(Path(sys.executable).parent / "celery"), "-A", "config", "worker",
-                                     "--loglevel", args.log_level, "-n", f"{name}@%h"], worker_env).pid
+        name: processes.start(
+            name,
+            [
+                str(Path(sys.executable).parent / "celery"),
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                args.log_level,
+                "-n",
+                f"{name}@%h",
+            ],
+            worker_env,
+        ).pid
         for name in names
-    }  # fmt: skip
-    processes.start("beat", [str(Path(sys.executable).parent / "celery"), "-A", "config", "beat", "--loglevel",
-                             args.log_level, "--schedule", str(scratch_dir / "celerybeat-schedule")], env)  # fmt: skip
+    }
+    processes.start(
+        "beat",
+        [
+            str(Path(sys.executable).parent / "celery"),
+            "-A",
+            "config",
+            "beat",
+            "--loglevel",
+            args.log_level,
+            "--schedule",
+            str(scratch_dir / "celerybeat-schedule"),
+        ],
+        env,
+    )
     wait_for_workers(names, processes)
     warm, *drafts = seeded["drafts"]
     publication_publish_now(actor=seeded["actor"], publication_id=warm, expected_revision=None)
@@ -402,19 +481,30 @@ def run(
     for publication_id in drafts[
         :50
     ]:  # time scheduling (an hour ahead; scheduling again replaces it)
-        publication_schedule(actor=seeded["actor"], publication_id=publication_id,
-                             scheduled_at=datetime.now(UTC) + timedelta(hours=1), expected_revision=None)  # fmt: skip
+        publication_schedule(
+            actor=seeded["actor"],
+            publication_id=publication_id,
+            scheduled_at=datetime.now(UTC) + timedelta(hours=1),
+            expected_revision=None,
+        )
     each = (time.perf_counter() - started) / 50
     due_second = datetime.fromtimestamp(
         math.ceil(time.time() + max(args.lead, len(drafts) * each * 2.5 + 5)), tz=UTC
     )
     spread = timedelta(seconds=1) / len(drafts)
     for n, publication_id in enumerate(drafts):
-        publication_schedule(actor=seeded["actor"], publication_id=publication_id,
-                             scheduled_at=due_second + spread * n, expected_revision=None)  # fmt: skip
+        publication_schedule(
+            actor=seeded["actor"],
+            publication_id=publication_id,
+            scheduled_at=due_second + spread * n,
+            expected_revision=None,
+        )
     remaining = due_second.timestamp() - time.time()
-    print(f"{len(drafts)} publications due in [{due_second:%H:%M:%S}, +1 s), {remaining:.1f} s from now; "
-          f"{args.workers} worker(s), stand-in delay {args.delay_ms} ms", flush=True)  # fmt: skip
+    print(
+        f"{len(drafts)} publications due in [{due_second:%H:%M:%S}, +1 s), {remaining:.1f} s from now; "
+        f"{args.workers} worker(s), stand-in delay {args.delay_ms} ms",
+        flush=True,
+    )
     if remaining < 0.5:
         raise RuntimeError("scheduling overran the due second; raise --lead")
     database = database_name(args.database_url)
@@ -432,8 +522,13 @@ def run(
 
     sampler = threading.Thread(target=sample_connections, daemon=True)
     sampler.start()
-    counts, complete = wait_settled(workspace.pk, len(drafts) + 1, timeout=args.phase_timeout, processes=processes,
-                                    label="burst")  # fmt: skip
+    counts, complete = wait_settled(
+        workspace.pk,
+        len(drafts) + 1,
+        timeout=args.phase_timeout,
+        processes=processes,
+        label="burst",
+    )
     stop.set()
     sampler.join(timeout=5)
     worker_cpu = {
@@ -441,29 +536,50 @@ def run(
     }
     database_cpu = backends_cpu_since(database, database_before)
     worker_rss = {name: tree_rss_mb(pid) for name, pid in workers.items()}
-    rows = list(Destination.objects.filter(publication__workspace=workspace, publication__scheduled_at__isnull=False)
-                .values_list("publication__scheduled_at", "published_at"))  # fmt: skip
+    rows = list(
+        Destination.objects.filter(
+            publication__workspace=workspace, publication__scheduled_at__isnull=False
+        ).values_list("publication__scheduled_at", "published_at")
+    )
     lags = [(published - due).total_seconds() for due, published in rows if published is not None]
     last = Destination.objects.filter(publication__workspace=workspace).aggregate(
         last=Max("published_at")
     )["last"]
     published = len(lags)
     span = (last - due_second).total_seconds() if last else math.inf
-    received = {name: len(RECEIVED.findall((scratch_dir / f"{name}.log").read_text(errors="replace")))
-                for name in names}  # fmt: skip
+    received = {
+        name: len(RECEIVED.findall((scratch_dir / f"{name}.log").read_text(errors="replace")))
+        for name in names
+    }
     web = web_rss(processes, env, seeded["token"], workspace.pk) if args.web else None
     checked = audit_all(standins, workspace.pk)
     total_cpu = sum(worker_cpu.values())
     max_lag = max(lags, default=math.inf)
     rss_values = [*worker_rss.values(), *([web["gunicorn_worker_rss_mb"]] if web else [])]
     checks = {
-        "every_published_within": {"value": round(max_lag, 2), "target": f"<= {args.max_lag} s",
-                                   "passed": published == len(drafts) and max_lag <= args.max_lag},
-        "duplicates": {"value": checked["duplicates"], "target": "0", "passed": checked["duplicates"] == 0},
-        "losses": {"value": checked["losses"] + checked["unsettled"], "target": "0",
-                   "passed": not (checked["losses"] or checked["unsettled"] or checked["external_id_mismatch"])},
-        "rss": {"value": max(rss_values), "target": f"< {args.max_rss_mb} MB", "passed": max(rss_values) < args.max_rss_mb},
-    }  # fmt: skip
+        "every_published_within": {
+            "value": round(max_lag, 2),
+            "target": f"<= {args.max_lag} s",
+            "passed": published == len(drafts) and max_lag <= args.max_lag,
+        },
+        "duplicates": {
+            "value": checked["duplicates"],
+            "target": "0",
+            "passed": checked["duplicates"] == 0,
+        },
+        "losses": {
+            "value": checked["losses"] + checked["unsettled"],
+            "target": "0",
+            "passed": not (
+                checked["losses"] or checked["unsettled"] or checked["external_id_mismatch"]
+            ),
+        },
+        "rss": {
+            "value": max(rss_values),
+            "target": f"< {args.max_rss_mb} MB",
+            "passed": max(rss_values) < args.max_rss_mb,
+        },
+    }
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, "bench/burst.py", *(sys.argv[1:])]),
@@ -505,17 +621,21 @@ def run(
 def print_report(report: dict[str, Any]) -> None:
     setup, burst = report["setup"], report["burst"]
     print()
-    print(f"{burst['publications']} publications due in one second; {setup['workers']} worker(s) x "
-          f"{setup['pool']} {setup['concurrency_per_worker']} (DB pool {setup['db_pool_size']}); stand-in "
-          f"{setup['standin_delay_ms']} ms")  # fmt: skip
+    print(
+        f"{burst['publications']} publications due in one second; {setup['workers']} worker(s) x "
+        f"{setup['pool']} {setup['concurrency_per_worker']} (DB pool {setup['db_pool_size']}); stand-in "
+        f"{setup['standin_delay_ms']} ms"
+    )
     lag = burst["published_lag_s"]
     print(
         f"due -> published: p50 {lag.get('p50')} s, p99 {lag.get('p99')} s, max {lag.get('max')} s; "
         f"{burst['deliveries_per_second']} deliveries/s (due second -> last published {burst['seconds_due_to_last']} s)"
     )
-    print(f"CPU per delivery: workers {burst['worker_cpu_ms_per_delivery']} ms, PostgreSQL "
-          f"{burst['postgres_cpu_ms_per_delivery']} ms; sends per worker {burst['sends_received_per_worker']}; "
-          f"peak PostgreSQL connections {burst['peak_postgres_connections']}")  # fmt: skip
+    print(
+        f"CPU per delivery: workers {burst['worker_cpu_ms_per_delivery']} ms, PostgreSQL "
+        f"{burst['postgres_cpu_ms_per_delivery']} ms; sends per worker {burst['sends_received_per_worker']}; "
+        f"peak PostgreSQL connections {burst['peak_postgres_connections']}"
+    )
     web = report["rss_mb"]["web"]
     print(
         f"RSS after the burst: workers {report['rss_mb']['workers']} MB"

@@ -107,7 +107,9 @@ _probe_state: dict[str, int | None] = {}
 def _probe_fd() -> int | None:
     if "fd" not in _probe_state:
         path = os.environ.get(PROBE_ENV)
-        _probe_state["fd"] = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if path else None
+        _probe_state["fd"] = (
+            os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600) if path else None
+        )
     return _probe_state["fd"]
 
 
@@ -132,9 +134,10 @@ def bench_environment(args: argparse.Namespace, data_dir: str, probe_log: str) -
 
     proxies = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
     env = {
-        k: v for k, v in os.environ.items()
+        k: v
+        for k, v in os.environ.items()
         if not k.startswith(("HERALD_", "AWS_", "CELERY_")) and k.lower() not in proxies
-    }  # fmt: skip
+    }
     env.update(
         DJANGO_SETTINGS_MODULE="config.settings",
         HERALD_ENVIRONMENT="local",
@@ -163,7 +166,9 @@ def flush_redis(redis_url: str) -> None:
 
     db = int(urlsplit(redis_url).path.lstrip("/") or 0)
     if db == 0:
-        raise SystemExit("refusing to flush Redis database 0: pass --redis-url with a dedicated database")
+        raise SystemExit(
+            "refusing to flush Redis database 0: pass --redis-url with a dedicated database"
+        )
     client = redis.Redis.from_url(redis_url, socket_connect_timeout=3, socket_timeout=5)
     client.flushdb()
     client.close()
@@ -179,12 +184,18 @@ class Processes:
         self.log_dir = log_dir
         self.children: dict[str, subprocess.Popen[bytes]] = {}
 
-    def start(self, name: str, command: list[str], env: dict[str, str], *, stdout: Any = None) -> subprocess.Popen[bytes]:
+    def start(
+        self, name: str, command: list[str], env: dict[str, str], *, stdout: Any = None
+    ) -> subprocess.Popen[bytes]:
         log = open(self.log_dir / f"{name}.log", "ab")  # noqa: SIM115  (closed with the child)
         process = subprocess.Popen(
-            command, cwd=ROOT, env=env, start_new_session=True,
-            stdout=stdout if stdout is not None else log, stderr=log,
-        )  # fmt: skip
+            command,
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+            stdout=stdout if stdout is not None else log,
+            stderr=log,
+        )
         log.close()  # the child holds its own descriptor
         self.children[name] = process
         return process
@@ -197,7 +208,9 @@ class Processes:
     def tail(self, name: str, lines: int = 25) -> str:
         path = self.log_dir / f"{name}.log"
         try:
-            return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+            return "\n".join(
+                path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]
+            )
         except OSError:
             return "(no log)"
 
@@ -220,9 +233,11 @@ class Processes:
 
 def start_standin(processes: Processes, env: dict[str, str]) -> dict[str, Any]:
     process = processes.start(
-        "standin", [sys.executable, "-m", "tests.providers.mastodon", "--port", "0"], env,
+        "standin",
+        [sys.executable, "-m", "tests.providers.mastodon", "--port", "0"],
+        env,
         stdout=subprocess.PIPE,
-    )  # fmt: skip
+    )
     assert process.stdout is not None
     ready: dict[str, Any] = {}
 
@@ -288,61 +303,105 @@ def seed(args: argparse.Namespace, standin: dict[str, Any]) -> Seeded:
         for phase in ("warmup", "throughput", "lag")
     }
     # One app per instance, registered with the stand-in like the OAuth flow does.
-    registered = control(standin["url"], "POST", "/api/v1/apps", {
-        "client_name": "Herald bench", "redirect_uris": "http://127.0.0.1/callback", "scopes": "read write",
-    })  # fmt: skip
+    registered = control(
+        standin["url"],
+        "POST",
+        "/api/v1/apps",
+        {
+            "client_name": "Herald bench",
+            "redirect_uris": "http://127.0.0.1/callback",
+            "scopes": "read write",
+        },
+    )
     app = ProviderApp.objects.create(
-        provider="mastodon", instance_url=fixtures["instance_url"],
+        provider="mastodon",
+        instance_url=fixtures["instance_url"],
         credentials_encrypted=credentials.encrypt(
-            {"client_id": registered["client_id"], "client_secret": registered["client_secret"]}),
-    )  # fmt: skip
+            {"client_id": registered["client_id"], "client_secret": registered["client_secret"]}
+        ),
+    )
     # Connected accounts as the OAuth callback stores them (the stand-in has one user, so they
     # share its token; each is a distinct Herald account).
     account_ids: dict[str, list[str]] = {}
     for phase, workspace in workspaces.items():
         account_ids[phase] = [
-            str(Account.objects.create(
-                workspace=workspace, provider="mastodon", external_id=f"bench-{n}",
-                username=f"{fixtures['username']}{n}", instance_url=fixtures["instance_url"],
-                granted_scopes=["read", "write"], app=app, connected_by=user,
-                credentials_encrypted=credentials.encrypt({"access_token": fixtures["access_token"]}),
-            ).pk)
+            str(
+                Account.objects.create(
+                    workspace=workspace,
+                    provider="mastodon",
+                    external_id=f"bench-{n}",
+                    username=f"{fixtures['username']}{n}",
+                    instance_url=fixtures["instance_url"],
+                    granted_scopes=["read", "write"],
+                    app=app,
+                    connected_by=user,
+                    credentials_encrypted=credentials.encrypt(
+                        {"access_token": fixtures["access_token"]}
+                    ),
+                ).pk
+            )
             for n in range(args.accounts)
-        ]  # fmt: skip
+        ]
     seeded = Seeded(actor=actor, workspaces=workspaces, access_token=fixtures["access_token"])
     per_publication = args.accounts
     publications = math.ceil(args.destinations / per_publication)
     started = time.perf_counter()
-    seeded.drafts["warmup"] = create_drafts(seeded, workspaces["warmup"], account_ids["warmup"],
-                                            count=max(1, args.warmup // per_publication), per_publication=per_publication,
-                                            label="warm-up")  # fmt: skip
-    seeded.drafts["throughput"] = create_drafts(seeded, workspaces["throughput"], account_ids["throughput"],
-                                                count=publications, per_publication=per_publication,
-                                                label="throughput")  # fmt: skip
+    seeded.drafts["warmup"] = create_drafts(
+        seeded,
+        workspaces["warmup"],
+        account_ids["warmup"],
+        count=max(1, args.warmup // per_publication),
+        per_publication=per_publication,
+        label="warm-up",
+    )
+    seeded.drafts["throughput"] = create_drafts(
+        seeded,
+        workspaces["throughput"],
+        account_ids["throughput"],
+        count=publications,
+        per_publication=per_publication,
+        label="throughput",
+    )
     throughput_seconds = time.perf_counter() - started
     started = time.perf_counter()
     if args.lag_publications:
-        seeded.drafts["lag"] = create_drafts(seeded, workspaces["lag"], account_ids["lag"],
-                                             count=args.lag_publications, per_publication=1, label="lag")  # fmt: skip
+        seeded.drafts["lag"] = create_drafts(
+            seeded,
+            workspaces["lag"],
+            account_ids["lag"],
+            count=args.lag_publications,
+            per_publication=1,
+            label="lag",
+        )
         seeded.create_seconds_each = (time.perf_counter() - started) / args.lag_publications
-    print(f"seeded {len(seeded.drafts['throughput'])} throughput publications x {per_publication} accounts "
-          f"in {throughput_seconds:.1f} s; {args.lag_publications} lag publications x 1 account "
-          f"({seeded.create_seconds_each * 1000:.1f} ms each)")  # fmt: skip
+    print(
+        f"seeded {len(seeded.drafts['throughput'])} throughput publications x {per_publication} accounts "
+        f"in {throughput_seconds:.1f} s; {args.lag_publications} lag publications x 1 account "
+        f"({seeded.create_seconds_each * 1000:.1f} ms each)"
+    )
     return seeded
 
 
-def create_drafts(seeded: Seeded, workspace: Any, accounts: list[str], *, count: int, per_publication: int,
-                  label: str) -> list[str]:
+def create_drafts(
+    seeded: Seeded,
+    workspace: Any,
+    accounts: list[str],
+    *,
+    count: int,
+    per_publication: int,
+    label: str,
+) -> list[str]:
     from publishing.services.publications import publication_create
 
     ids = []
     for n in range(count):
         chosen = [accounts[(n + k) % len(accounts)] for k in range(per_publication)]
         publication = publication_create(
-            actor=seeded.actor, workspace_id=workspace.pk,
+            actor=seeded.actor,
+            workspace_id=workspace.pk,
             text=f"Herald delivery benchmark, {label} post {n}: written once, delivered everywhere.",
             destinations=[{"account_id": account_id} for account_id in chosen],
-        )  # fmt: skip
+        )
         ids.append(str(publication.pk))
     return ids
 
@@ -355,16 +414,20 @@ def status_counts(workspace_id: Any) -> Counter[str]:
 
     from publishing.models import Destination
 
-    rows = (Destination.objects.filter(publication__workspace_id=workspace_id)
-            .values_list("status").annotate(n=Count("pk")))  # fmt: skip
+    rows = (
+        Destination.objects.filter(publication__workspace_id=workspace_id)
+        .values_list("status")
+        .annotate(n=Count("pk"))
+    )
     return Counter(dict(rows))
 
 
 SETTLED = ("published", "failed", "blocked", "canceled")
 
 
-def wait_settled(workspace_id: Any, expected: int, *, timeout: float, processes: Processes,
-                 label: str) -> tuple[Counter[str], bool]:
+def wait_settled(
+    workspace_id: Any, expected: int, *, timeout: float, processes: Processes, label: str
+) -> tuple[Counter[str], bool]:
     deadline = time.monotonic() + timeout
     last_print = 0.0
     while True:
@@ -376,14 +439,17 @@ def wait_settled(workspace_id: Any, expected: int, *, timeout: float, processes:
         if now > deadline:
             return counts, False
         if now - last_print > 5:
-            print(f"  {label}: {counts['published']}/{expected} published {dict(counts)}", flush=True)
+            print(
+                f"  {label}: {counts['published']}/{expected} published {dict(counts)}", flush=True
+            )
             last_print = now
         processes.check()
         time.sleep(0.2)
 
 
-def thread_pool_baseline(base_url: str, token: str, *, requests_total: int, concurrency: int,
-                         text: str) -> dict[str, Any]:
+def thread_pool_baseline(
+    base_url: str, token: str, *, requests_total: int, concurrency: int, text: str
+) -> dict[str, Any]:
     """The same POST /api/v1/statuses the adapter sends, from a plain thread pool."""
     import requests
 
@@ -404,8 +470,9 @@ def thread_pool_baseline(base_url: str, token: str, *, requests_total: int, conc
             base_url + "/api/v1/statuses",
             headers={"Authorization": f"Bearer {token}", "Idempotency-Key": key},
             json={"status": text, "visibility": "public"},
-            timeout=(DEFAULT_CONNECT_TIMEOUT, 10.0), allow_redirects=False,
-        )  # fmt: skip
+            timeout=(DEFAULT_CONNECT_TIMEOUT, 10.0),
+            allow_redirects=False,
+        )
         body = response.json()
         if response.status_code != 200 or not body.get("id"):
             failures.append(f"HTTP {response.status_code}")
@@ -423,7 +490,10 @@ def thread_pool_baseline(base_url: str, token: str, *, requests_total: int, conc
         "failures": len(failures),
         "seconds": round(elapsed, 3),
         "rps": round(requests_total / elapsed, 1),
-        "latency_ms": {"p50": ms(percentile(latencies, 0.5)), "p99": ms(percentile(latencies, 0.99))},
+        "latency_ms": {
+            "p50": ms(percentile(latencies, 0.5)),
+            "p99": ms(percentile(latencies, 0.99)),
+        },
         "client_cpu_ms_per_request": round(cpu / requests_total * 1000, 3),
     }
 
@@ -434,11 +504,14 @@ def consumers(*, cancel: bool, queue: str, workers: int) -> None:
     call = control_.cancel_consumer if cancel else control_.add_consumer
     replies = call(queue, reply=True, timeout=5.0) or []
     if len(replies) < workers:
-        raise RuntimeError(f"{'cancel' if cancel else 'add'}_consumer: {len(replies)} of {workers} workers replied")
+        raise RuntimeError(
+            f"{'cancel' if cancel else 'add'}_consumer: {len(replies)} of {workers} workers replied"
+        )
 
 
-def throughput_phase(args: argparse.Namespace, seeded: Seeded, processes: Processes,
-                     worker_pids: list[int]) -> dict[str, Any]:
+def throughput_phase(
+    args: argparse.Namespace, seeded: Seeded, processes: Processes, worker_pids: list[int]
+) -> dict[str, Any]:
     from django.db.models import Max, Min
 
     from publishing.models import Destination
@@ -453,19 +526,23 @@ def throughput_phase(args: argparse.Namespace, seeded: Seeded, processes: Proces
     consumers(cancel=True, queue=queue, workers=len(worker_pids))
     started = time.perf_counter()
     for publication_id in seeded.drafts["throughput"]:
-        publication_publish_now(actor=seeded.actor, publication_id=publication_id, expected_revision=None)
+        publication_publish_now(
+            actor=seeded.actor, publication_id=publication_id, expected_revision=None
+        )
     enqueue_seconds = time.perf_counter() - started
     cpu_before = sum(process_tree_cpu_seconds(pid) for pid in worker_pids)
     database = database_name(args.database_url)
     database_before = database_backends_cpu(database)
     started_wall = time.time()
     consumers(cancel=False, queue=queue, workers=len(worker_pids))
-    counts, complete = wait_settled(workspace.pk, expected, timeout=args.phase_timeout, processes=processes,
-                                    label="throughput")  # fmt: skip
+    counts, complete = wait_settled(
+        workspace.pk, expected, timeout=args.phase_timeout, processes=processes, label="throughput"
+    )
     worker_cpu = sum(process_tree_cpu_seconds(pid) for pid in worker_pids) - cpu_before
     database_cpu = backends_cpu_since(database, database_before)
-    span = Destination.objects.filter(publication__workspace=workspace, status="published").aggregate(
-        last=Max("published_at"), first_claim=Min("claimed_at"))
+    span = Destination.objects.filter(
+        publication__workspace=workspace, status="published"
+    ).aggregate(last=Max("published_at"), first_claim=Min("claimed_at"))
     published = counts["published"]
     last = span["last"].timestamp() if span["last"] else time.time()
     seconds = max(last - started_wall, 1e-6)
@@ -485,7 +562,9 @@ def throughput_phase(args: argparse.Namespace, seeded: Seeded, processes: Proces
     }
 
 
-def lag_phase(args: argparse.Namespace, seeded: Seeded, processes: Processes, probe_log: Path) -> dict[str, Any]:
+def lag_phase(
+    args: argparse.Namespace, seeded: Seeded, processes: Processes, probe_log: Path
+) -> dict[str, Any]:
     from config.errors import FieldValidationError
     from publishing.models import Destination
     from publishing.services.publications import publication_schedule
@@ -496,8 +575,12 @@ def lag_phase(args: argparse.Namespace, seeded: Seeded, processes: Processes, pr
     sample = drafts[:100]
     started = time.perf_counter()
     for publication_id in sample:
-        publication_schedule(actor=seeded.actor, publication_id=publication_id,
-                             scheduled_at=datetime.now(UTC) + timedelta(hours=1), expected_revision=None)  # fmt: skip
+        publication_schedule(
+            actor=seeded.actor,
+            publication_id=publication_id,
+            scheduled_at=datetime.now(UTC) + timedelta(hours=1),
+            expected_revision=None,
+        )
     each = (time.perf_counter() - started) / len(sample)
     lead = max(args.lag_lead, len(drafts) * each * 1.5 + 3)
     due_second = datetime.fromtimestamp(math.ceil(time.time() + lead), tz=UTC)
@@ -505,21 +588,36 @@ def lag_phase(args: argparse.Namespace, seeded: Seeded, processes: Processes, pr
     started = time.perf_counter()
     try:
         for n, publication_id in enumerate(drafts):
-            publication_schedule(actor=seeded.actor, publication_id=publication_id,
-                                 scheduled_at=due_second + spread * n, expected_revision=None)  # fmt: skip
+            publication_schedule(
+                actor=seeded.actor,
+                publication_id=publication_id,
+                scheduled_at=due_second + spread * n,
+                expected_revision=None,
+            )
     except FieldValidationError as exc:
         raise RuntimeError(f"scheduling overran the due second ({exc}); raise --lag-lead") from exc
     schedule_seconds = time.perf_counter() - started
     remaining = due_second.timestamp() - time.time()
-    print(f"lag: {len(drafts)} publications scheduled in {schedule_seconds:.1f} s, due in "
-          f"[{due_second:%H:%M:%S}, +1 s), {remaining:.1f} s from now", flush=True)  # fmt: skip
+    print(
+        f"lag: {len(drafts)} publications scheduled in {schedule_seconds:.1f} s, due in "
+        f"[{due_second:%H:%M:%S}, +1 s), {remaining:.1f} s from now",
+        flush=True,
+    )
     if remaining < 0.5:
         raise RuntimeError("scheduling overran the due second; raise --lag-lead")
     workspace = seeded.workspaces["lag"]
-    counts, complete = wait_settled(workspace.pk, len(drafts), timeout=args.phase_timeout + remaining,
-                                    processes=processes, label="lag")  # fmt: skip
-    rows = list(Destination.objects.filter(publication__workspace=workspace).values_list(
-        "pk", "publication__scheduled_at", "claimed_at", "published_at", "attempts"))
+    counts, complete = wait_settled(
+        workspace.pk,
+        len(drafts),
+        timeout=args.phase_timeout + remaining,
+        processes=processes,
+        label="lag",
+    )
+    rows = list(
+        Destination.objects.filter(publication__workspace=workspace).values_list(
+            "pk", "publication__scheduled_at", "claimed_at", "published_at", "attempts"
+        )
+    )
     enqueued = first_publish_times(probe_log)
     dispatch, start, published_lags, missing_probe = [], [], [], 0
     for pk, due, claimed, published, _ in rows:
@@ -571,18 +669,30 @@ def audit(standin_url: str, workspace_ids: list[Any], probe_log: Path) -> dict[s
 
     posts = control(standin_url, "GET", "/__control/posts")["posts"]
     stats = control(standin_url, "GET", "/__control/stats")
-    herald_posts = [p for p in posts if not str(p.get("idempotency_key") or "").startswith("baseline-")]
+    herald_posts = [
+        p for p in posts if not str(p.get("idempotency_key") or "").startswith("baseline-")
+    ]
     by_key = Counter(str(p.get("idempotency_key")) for p in herald_posts)
     ids_by_key = {str(p.get("idempotency_key")): str(p["id"]) for p in herald_posts}
-    rows = list(Destination.objects.filter(publication__workspace_id__in=workspace_ids)
-                .values_list("pk", "idempotency_key", "status", "external_id"))  # fmt: skip
+    rows = list(
+        Destination.objects.filter(publication__workspace_id__in=workspace_ids).values_list(
+            "pk", "idempotency_key", "status", "external_id"
+        )
+    )
     # Settled without a post (failed, blocked, canceled) is a loss; still on its way when the
     # run ended (queued, sending, retry_wait, ambiguous) is reported as unsettled.
-    not_published = [str(pk) for pk, _, status, _ in rows if status in SETTLED and status != "published"]
+    not_published = [
+        str(pk) for pk, _, status, _ in rows if status in SETTLED and status != "published"
+    ]
     unsettled = [str(pk) for pk, _, status, _ in rows if status not in SETTLED]
-    no_post = [str(pk) for pk, key, status, _ in rows if status == "published" and key not in by_key]
-    wrong_id = [str(pk) for pk, key, status, external in rows
-                if status == "published" and key in ids_by_key and ids_by_key[key] != external]
+    no_post = [
+        str(pk) for pk, key, status, _ in rows if status == "published" and key not in by_key
+    ]
+    wrong_id = [
+        str(pk)
+        for pk, key, status, external in rows
+        if status == "published" and key in ids_by_key and ids_by_key[key] != external
+    ]
     known_keys = {key for _, key, _, _ in rows}
     messages = publish_counts(probe_log)
     return {
@@ -629,7 +739,10 @@ def versions() -> dict[str, str]:
 
     from django.db import connection
 
-    found = {name: version(name) for name in ("Django", "celery", "kombu", "redis", "psycopg", "requests")}
+    found = {
+        name: version(name)
+        for name in ("Django", "celery", "kombu", "redis", "psycopg", "requests")
+    }
     with connection.cursor() as cursor:
         cursor.execute("SHOW server_version")
         found["postgresql"] = cursor.fetchone()[0]
@@ -652,38 +765,100 @@ def dispatch_interval() -> float:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--destinations", type=int, default=2000, help="throughput destinations")
-    parser.add_argument("--accounts", type=int, default=5, help="connected accounts = destinations per publication")
-    parser.add_argument("--workers", type=int, default=2, help="Celery worker processes (2: HERALD_WORKER_PROCESSES of make run and compose)")
-    parser.add_argument("--concurrency", type=int, default=16,
-                        help="--concurrency of each worker (16: the default of HERALD_WORKER_CONCURRENCY)")
-    parser.add_argument("--pool", choices=("prefork", "threads", "solo"), default="threads",
-                        help="threads as deployed (HERALD_WORKER_POOL; prefork enforces the task time limits)")
-    parser.add_argument("--db-pool", type=int, default=8,
-                        help="HERALD_DB_POOL_SIZE of each worker (8, as docker-compose.yml; 0: no pool)")
-    parser.add_argument("--delay-ms", type=int, default=300,
-                        help="stand-in response delay (300 ms: a real provider API answers in 200 ms to seconds)")
-    parser.add_argument("--warmup", type=int, default=50, help="warm-up destinations before measuring")
-    parser.add_argument("--lag-publications", type=int, default=2000, help="publications due in the same second (0 skips)")
-    parser.add_argument("--lag-lead", type=float, default=5.0, help="minimum seconds between scheduling and due time")
-    parser.add_argument("--dispatch-interval", type=float, default=None,
-                        help="beat: seconds between dispatcher ticks (HERALD_DISPATCH_INTERVAL_SECONDS; "
-                             "default: the setting's default, as deployed)")
-    parser.add_argument("--phase-timeout", type=float, default=180.0, help="seconds to wait for a phase to settle")
-    parser.add_argument("--log-level", default="INFO", help="HERALD_LOG_LEVEL of every process (production: INFO)")
-    parser.add_argument("--database-url", default=os.environ.get("HERALD_BENCH_DELIVERY_DATABASE_URL", DEFAULT_DATABASE_URL))
-    parser.add_argument("--redis-url", default=os.environ.get("HERALD_BENCH_DELIVERY_REDIS_URL", DEFAULT_REDIS_URL),
-                        help="broker and cache; this Redis database is flushed at the start")
-    parser.add_argument("--keep-db", action="store_true", help="keep herald_bench_delivery afterwards")
-    parser.add_argument("--keep-logs", type=Path, metavar="DIR",
-                        help="copy the process logs and the publish probe's log to DIR")
-    parser.add_argument("--baseline-runs", type=int, choices=(1, 2), default=1,
-                        help="thread-pool runs: 1 before the workers, 2 also after (the faster counts)")
+    parser.add_argument(
+        "--accounts", type=int, default=5, help="connected accounts = destinations per publication"
+    )
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=2,
+        help="Celery worker processes (2: HERALD_WORKER_PROCESSES of make run and compose)",
+    )
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        help="--concurrency of each worker (16: the default of HERALD_WORKER_CONCURRENCY)",
+    )
+    parser.add_argument(
+        "--pool",
+        choices=("prefork", "threads", "solo"),
+        default="threads",
+        help="threads as deployed (HERALD_WORKER_POOL; prefork enforces the task time limits)",
+    )
+    parser.add_argument(
+        "--db-pool",
+        type=int,
+        default=8,
+        help="HERALD_DB_POOL_SIZE of each worker (8, as docker-compose.yml; 0: no pool)",
+    )
+    parser.add_argument(
+        "--delay-ms",
+        type=int,
+        default=300,
+        help="stand-in response delay (300 ms: a real provider API answers in 200 ms to seconds)",
+    )
+    parser.add_argument(
+        "--warmup", type=int, default=50, help="warm-up destinations before measuring"
+    )
+    parser.add_argument(
+        "--lag-publications",
+        type=int,
+        default=2000,
+        help="publications due in the same second (0 skips)",
+    )
+    parser.add_argument(
+        "--lag-lead",
+        type=float,
+        default=5.0,
+        help="minimum seconds between scheduling and due time",
+    )
+    parser.add_argument(
+        "--dispatch-interval",
+        type=float,
+        default=None,
+        help="beat: seconds between dispatcher ticks (HERALD_DISPATCH_INTERVAL_SECONDS; "
+        "default: the setting's default, as deployed)",
+    )
+    parser.add_argument(
+        "--phase-timeout", type=float, default=180.0, help="seconds to wait for a phase to settle"
+    )
+    parser.add_argument(
+        "--log-level", default="INFO", help="HERALD_LOG_LEVEL of every process (production: INFO)"
+    )
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("HERALD_BENCH_DELIVERY_DATABASE_URL", DEFAULT_DATABASE_URL),
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=os.environ.get("HERALD_BENCH_DELIVERY_REDIS_URL", DEFAULT_REDIS_URL),
+        help="broker and cache; this Redis database is flushed at the start",
+    )
+    parser.add_argument(
+        "--keep-db", action="store_true", help="keep herald_bench_delivery afterwards"
+    )
+    parser.add_argument(
+        "--keep-logs",
+        type=Path,
+        metavar="DIR",
+        help="copy the process logs and the publish probe's log to DIR",
+    )
+    parser.add_argument(
+        "--baseline-runs",
+        type=int,
+        choices=(1, 2),
+        default=1,
+        help="thread-pool runs: 1 before the workers, 2 also after (the faster counts)",
+    )
     parser.add_argument("--min-ratio", type=float, default=0.5)
     parser.add_argument("--max-lag-p99", type=float, default=2.0, help="seconds")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    return parser.parse_args(argv)  # fmt: skip
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -710,8 +885,12 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             processes.stop()
             if args.keep_logs:
-                shutil.copytree(scratch_dir, args.keep_logs, dirs_exist_ok=True,
-                                ignore=shutil.ignore_patterns("data"))  # fmt: skip
+                shutil.copytree(
+                    scratch_dir,
+                    args.keep_logs,
+                    dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("data"),
+                )
             with contextlib.suppress(Exception):
                 from django.db import connections
 
@@ -722,12 +901,20 @@ def main(argv: list[str] | None = None) -> int:
     report["machine"]["loadavg_1_5_15_end"] = loadavg()
     print_report(report)
     write_results(report, args.output)
-    print(f"results: {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
+    print(
+        f"results: {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}"
+    )
     return 0 if report["passed"] else 1
 
 
-def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scratch_dir: Path,
-        probe_log: Path, concurrency: int) -> dict[str, Any]:
+def run(
+    args: argparse.Namespace,
+    env: dict[str, str],
+    processes: Processes,
+    scratch_dir: Path,
+    probe_log: Path,
+    concurrency: int,
+) -> dict[str, Any]:
     print(f"database {args.database_url} (fresh); broker {args.redis_url} (flushed)")
     timings: dict[str, float] = {}
     last = [time.perf_counter()]
@@ -772,25 +959,60 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
     if args.pool != "solo":
         worker_env["HERALD_WORKER_POOL"] = args.pool
     for name in names:
-        command = [sys.executable, "-m", "celery", "-A", "bench.delivery:celery_app", "worker",
-                   "--pool", args.pool, "--loglevel", args.log_level, "-n", f"{name}@%h"]
+        command = [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "bench.delivery:celery_app",
+            "worker",
+            "--pool",
+            args.pool,
+            "--loglevel",
+            args.log_level,
+            "-n",
+            f"{name}@%h",
+        ]
         if args.pool != "solo":
             command += ["--concurrency", str(args.concurrency)]
         worker_pids.append(processes.start(name, command, worker_env).pid)
-    processes.start("beat", [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", args.log_level,
-                             "--schedule", str(scratch_dir / "celerybeat-schedule")], env)  # fmt: skip
+    processes.start(
+        "beat",
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "beat",
+            "--loglevel",
+            args.log_level,
+            "--schedule",
+            str(scratch_dir / "celerybeat-schedule"),
+        ],
+        env,
+    )
     wait_for_workers(names, processes)
-    print(f"{args.workers} worker(s) x {args.pool} {concurrency // args.workers} = concurrency {concurrency}; "
-          f"beat every {dispatch_interval():g} s")  # fmt: skip
+    print(
+        f"{args.workers} worker(s) x {args.pool} {concurrency // args.workers} = concurrency {concurrency}; "
+        f"beat every {dispatch_interval():g} s"
+    )
 
     # Warm-up: every process connected, every code path imported; not measured.
     from publishing.services.publications import publication_publish_now
 
     for publication_id in seeded.drafts["warmup"]:
-        publication_publish_now(actor=seeded.actor, publication_id=publication_id, expected_revision=None)
+        publication_publish_now(
+            actor=seeded.actor, publication_id=publication_id, expected_revision=None
+        )
     warm_expected = sum(status_counts(seeded.workspaces["warmup"].pk).values())
-    counts, complete = wait_settled(seeded.workspaces["warmup"].pk, warm_expected, timeout=60,
-                                    processes=processes, label="warm-up")  # fmt: skip
+    counts, complete = wait_settled(
+        seeded.workspaces["warmup"].pk,
+        warm_expected,
+        timeout=60,
+        processes=processes,
+        label="warm-up",
+    )
     if not complete or counts["published"] != warm_expected:
         raise RuntimeError(f"warm-up did not publish: {dict(counts)}")
 
@@ -821,16 +1043,33 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
     standin_cpu = process_tree_cpu_seconds(processes.children["standin"].pid)
 
     checks = {
-        "ratio": {"value": round(ratio, 3), "target": f">= {args.min_ratio}", "passed": ratio >= args.min_ratio},
-        "duplicates": {"value": checked["duplicates"], "target": "0", "passed": checked["duplicates"] == 0},
-        "losses": {"value": checked["losses"], "target": "0", "unsettled": checked["unsettled"],
-                   "passed": not (checked["losses"] or checked["unsettled"] or checked["external_id_mismatch"])},
-    }  # fmt: skip
+        "ratio": {
+            "value": round(ratio, 3),
+            "target": f">= {args.min_ratio}",
+            "passed": ratio >= args.min_ratio,
+        },
+        "duplicates": {
+            "value": checked["duplicates"],
+            "target": "0",
+            "passed": checked["duplicates"] == 0,
+        },
+        "losses": {
+            "value": checked["losses"],
+            "target": "0",
+            "unsettled": checked["unsettled"],
+            "passed": not (
+                checked["losses"] or checked["unsettled"] or checked["external_id_mismatch"]
+            ),
+        },
+    }
     if lag is not None:
         p99 = lag["dispatch_lag_s"].get("p99", math.inf)
         complete_probe = lag["not_seen_by_probe"] == 0
-        checks["dispatch_lag_p99"] = {"value": p99, "target": f"<= {args.max_lag_p99} s",
-                                      "passed": complete_probe and p99 <= args.max_lag_p99}  # fmt: skip
+        checks["dispatch_lag_p99"] = {
+            "value": p99,
+            "target": f"<= {args.max_lag_p99} s",
+            "passed": complete_probe and p99 <= args.max_lag_p99,
+        }
     return {
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "command": " ".join([Path(sys.executable).name, "bench/delivery.py", *(sys.argv[1:])]),
@@ -840,17 +1079,28 @@ def run(args: argparse.Namespace, env: dict[str, str], processes: Processes, scr
         "setup": {
             "database": "PostgreSQL " + meta_versions["postgresql"],
             "broker": "Redis " + meta_versions["redis_server"],
-            "workers": args.workers, "pool": args.pool, "concurrency_per_worker": concurrency // args.workers,
-            "concurrency_total": concurrency, "dispatch_interval_s": dispatch_interval(),
-            "standin_delay_ms": args.delay_ms, "accounts": args.accounts, "log_level": args.log_level,
+            "workers": args.workers,
+            "pool": args.pool,
+            "concurrency_per_worker": concurrency // args.workers,
+            "concurrency_total": concurrency,
+            "dispatch_interval_s": dispatch_interval(),
+            "standin_delay_ms": args.delay_ms,
+            "accounts": args.accounts,
+            "log_level": args.log_level,
             "db_pool_size": args.db_pool,
         },
         "throughput": throughput,
-        "thread_pool": {"before": baseline_before, "after": baseline_after, "rps_used": baseline_rps},
+        "thread_pool": {
+            "before": baseline_before,
+            "after": baseline_after,
+            "rps_used": baseline_rps,
+        },
         "ratio": round(ratio, 3),
         "lag": lag,
         "audit": checked,
-        "standin_cpu_ms_per_request": round(standin_cpu / max(checked["standin_requests"], 1) * 1000, 3),
+        "standin_cpu_ms_per_request": round(
+            standin_cpu / max(checked["standin_requests"], 1) * 1000, 3
+        ),
         "phase_seconds": timings,
         "checks": checks,
         "passed": all(c["passed"] for c in checks.values()),
@@ -861,38 +1111,62 @@ def print_report(report: dict[str, Any]) -> None:
     t, pool, audit_ = report["throughput"], report["thread_pool"], report["audit"]
     setup = report["setup"]
     print()
-    print(f"concurrency {setup['concurrency_total']} ({setup['workers']} x {setup['pool']} "
-          f"{setup['concurrency_per_worker']}), stand-in delay {setup['standin_delay_ms']} ms")
+    print(
+        f"concurrency {setup['concurrency_total']} ({setup['workers']} x {setup['pool']} "
+        f"{setup['concurrency_per_worker']}), stand-in delay {setup['standin_delay_ms']} ms"
+    )
     print(f"{'':<34} {'per s':>9} {'seconds':>8} {'p50 ms':>7} {'p99 ms':>7}")
-    print(f"{'thread pool (before)':<34} {pool['before']['rps']:>9.1f} {pool['before']['seconds']:>8.1f} "
-          f"{pool['before']['latency_ms']['p50']:>7} {pool['before']['latency_ms']['p99']:>7}")
+    print(
+        f"{'thread pool (before)':<34} {pool['before']['rps']:>9.1f} {pool['before']['seconds']:>8.1f} "
+        f"{pool['before']['latency_ms']['p50']:>7} {pool['before']['latency_ms']['p99']:>7}"
+    )
     print(f"{'workers: deliveries':<34} {t['deliveries_per_second']:>9.1f} {t['seconds']:>8.1f}")
     if pool["after"]:
-        print(f"{'thread pool (after)':<34} {pool['after']['rps']:>9.1f} {pool['after']['seconds']:>8.1f} "
-              f"{pool['after']['latency_ms']['p50']:>7} {pool['after']['latency_ms']['p99']:>7}")
-    print(f"CPU per delivery: worker {t['worker_cpu_ms_per_delivery']} ms, PostgreSQL "
-          f"{t['postgres_cpu_ms_per_delivery']} ms; stand-in CPU per request "
-          f"{report['standin_cpu_ms_per_request']} ms; publish-now of {t['publications']} publications (before the "
-          f"workers resumed) took {t['publish_now_seconds']} s")
+        print(
+            f"{'thread pool (after)':<34} {pool['after']['rps']:>9.1f} {pool['after']['seconds']:>8.1f} "
+            f"{pool['after']['latency_ms']['p50']:>7} {pool['after']['latency_ms']['p99']:>7}"
+        )
+    print(
+        f"CPU per delivery: worker {t['worker_cpu_ms_per_delivery']} ms, PostgreSQL "
+        f"{t['postgres_cpu_ms_per_delivery']} ms; stand-in CPU per request "
+        f"{report['standin_cpu_ms_per_request']} ms; publish-now of {t['publications']} publications (before the "
+        f"workers resumed) took {t['publish_now_seconds']} s"
+    )
     lag = report["lag"]
     if lag:
-        print(f"\n{lag['publications']} publications due in one second "
-              f"({lag['deliveries_per_second_after_due']} deliveries/s after the due time)")
+        print(
+            f"\n{lag['publications']} publications due in one second "
+            f"({lag['deliveries_per_second_after_due']} deliveries/s after the due time)"
+        )
         print(f"{'lag (s)':<34} {'p50':>7} {'p95':>7} {'p99':>7} {'max':>7}")
-        for key, label in (("dispatch_lag_s", "due -> message in broker"), ("start_lag_s", "due -> send started"),
-                           ("published_lag_s", "due -> published")):
+        for key, label in (
+            ("dispatch_lag_s", "due -> message in broker"),
+            ("start_lag_s", "due -> send started"),
+            ("published_lag_s", "due -> published"),
+        ):
             row = lag[key]
-            print(f"{label:<34} {row.get('p50', 0):>7.3f} {row.get('p95', 0):>7.3f} {row.get('p99', 0):>7.3f} "
-                  f"{row.get('max', 0):>7.3f}")
-    print(f"\nstand-in accepted {audit_['posts_accepted_herald']} Herald posts for {audit_['destinations']} "
-          f"destinations; idempotent replays {audit_['idempotent_replays']}; send messages "
-          f"{audit_['send_messages']} ({audit_['send_messages_beyond_first']} beyond the first per destination)")
-    print("phases (s): " + ", ".join(f"{name} {seconds:g}" for name, seconds in report["phase_seconds"].items()))
-    print(f"load average at start / end: {report['machine']['loadavg_1_5_15_start']} / "
-          f"{report['machine']['loadavg_1_5_15_end']}")
+            print(
+                f"{label:<34} {row.get('p50', 0):>7.3f} {row.get('p95', 0):>7.3f} {row.get('p99', 0):>7.3f} "
+                f"{row.get('max', 0):>7.3f}"
+            )
+    print(
+        f"\nstand-in accepted {audit_['posts_accepted_herald']} Herald posts for {audit_['destinations']} "
+        f"destinations; idempotent replays {audit_['idempotent_replays']}; send messages "
+        f"{audit_['send_messages']} ({audit_['send_messages_beyond_first']} beyond the first per destination)"
+    )
+    print(
+        "phases (s): "
+        + ", ".join(f"{name} {seconds:g}" for name, seconds in report["phase_seconds"].items())
+    )
+    print(
+        f"load average at start / end: {report['machine']['loadavg_1_5_15_start']} / "
+        f"{report['machine']['loadavg_1_5_15_end']}"
+    )
     print()
     for name, check in report["checks"].items():
-        print(f"{'PASS' if check['passed'] else 'FAIL'}  {name:<18} {check['value']!s:>8}  (target {check['target']})")
+        print(
+            f"{'PASS' if check['passed'] else 'FAIL'}  {name:<18} {check['value']!s:>8}  (target {check['target']})"
+        )
     print(f"\n{'PASS' if report['passed'] else 'FAIL'}")
 
 

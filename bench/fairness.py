@@ -92,32 +92,59 @@ def seed(args: argparse.Namespace, standins: dict[str, dict[str, Any]]) -> dict[
         standin = standins[host]
         fixtures = standin["fixtures"]
         if host not in apps:  # one app per instance, registered with the stand-in like OAuth does
-            registered = control(standin["url"], "POST", "/api/v1/apps", {
-                "client_name": "Herald bench", "redirect_uris": "http://127.0.0.1/callback", "scopes": "read write",
-            })  # fmt: skip
+            registered = control(
+                standin["url"],
+                "POST",
+                "/api/v1/apps",
+                {
+                    "client_name": "Herald bench",
+                    "redirect_uris": "http://127.0.0.1/callback",
+                    "scopes": "read write",
+                },
+            )
             apps[host] = ProviderApp.objects.create(
-                provider="mastodon", instance_url=fixtures["instance_url"],
+                provider="mastodon",
+                instance_url=fixtures["instance_url"],
                 credentials_encrypted=credentials.encrypt(
-                    {"client_id": registered["client_id"], "client_secret": registered["client_secret"]}),
-            )  # fmt: skip
-        return str(Account.objects.create(
-            workspace=workspace, provider="mastodon", external_id=f"bench-{workspace.pk}-{n}",
-            username=f"{fixtures['username']}{n}", instance_url=fixtures["instance_url"],
-            granted_scopes=["read", "write"], app=apps[host], connected_by=user,
-            credentials_encrypted=credentials.encrypt({"access_token": fixtures["access_token"]}),
-        ).pk)  # fmt: skip
+                    {
+                        "client_id": registered["client_id"],
+                        "client_secret": registered["client_secret"],
+                    }
+                ),
+            )
+        return str(
+            Account.objects.create(
+                workspace=workspace,
+                provider="mastodon",
+                external_id=f"bench-{workspace.pk}-{n}",
+                username=f"{fixtures['username']}{n}",
+                instance_url=fixtures["instance_url"],
+                granted_scopes=["read", "write"],
+                app=apps[host],
+                connected_by=user,
+                credentials_encrypted=credentials.encrypt(
+                    {"access_token": fixtures["access_token"]}
+                ),
+            ).pk
+        )
 
     def drafts(workspace: Any, accounts: list[str], count: int, label: str) -> list[str]:
         return [
-            str(publication_create(
-                actor=actor, workspace_id=workspace.pk, text=f"Herald fairness benchmark, {label} post {n}.",
-                destinations=[{"account_id": accounts[n % len(accounts)]}],
-            ).pk)
+            str(
+                publication_create(
+                    actor=actor,
+                    workspace_id=workspace.pk,
+                    text=f"Herald fairness benchmark, {label} post {n}.",
+                    destinations=[{"account_id": accounts[n % len(accounts)]}],
+                ).pk
+            )
             for n in range(count)
-        ]  # fmt: skip
+        ]
 
-    spaces = {name: workspace_create(actor=actor, organization_id=organization.pk, name=f"Bench {name}")
-              for name in ("warmup", "A", "B", "C")}  # fmt: skip
+    spaces = {
+        name: workspace_create(actor=actor, organization_id=organization.pk, name=f"Bench {name}")
+        for name in ("warmup", "A", "B", "C")
+    }
     single_host = "other" if args.separate_host else "main"
     started = time.perf_counter()
     seeded = {
@@ -153,8 +180,12 @@ def schedule_all(args: argparse.Namespace, seeded: dict[str, Any]) -> datetime:
     sample = burst[:50]
     started = time.perf_counter()
     for publication_id in sample:
-        publication_schedule(actor=actor, publication_id=publication_id,
-                             scheduled_at=datetime.now(UTC) + timedelta(hours=1), expected_revision=None)  # fmt: skip
+        publication_schedule(
+            actor=actor,
+            publication_id=publication_id,
+            scheduled_at=datetime.now(UTC) + timedelta(hours=1),
+            expected_revision=None,
+        )
     each = (time.perf_counter() - started) / len(sample)
     due = datetime.fromtimestamp(math.ceil(time.time() + len(burst) * each * 2.5 + 5), tz=UTC)
     plan = [(p, due) for p in burst] + [
@@ -169,8 +200,11 @@ def schedule_all(args: argparse.Namespace, seeded: dict[str, Any]) -> datetime:
     except FieldValidationError as exc:  # the machine slowed down while scheduling
         raise RuntimeError(f"scheduling overran the due time ({exc}); run again") from exc
     remaining = due.timestamp() - time.time()
-    print(f"scheduled: A x {len(burst)} at {due:%H:%M:%S}, B at +{args.b_offset:g} s, C at +{args.c_offset:g} s "
-          f"({remaining:.1f} s from now)", flush=True)  # fmt: skip
+    print(
+        f"scheduled: A x {len(burst)} at {due:%H:%M:%S}, B at +{args.b_offset:g} s, C at +{args.c_offset:g} s "
+        f"({remaining:.1f} s from now)",
+        flush=True,
+    )
     if remaining < 0.5:
         raise RuntimeError("scheduling overran the due time")
     return due
@@ -186,8 +220,13 @@ def lags(workspace: Any) -> dict[str, Any]:
     )
     start = [(claimed - due).total_seconds() for due, claimed, _, _, _ in rows if claimed]
     published = [(at - due).total_seconds() for due, _, at, _, _ in rows if at]
-    return {"destinations": len(rows), "start_lag_s": summary(start), "published_lag_s": summary(published),
-            "attempts": sum(r[3] for r in rows), "statuses": dict(status_counts(workspace.pk))}  # fmt: skip
+    return {
+        "destinations": len(rows),
+        "start_lag_s": summary(start),
+        "published_lag_s": summary(published),
+        "attempts": sum(r[3] for r in rows),
+        "statuses": dict(status_counts(workspace.pk)),
+    }
 
 
 def audit(standins: dict[str, dict[str, Any]], workspaces: list[Any]) -> dict[str, Any]:
@@ -200,8 +239,11 @@ def audit(standins: dict[str, dict[str, Any]], workspaces: list[Any]) -> dict[st
         p for s in standins.values() for p in control(s["url"], "GET", "/__control/posts")["posts"]
     ]
     keys = [p.get("idempotency_key") for p in posts]
-    return {"destinations_published": published, "posts_accepted": len(posts),
-            "duplicate_keys": len(keys) - len(set(keys))}  # fmt: skip
+    return {
+        "destinations_published": published,
+        "posts_accepted": len(posts),
+        "duplicate_keys": len(keys) - len(set(keys)),
+    }
 
 
 def run(
@@ -234,11 +276,42 @@ def run(
     names = [f"fair{n}" for n in range(1, args.workers + 1)]
     worker_env = {**env, "HERALD_DB_POOL_SIZE": str(args.db_pool), "HERALD_WORKER_POOL": "threads"}
     for name in names:
-        processes.start(name, [sys.executable, "-m", "celery", "-A", "bench.delivery:celery_app", "worker",
-                               "--pool", "threads", "--concurrency", str(args.concurrency),
-                               "--loglevel", args.log_level, "-n", f"{name}@%h"], worker_env)  # fmt: skip
-    processes.start("beat", [sys.executable, "-m", "celery", "-A", "config", "beat", "--loglevel", args.log_level,
-                             "--schedule", str(scratch_dir / "celerybeat-schedule")], env)  # fmt: skip
+        processes.start(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "bench.delivery:celery_app",
+                "worker",
+                "--pool",
+                "threads",
+                "--concurrency",
+                str(args.concurrency),
+                "--loglevel",
+                args.log_level,
+                "-n",
+                f"{name}@%h",
+            ],
+            worker_env,
+        )
+    processes.start(
+        "beat",
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "beat",
+            "--loglevel",
+            args.log_level,
+            "--schedule",
+            str(scratch_dir / "celerybeat-schedule"),
+        ],
+        env,
+    )
     wait_for_workers(names, processes)
     from django.conf import settings
 
@@ -248,16 +321,26 @@ def run(
         publication_publish_now(
             actor=seeded["actor"], publication_id=publication_id, expected_revision=None
         )
-    counts, complete = wait_settled(seeded["workspaces"]["warmup"].pk, len(seeded["drafts"]["warmup"]), timeout=60,
-                                    processes=processes, label="warm-up")  # fmt: skip
+    counts, complete = wait_settled(
+        seeded["workspaces"]["warmup"].pk,
+        len(seeded["drafts"]["warmup"]),
+        timeout=60,
+        processes=processes,
+        label="warm-up",
+    )
     if not complete or counts["published"] != len(seeded["drafts"]["warmup"]):
         raise RuntimeError(f"warm-up did not publish: {dict(counts)}")
 
     due = schedule_all(args, seeded)
     spaces = seeded["workspaces"]
     for name, expected in (("B", 1), ("C", 1), ("A", args.burst)):
-        wait_settled(spaces[name].pk, expected, timeout=args.timeout + due.timestamp() - time.time(),
-                     processes=processes, label=name)  # fmt: skip
+        wait_settled(
+            spaces[name].pk,
+            expected,
+            timeout=args.timeout + due.timestamp() - time.time(),
+            processes=processes,
+            label=name,
+        )
     report_lags = {name: lags(spaces[name]) for name in ("A", "B", "C")}
     a_published = report_lags["A"]["published_lag_s"]
     passed = (
@@ -317,17 +400,25 @@ def _second_standin(processes: Processes, env: dict[str, str]) -> dict[str, Any]
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"\nfairness: A x {report['parameters']['burst']} due at T, B at +{report['parameters']['b_offset_s']:g} s, "
-          f"C at +{report['parameters']['c_offset_s']:g} s")  # fmt: skip
-    print(f"{'workspace':<10} {'n':>5} {'start p50':>10} {'start max':>10} {'pub p50':>9} {'pub p99':>9} "
-          f"{'pub max':>9} {'attempts':>9}")  # fmt: skip
+    print(
+        f"\nfairness: A x {report['parameters']['burst']} due at T, B at +{report['parameters']['b_offset_s']:g} s, "
+        f"C at +{report['parameters']['c_offset_s']:g} s"
+    )
+    print(
+        f"{'workspace':<10} {'n':>5} {'start p50':>10} {'start max':>10} {'pub p50':>9} {'pub p99':>9} "
+        f"{'pub max':>9} {'attempts':>9}"
+    )
     for name, row in report["workspaces"].items():
         s, p = row["start_lag_s"], row["published_lag_s"]
-        print(f"{name:<10} {row['destinations']:>5} {s.get('p50', '-'):>10} {s.get('max', '-'):>10} "
-              f"{p.get('p50', '-'):>9} {p.get('p99', '-'):>9} {p.get('max', '-'):>9} {row['attempts']:>9}")  # fmt: skip
+        print(
+            f"{name:<10} {row['destinations']:>5} {s.get('p50', '-'):>10} {s.get('max', '-'):>10} "
+            f"{p.get('p50', '-'):>9} {p.get('p99', '-'):>9} {p.get('max', '-'):>9} {row['attempts']:>9}"
+        )
     print(f"A: {report['a_deliveries_per_second']} deliveries/s; audit {report['audit']}")
-    print(f"target: B and C published within {report['target']['max_latency_s']:g} s: "
-          f"{'PASS' if report['passed'] else 'FAIL'}")  # fmt: skip
+    print(
+        f"target: B and C published within {report['target']['max_latency_s']:g} s: "
+        f"{'PASS' if report['passed'] else 'FAIL'}"
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -373,7 +464,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--keep-db", action="store_true")
     parser.add_argument("--keep-logs", type=Path, metavar="DIR")
     parser.add_argument("--output", type=Path, default=RESULTS)
-    return parser.parse_args(argv)  # fmt: skip
+    return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,17 +53,25 @@ def ensure_database(database_url: str) -> None:
     parts = urlsplit(database_url)
     name = parts.path.lstrip("/")
     if not name.startswith("herald_bench"):
-        raise SystemExit(f"refusing to manage database {name!r}: its name must start with herald_bench")
+        raise SystemExit(
+            f"refusing to manage database {name!r}: its name must start with herald_bench"
+        )
     admin_url = parts._replace(path="/postgres").geturl()
     with psycopg.connect(admin_url, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+        )
         conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
 
 
 def configure(args: argparse.Namespace) -> None:
     from cryptography.fernet import Fernet
 
-    for key in [k for k in os.environ if k.startswith("HERALD_") or k == "SERVICE_PROVIDER_CERTIFICATION_ENFORCED"]:
+    for key in [
+        k
+        for k in os.environ
+        if k.startswith("HERALD_") or k == "SERVICE_PROVIDER_CERTIFICATION_ENFORCED"
+    ]:
         del os.environ[key]
     os.environ.update(
         DJANGO_SETTINGS_MODULE="config.settings",
@@ -90,17 +98,24 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
     from workspaces.services import api_token_create, organization_create, workspace_create
 
     owner = User.objects.create_user("bench-readiness@example.invalid", secrets.token_urlsafe(16))
-    operator = User.objects.create_user("bench-operator@example.invalid", secrets.token_urlsafe(16),
-                                        is_superuser=True, is_staff=True)
+    operator = User.objects.create_user(
+        "bench-operator@example.invalid",
+        secrets.token_urlsafe(16),
+        is_superuser=True,
+        is_staff=True,
+    )
     actor = Actor(user=owner)
     organization = organization_create(actor=actor, name="Bench")
     big = workspace_create(actor=actor, organization_id=organization.pk, name="Three hundred")
     small = workspace_create(actor=actor, organization_id=organization.pk, name="Small")
     sealed = credentials.encrypt({"access_token": secrets.token_urlsafe(24)})
     apps = {
-        index: ProviderApp.objects.create(provider="mastodon", instance_url=f"https://m{index}.example",
-                                          redirect_uri="http://127.0.0.1/api/v1/accounts/oauth/callback",
-                                          credentials_encrypted=credentials.encrypt({"client_id": "c"}))
+        index: ProviderApp.objects.create(
+            provider="mastodon",
+            instance_url=f"https://m{index}.example",
+            redirect_uri="http://127.0.0.1/api/v1/accounts/oauth/callback",
+            credentials_encrypted=credentials.encrypt({"client_id": "c"}),
+        )
         for index in range(7)
     }
 
@@ -109,19 +124,28 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
         for i in range(count):
             provider = PROVIDERS[i % len(PROVIDERS)]
             caps = get_adapter(provider).capabilities
-            rows.append(Account(
-                workspace=workspace, provider=provider, external_id=f"{prefix}-{i}", username=f"{prefix}{i}",
-                instance_url=f"https://m{i % 7}.example" if caps.federated else "",
-                app=apps[i % 7] if caps.federated else None, account_kind=caps.account_kind,
-                granted_scopes=list(caps.required_scopes), credentials_encrypted=sealed,
-            ))
+            rows.append(
+                Account(
+                    workspace=workspace,
+                    provider=provider,
+                    external_id=f"{prefix}-{i}",
+                    username=f"{prefix}{i}",
+                    instance_url=f"https://m{i % 7}.example" if caps.federated else "",
+                    app=apps[i % 7] if caps.federated else None,
+                    account_kind=caps.account_kind,
+                    granted_scopes=list(caps.required_scopes),
+                    credentials_encrypted=sealed,
+                )
+            )
         return Account.objects.bulk_create(rows)
 
     big_accounts = accounts(big, args.accounts, "big")
     accounts(small, args.small, "small")
     for provider in PROVIDERS:
         ledgers.approval_review_append(operator=operator, provider=provider, outcome="approved")
-        ledgers.runtime_control_append(operator=operator, provider=provider, mode="enabled", reason="rollout")
+        ledgers.runtime_control_append(
+            operator=operator, provider=provider, mode="enabled", reason="rollout"
+        )
     from tests.readiness_support import checks_for
 
     for index, account in enumerate(big_accounts[:40]):
@@ -129,12 +153,22 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
         kinds = ("local", "live", "live") if index < 10 else ("local", "live")
         for number, kind in enumerate(kinds):
             ledgers.certification_append(
-                operator=operator, kind=kind, provider=account.provider, operation="publish_immediate",
-                output_profile=profile, account_id=account.pk, external_result_reference=f"bench post {index}",
-                checks=checks_for(account.provider, "publish_immediate",
-                                  failed=("provider_result",) if number == 2 else ()),
+                operator=operator,
+                kind=kind,
+                provider=account.provider,
+                operation="publish_immediate",
+                output_profile=profile,
+                account_id=account.pk,
+                external_result_reference=f"bench post {index}",
+                checks=checks_for(
+                    account.provider,
+                    "publish_immediate",
+                    failed=("provider_result",) if number == 2 else (),
+                ),
             )
-    _, token = api_token_create(user=owner, name="bench", permissions=["api:read"], workspace_id=None)
+    _, token = api_token_create(
+        user=owner, name="bench", permissions=["api:read"], workspace_id=None
+    )
     return {"big": big, "small": small, "token": token, "account": big_accounts[0]}
 
 
@@ -165,7 +199,9 @@ def summary(times: list[float], queries: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--database-url", default=DEFAULT_DATABASE_URL)
     parser.add_argument("--accounts", type=int, default=300)
     parser.add_argument("--small", type=int, default=3)
@@ -188,19 +224,33 @@ def main() -> int:
     account = Account.objects.get(pk=seeded["account"].pk)
 
     def http() -> None:
-        response = client.get("/api/v1/provider-readiness", {"workspace_id": str(seeded["big"].pk)},
-                              HTTP_HOST="127.0.0.1")
+        response = client.get(
+            "/api/v1/provider-readiness",
+            {"workspace_id": str(seeded["big"].pk)},
+            HTTP_HOST="127.0.0.1",
+        )
         assert response.status_code == 200, response.content[:300]
 
     results = {
-        f"projection_{args.accounts}_accounts": summary(*timed(
-            lambda: provider_readiness_projection(workspace_id=seeded["big"].pk), args.rounds)),
-        f"projection_{args.small}_accounts": summary(*timed(
-            lambda: provider_readiness_projection(workspace_id=seeded["small"].pk), args.rounds)),
+        f"projection_{args.accounts}_accounts": summary(
+            *timed(
+                lambda: provider_readiness_projection(workspace_id=seeded["big"].pk), args.rounds
+            )
+        ),
+        f"projection_{args.small}_accounts": summary(
+            *timed(
+                lambda: provider_readiness_projection(workspace_id=seeded["small"].pk), args.rounds
+            )
+        ),
         f"http_provider_readiness_{args.accounts}_accounts": summary(*timed(http, args.rounds)),
-        "decide_account_per_delivery": summary(*timed(
-            lambda: readiness.decide_account(account=account, operation="publish_immediate",
-                                             profile="mastodon.post"), args.rounds * 10)),
+        "decide_account_per_delivery": summary(
+            *timed(
+                lambda: readiness.decide_account(
+                    account=account, operation="publish_immediate", profile="mastodon.post"
+                ),
+                args.rounds * 10,
+            )
+        ),
     }
     big = results[f"projection_{args.accounts}_accounts"]
     small = results[f"projection_{args.small}_accounts"]
@@ -208,8 +258,11 @@ def main() -> int:
     document = {
         "benchmark": "readiness",
         "recorded_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"python": platform.python_version(), "platform": platform.platform(),
-                    "cpus": os.cpu_count()},
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
         "database": "postgresql",
         "accounts": args.accounts,
         "providers": decisions,
@@ -222,7 +275,9 @@ def main() -> int:
         print(f"{name:44} {row['median_ms']:>10} {row['p95_ms']:>10} {row['queries']:>8}")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps(document, indent=2) + "\n")
-    print(f"written to {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}")
+    print(
+        f"written to {args.output.relative_to(ROOT) if args.output.is_relative_to(ROOT) else args.output}"
+    )
     if not document["queries_constant"]:
         print("FAIL: the projection's query count grows with the account count")
         return 1

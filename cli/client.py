@@ -150,6 +150,7 @@ class HeraldClient:
             request_headers["Authorization"] = f"Bearer {self._token}"
         url = self.api_root + path
         clean = {k: v for k, v in (params or {}).items() if v is not None and v != ""}
+
         def send() -> requests.Response:
             return self.session.request(
                 method,

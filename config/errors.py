@@ -35,7 +35,11 @@ class PermissionDeniedError(DomainError):
     """The caller lacks a permission, role, or workspace access for this operation."""
 
     title = "Permission denied"
-    status, code, default_detail = 403, "permission_denied", "You do not have access to this resource."
+    status, code, default_detail = (
+        403,
+        "permission_denied",
+        "You do not have access to this resource.",
+    )
 
 
 class PlanLimitError(PermissionDeniedError):

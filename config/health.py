@@ -161,8 +161,13 @@ def _cached_storage_result() -> bool | None:
     try:
         cached = cache.get(S3_CACHE_KEY)
     except Exception as exc:  # the cache is not the storage's dependency: just probe
-        log_outage(logger, "cache", "readiness", "probing storage without the cached result (%s)",
-                   type(exc).__name__)  # fmt: skip
+        log_outage(
+            logger,
+            "cache",
+            "readiness",
+            "probing storage without the cached result (%s)",
+            type(exc).__name__,
+        )
         return None
     return None if cached is None else bool(cached)
 
@@ -171,8 +176,9 @@ def _remember_storage_result(healthy: bool) -> None:
     try:
         cache.set(S3_CACHE_KEY, healthy, S3_SUCCESS_TTL if healthy else S3_FAILURE_TTL)
     except Exception as exc:
-        log_outage(logger, "cache", "readiness", "storage result not cached (%s)",
-                   type(exc).__name__)  # fmt: skip
+        log_outage(
+            logger, "cache", "readiness", "storage result not cached (%s)", type(exc).__name__
+        )
 
 
 # --- Waiting ---------------------------------------------------------------------------------

@@ -272,8 +272,9 @@ def clear() -> None:
 
 def _failed_open(exc: Exception, where: str) -> None:
     store = "redis" if isinstance(exc, REDIS_OUTAGE_ERRORS) else "limits store"
-    log_outage(logger, store, where, "rate limits are not enforced meanwhile (%s)",
-               type(exc).__name__)  # fmt: skip
+    log_outage(
+        logger, store, where, "rate limits are not enforced meanwhile (%s)", type(exc).__name__
+    )
 
 
 def read_count(key: str) -> int:
@@ -348,8 +349,13 @@ def release_slot(key: str, token: str) -> None:
         else:
             _connection().execute("DELETE FROM slots WHERE key = ? AND token = ?", (key, token))
     except STORE_OUTAGE_ERRORS as exc:
-        log_outage(logger, "redis" if client is not None else "limits store", "slots",
-                   "slot left to expire (%s)", type(exc).__name__)  # fmt: skip
+        log_outage(
+            logger,
+            "redis" if client is not None else "limits store",
+            "slots",
+            "slot left to expire (%s)",
+            type(exc).__name__,
+        )
 
 
 # --- Shared slots (up to N holders at a time) and "paused until" marks ---------------------
@@ -395,7 +401,12 @@ def _script(client: Any, name: str, source: str) -> Any:
 
 
 def _sqlite_acquire_shared(
-    connection: sqlite3.Connection, slots: list[tuple[str, int]], token: str, now: float, ttl: float, mark: str
+    connection: sqlite3.Connection,
+    slots: list[tuple[str, int]],
+    token: str,
+    now: float,
+    ttl: float,
+    mark: str,
 ) -> tuple[bool, float]:
     if mark:
         row = connection.execute("SELECT until FROM marks WHERE key = ?", (mark,)).fetchone()
@@ -403,7 +414,9 @@ def _sqlite_acquire_shared(
             return False, float(row[0])
     for key, limit in slots:
         connection.execute("DELETE FROM shared_slots WHERE key = ? AND expires <= ?", (key, now))
-        (held,) = connection.execute("SELECT count(*) FROM shared_slots WHERE key = ?", (key,)).fetchone()
+        (held,) = connection.execute(
+            "SELECT count(*) FROM shared_slots WHERE key = ?", (key,)
+        ).fetchone()
         if held >= limit:
             return False, 0.0
     connection.executemany(
@@ -425,9 +438,19 @@ def acquire_shared_slots(
     now = time.time()
     try:
         if client is not None:
-            keys = [backend.make_key(key) for key, _ in slots] + [backend.make_key(unless_marked or "-")]
-            args = [now, now + ttl, max(1, math.ceil(ttl)), token, *(int(limit) for _, limit in slots)]
-            taken, until = _script(client, "_herald_acquire_shared", _ACQUIRE_SHARED)(keys=keys, args=args)
+            keys = [backend.make_key(key) for key, _ in slots] + [
+                backend.make_key(unless_marked or "-")
+            ]
+            args = [
+                now,
+                now + ttl,
+                max(1, math.ceil(ttl)),
+                token,
+                *(int(limit) for _, limit in slots),
+            ]
+            taken, until = _script(client, "_herald_acquire_shared", _ACQUIRE_SHARED)(
+                keys=keys, args=args
+            )
             return bool(taken), float(until)
         connection = _connection()
         _sqlite_maybe_purge(connection, now)
@@ -440,8 +463,13 @@ def acquire_shared_slots(
         connection.execute("COMMIT")
         return taken, until
     except STORE_OUTAGE_ERRORS as exc:
-        log_outage(logger, "redis" if client is not None else "limits store", "in-flight slots",
-                   "provider in-flight caps are not enforced meanwhile (%s)", type(exc).__name__)  # fmt: skip
+        log_outage(
+            logger,
+            "redis" if client is not None else "limits store",
+            "in-flight slots",
+            "provider in-flight caps are not enforced meanwhile (%s)",
+            type(exc).__name__,
+        )
         return True, 0.0
 
 
@@ -457,11 +485,17 @@ def release_shared_slots(keys: list[str], token: str) -> None:
             pipe.execute()
         else:
             _connection().executemany(
-                "DELETE FROM shared_slots WHERE key = ? AND token = ?", [(key, token) for key in keys]
+                "DELETE FROM shared_slots WHERE key = ? AND token = ?",
+                [(key, token) for key in keys],
             )
     except STORE_OUTAGE_ERRORS as exc:
-        log_outage(logger, "redis" if client is not None else "limits store", "in-flight slots",
-                   "slot left to expire (%s)", type(exc).__name__)  # fmt: skip
+        log_outage(
+            logger,
+            "redis" if client is not None else "limits store",
+            "in-flight slots",
+            "slot left to expire (%s)",
+            type(exc).__name__,
+        )
 
 
 def held_shared_slots(key: str) -> int:
@@ -472,9 +506,11 @@ def held_shared_slots(key: str) -> int:
     try:
         if client is not None:
             return int(client.zcount(backend.make_key(key), f"({now}", "+inf"))
-        row = _connection().execute(
-            "SELECT count(*) FROM shared_slots WHERE key = ? AND expires > ?", (key, now)
-        ).fetchone()
+        row = (
+            _connection()
+            .execute("SELECT count(*) FROM shared_slots WHERE key = ? AND expires > ?", (key, now))
+            .fetchone()
+        )
         return int(row[0])
     except STORE_OUTAGE_ERRORS as exc:
         _failed_open(exc, "in-flight slots")
@@ -497,8 +533,14 @@ def set_mark(key: str, until: float) -> None:
                 (key, until),
             )
     except STORE_OUTAGE_ERRORS as exc:
-        log_outage(logger, "redis" if client is not None else "limits store", "marks",
-                   "mark %s not recorded (%s)", key, type(exc).__name__)  # fmt: skip
+        log_outage(
+            logger,
+            "redis" if client is not None else "limits store",
+            "marks",
+            "mark %s not recorded (%s)",
+            key,
+            type(exc).__name__,
+        )
 
 
 def read_mark(key: str) -> float:

@@ -12,7 +12,10 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     # The invitation page's path carries the accept token (workspaces.web); API paths carry ids.
     (re.compile(r"(?<!/api/v1)(/invitations/)[A-Za-z0-9_\-]{20,}"), r"\1[REDACTED]"),
     # Django's password-reset link: /password-reset/<uidb64>/<token>/.
-    (re.compile(r"(/password-reset/[A-Za-z0-9_\-]+/)(?!set-password/)[A-Za-z0-9_\-]{20,}"), r"\1[REDACTED]"),
+    (
+        re.compile(r"(/password-reset/[A-Za-z0-9_\-]+/)(?!set-password/)[A-Za-z0-9_\-]{20,}"),
+        r"\1[REDACTED]",
+    ),
     (
         re.compile(
             r"(?i)((?:password|passwd|secret|token|api[_-]?key|access[_-]?token|refresh[_-]?token|client[_-]?secret)[\"']?\s*[:=]\s*[\"']?)[^\s\"'&,}]+"

@@ -69,8 +69,12 @@ def log_outage(
     suffix = f" ({held_back} more since the last report)" if held_back else ""
     logger.warning(
         "%s unavailable (%s): " + message + "%s; reported at most once per %d s",
-        dependency, where, *args, suffix, int(LOG_INTERVAL_SECONDS),
-    )  # fmt: skip
+        dependency,
+        where,
+        *args,
+        suffix,
+        int(LOG_INTERVAL_SECONDS),
+    )
     return True
 
 
@@ -96,8 +100,14 @@ class OutageLogFilter(logging.Filter):
         dependency = outage_in_chain(exc)
         if dependency is None:
             return True
-        log_outage(logging.getLogger(record.name), dependency, record.name,
-                   "%s (%s)", record.getMessage().splitlines()[0][:300], type(exc).__name__)  # fmt: skip
+        log_outage(
+            logging.getLogger(record.name),
+            dependency,
+            record.name,
+            "%s (%s)",
+            record.getMessage().splitlines()[0][:300],
+            type(exc).__name__,
+        )
         return False
 
 

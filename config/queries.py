@@ -98,7 +98,9 @@ class CompiledQuery:
     def _execute(self, compiled: _Compiled, values: dict[str, Any]) -> list[Any]:
         connection = connections[self.using]
         if compiled.locking and connection.get_autocommit():
-            raise TransactionManagementError("select_for_update cannot be used outside of a transaction.")
+            raise TransactionManagementError(
+                "select_for_update cannot be used outside of a transaction."
+            )
         params = [
             item.bind(values[item.name], connection) if isinstance(item, Param) else item
             for item in compiled.params
@@ -139,7 +141,9 @@ class CompiledQuery:
             raise TypeError("CompiledQuery runs plain reads only")
         expected = ModelIterable if instances else ValuesListIterable
         if queryset._iterable_class is not expected:  # e.g. values() dicts, flat=True scalars
-            raise TypeError(f"{'instances' if instances else 'values'}() needs a {expected.__name__} queryset")
+            raise TypeError(
+                f"{'instances' if instances else 'values'}() needs a {expected.__name__} queryset"
+            )
         compiler = query.get_compiler(using=self.using)
         sql, params = compiler.as_sql()
         fields = [column[0] for column in compiler.select[: compiler.col_count]]
@@ -152,6 +156,11 @@ class CompiledQuery:
         start, end = select_fields[0], select_fields[-1] + 1
         names = [column[0].target.attname for column in compiler.select[start:end]]
         return _Compiled(
-            sql, tuple(params), converters, locking, model=klass_info["model"],
-            fields=(start, end, names), populators=get_related_populators(klass_info, compiler.select, self.using),
-        )  # fmt: skip
+            sql,
+            tuple(params),
+            converters,
+            locking,
+            model=klass_info["model"],
+            fields=(start, end, names),
+            populators=get_related_populators(klass_info, compiler.select, self.using),
+        )

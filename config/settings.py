@@ -466,7 +466,9 @@ HERALD_RETRY_MAX_SECONDS = env_float("HERALD_RETRY_MAX_SECONDS", 900.0)
 HERALD_RETRY_AFTER_CAP_SECONDS = env_float("HERALD_RETRY_AFTER_CAP_SECONDS", 1800.0)
 # A claim outlives the longest provider call; an expired claim means the worker died. So it
 # must outlast the task's hard time limit: a live (slow) send is never mistaken for a dead one.
-HERALD_DELIVERY_LEASE_SECONDS = env_int("HERALD_DELIVERY_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
+HERALD_DELIVERY_LEASE_SECONDS = env_int(
+    "HERALD_DELIVERY_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30
+)
 HERALD_DELIVERY_DEADLINE_SECONDS = env_int("HERALD_DELIVERY_DEADLINE_SECONDS", 6 * 3600)
 # Due work reaches the queue within about one interval (issue 3: dispatch lag p99 <= 2 s for
 # 2,000 publications due in the same second; bench/delivery.py). An idle tick is a handful of
@@ -520,7 +522,9 @@ HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS = env_float("HERALD_DISCOVERY_LLM_TIMEOUT_S
 HERALD_PROVIDER_ENVIRONMENT = env_choice(
     "HERALD_PROVIDER_ENVIRONMENT", ("development", "sandbox", "production"), "production"
 )
-HERALD_PROVIDER_POLICY_MODE = env_choice("HERALD_PROVIDER_POLICY_MODE", ("standard", "strict"), "standard")
+HERALD_PROVIDER_POLICY_MODE = env_choice(
+    "HERALD_PROVIDER_POLICY_MODE", ("standard", "strict"), "standard"
+)
 # Server policy restrictions: "provider", "provider.format", "provider:account_kind",
 # "mode:<policy_mode>" or "provider@<policy_mode>" entries.
 HERALD_PROVIDER_POLICY_RESTRICTIONS = env_list("HERALD_PROVIDER_POLICY_RESTRICTIONS", default=[])
@@ -547,7 +551,9 @@ CELERY_TASK_ROUTES["reposts.engine_tick"] = {"queue": "herald.dispatch"}  # neve
 
 # --- Themes (themes/, docs/themes.md) -------------------------------------------------------
 HERALD_THEME_FONT_MAX_BYTES = env_int("HERALD_THEME_FONT_MAX_BYTES", 2 * 1024 * 1024)
-HERALD_THEME_FONT_MAX_DECODED_BYTES = env_int("HERALD_THEME_FONT_MAX_DECODED_BYTES", 16 * 1024 * 1024)
+HERALD_THEME_FONT_MAX_DECODED_BYTES = env_int(
+    "HERALD_THEME_FONT_MAX_DECODED_BYTES", 16 * 1024 * 1024
+)
 HERALD_THEME_IMAGE_MAX_BYTES = env_int("HERALD_THEME_IMAGE_MAX_BYTES", 5 * 1024 * 1024)
 HERALD_THEME_IMAGE_MAX_SIDE = env_int("HERALD_THEME_IMAGE_MAX_SIDE", 8192)
 HERALD_THEME_IMAGE_MAX_PIXELS = env_int("HERALD_THEME_IMAGE_MAX_PIXELS", 32_000_000)

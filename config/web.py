@@ -79,9 +79,7 @@ def home(request: HttpRequest) -> HttpResponse:
 
 class TokenCreateForm(forms.Form):
     name = forms.CharField(max_length=120)
-    can_write = forms.BooleanField(
-        required=False, initial=False, label="Allow writes (api:write)"
-    )
+    can_write = forms.BooleanField(required=False, initial=False, label="Allow writes (api:write)")
     workspace = forms.ChoiceField(required=False, label="Workspace access")
     expires_in_days = forms.IntegerField(
         required=False, min_value=1, max_value=365, label="Expires in (days, optional)"
@@ -125,7 +123,9 @@ def developer_settings(request: HttpRequest) -> HttpResponse:
             # it once; reloading that page neither creates a token nor shows the secret again.
             request.session[SESSION_CREATED_TOKEN] = created_token
             return _see_other(request.path)
-    created_token = request.session.pop(SESSION_CREATED_TOKEN, None) if request.method == "GET" else None
+    created_token = (
+        request.session.pop(SESSION_CREATED_TOKEN, None) if request.method == "GET" else None
+    )
     # Only this page's own messages: reading the storage consumes the rest (the admin's
     # "… was changed successfully" must not surface here).
     page_messages = [

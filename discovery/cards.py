@@ -30,7 +30,14 @@ LIMITS = {
     "rationale": 700,
 }
 OPPORTUNITY_KEYS = (
-    "id", "title", "hook", "signal_date", "why_it_fits", "why_now", "angles", "platform_treatments",
+    "id",
+    "title",
+    "hook",
+    "signal_date",
+    "why_it_fits",
+    "why_now",
+    "angles",
+    "platform_treatments",
 )
 ANGLE_KEYS = ("id", "label", "thesis", "approach")
 TREATMENT_KEYS = ("platform", "format", "media", "objective", "rationale")

@@ -78,6 +78,7 @@ def _engagement(publication_ids: list[Any]) -> dict[str, Engagement]:
             latest[(str(publication_id), str(destination_id or ""))] = metrics
     totals: dict[str, Engagement] = {}
     for (publication_id, _), metrics in latest.items():
+
         def number(name: str, metrics: dict[str, Any] = metrics) -> int:
             value = metrics.get(name)
             return value if isinstance(value, int) and value >= 0 else 0
@@ -129,10 +130,18 @@ def delivery_stats(*, workspace: Workspace, providers: list[str]) -> dict[str, D
             account__provider__in=providers,
         )
         .order_by("-updated_at", "-id")
-        .values_list("account__provider", "status", "error_kind", "published_at")[:RECENT_DESTINATIONS]
+        .values_list("account__provider", "status", "error_kind", "published_at")[
+            :RECENT_DESTINATIONS
+        ]
     )
     counts: dict[str, dict[str, Any]] = defaultdict(
-        lambda: {"published": 0, "failed": 0, "pending": 0, "last_error_kind": "", "last_published_at": None}
+        lambda: {
+            "published": 0,
+            "failed": 0,
+            "pending": 0,
+            "last_error_kind": "",
+            "last_published_at": None,
+        }
     )
     for provider, status, error_kind, published_at in rows:
         entry = counts[provider]

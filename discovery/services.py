@@ -28,7 +28,9 @@ PLATFORMS_MAX = 5
 IN_FLIGHT_MARGIN_SECONDS = 30
 
 
-def _voice_profile(workspace_id: Any, voice_profile_id: Any, platforms: list[str]) -> VoiceProfile | None:
+def _voice_profile(
+    workspace_id: Any, voice_profile_id: Any, platforms: list[str]
+) -> VoiceProfile | None:
     """The named profile (404 if it is not one of the workspace's); else the profile every
     connected account of the requested platforms writes with, when they agree; else the
     workspace default."""

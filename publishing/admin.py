@@ -47,8 +47,17 @@ class DestinationInline(admin.TabularInline):  # type: ignore[type-arg]
     model = Destination
     extra = 0
     can_delete = False
-    fields = ("account", "profile", "status", "attempts", "next_attempt_at", "external_id", "error_kind",
-              "error_message", "action")
+    fields = (
+        "account",
+        "profile",
+        "status",
+        "attempts",
+        "next_attempt_at",
+        "external_id",
+        "error_kind",
+        "error_message",
+        "action",
+    )
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -80,19 +89,30 @@ class MediaAdmin(ReadOnlyAdmin):
 class DeliveryOverviewAdmin(ReadOnlyAdmin):
     """The changelist is the delivery overview."""
 
-    def changelist_view(self, request: HttpRequest, extra_context: dict[str, Any] | None = None) -> TemplateResponse:
+    def changelist_view(
+        self, request: HttpRequest, extra_context: dict[str, Any] | None = None
+    ) -> TemplateResponse:
         now = timezone.now()
         heartbeat = SchedulerHeartbeat.objects.filter(name="dispatcher").first()
-        by_status = dict(Destination.objects.values_list("status").annotate(n=Count("pk")).values_list("status", "n"))
+        by_status = dict(
+            Destination.objects.values_list("status")
+            .annotate(n=Count("pk"))
+            .values_list("status", "n")
+        )
         oldest_overdue = Destination.objects.filter(
-            status__in=[Destination.Status.QUEUED, Destination.Status.RETRY_WAIT], next_attempt_at__lt=now
+            status__in=[Destination.Status.QUEUED, Destination.Status.RETRY_WAIT],
+            next_attempt_at__lt=now,
         ).aggregate(oldest=Min("next_attempt_at"))["oldest"]
         context = {
             **self.admin_site.each_context(request),
             "title": "Delivery overview",
             "last_tick_at": heartbeat.last_tick_at if heartbeat else None,
-            "tick_age_seconds": (now - heartbeat.last_tick_at).total_seconds() if heartbeat else None,
+            "tick_age_seconds": (now - heartbeat.last_tick_at).total_seconds()
+            if heartbeat
+            else None,
             "by_status": sorted(by_status.items()),
-            "oldest_overdue_seconds": (now - oldest_overdue).total_seconds() if oldest_overdue else 0,
+            "oldest_overdue_seconds": (now - oldest_overdue).total_seconds()
+            if oldest_overdue
+            else 0,
         }
         return TemplateResponse(request, "admin/publishing/delivery_overview.html", context)

@@ -32,7 +32,11 @@ class ProviderConnectError(DomainError):
     """The social provider refused or failed the request (connecting or checking an account)."""
 
     title = "Provider error"
-    status, code, default_detail = 502, "provider_error", "The provider refused or failed the request."
+    status, code, default_detail = (
+        502,
+        "provider_error",
+        "The provider refused or failed the request.",
+    )
 
 
 class MediaInUseError(ConflictError):

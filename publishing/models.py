@@ -63,7 +63,9 @@ class Account(models.Model):
     account_kind = models.CharField(max_length=40, default="user")
     granted_scopes = models.JSONField(default=list, blank=True)
     credentials_encrypted = models.TextField(blank=True, default="")
-    app = models.ForeignKey(ProviderApp, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    app = models.ForeignKey(
+        ProviderApp, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
     status = models.CharField(max_length=24, choices=Status.choices, default=Status.ACTIVE)
     status_reason = models.CharField(max_length=300, blank=True, default="")
     token_expires_at = models.DateTimeField(null=True, blank=True)
@@ -100,7 +102,9 @@ class OAuthState(models.Model):
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     provider = models.CharField(max_length=40)
     instance_url = models.CharField(max_length=300, blank=True, default="")
-    app = models.ForeignKey(ProviderApp, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    app = models.ForeignKey(
+        ProviderApp, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
     redirect_uri = models.CharField(max_length=500)
     code_verifier_encrypted = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(default=now)
@@ -128,7 +132,9 @@ class Media(models.Model):
 
     class Meta:
         verbose_name_plural = "media"
-        indexes: ClassVar = [models.Index(fields=["workspace", "-created_at"], name="media_ws_newest")]
+        indexes: ClassVar = [
+            models.Index(fields=["workspace", "-created_at"], name="media_ws_newest")
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -158,7 +164,9 @@ class Publication(models.Model):
     media_ids = models.JSONField(default=list, blank=True)  # ordered Media ids
     revision = models.PositiveIntegerField(default=1)
     scheduled_at = models.DateTimeField(null=True, blank=True)
-    execution_intent = models.CharField(max_length=24, choices=Intent.choices, default=Intent.NORMAL)
+    execution_intent = models.CharField(
+        max_length=24, choices=Intent.choices, default=Intent.NORMAL
+    )
     created_at = models.DateTimeField(default=now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -167,7 +175,10 @@ class Publication(models.Model):
             models.Index(fields=["workspace", "-created_at", "-id"], name="publication_ws_newest"),
             # A status-filtered page reads its rows in order from the cursor on (no sort of every
             # publication of that status): bench/README.md "Scale benchmark".
-            models.Index(fields=["workspace", "status", "-created_at", "-id"], name="publication_ws_status_newest"),
+            models.Index(
+                fields=["workspace", "status", "-created_at", "-id"],
+                name="publication_ws_status_newest",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -192,7 +203,9 @@ class Destination(models.Model):
     TERMINAL = (Status.PUBLISHED, Status.FAILED, Status.CANCELED)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    publication = models.ForeignKey(Publication, on_delete=models.CASCADE, related_name="destinations")
+    publication = models.ForeignKey(
+        Publication, on_delete=models.CASCADE, related_name="destinations"
+    )
     account = models.ForeignKey(Account, on_delete=models.RESTRICT, related_name="destinations")
     position = models.PositiveSmallIntegerField(default=0)
     profile = models.CharField(max_length=80)  # output profile, e.g. "mastodon.post"
@@ -221,7 +234,9 @@ class Destination(models.Model):
     class Meta:
         ordering: ClassVar = ["position"]
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["publication", "account"], name="one_destination_per_account"),
+            models.UniqueConstraint(
+                fields=["publication", "account"], name="one_destination_per_account"
+            ),
         ]
         indexes: ClassVar = [
             models.Index(fields=["status", "next_attempt_at"], name="destination_due"),
@@ -316,7 +331,9 @@ class FeedEnclosure(models.Model):
     class Meta:
         ordering: ClassVar = ["position"]
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["entry", "position"], name="one_enclosure_per_position"),
+            models.UniqueConstraint(
+                fields=["entry", "position"], name="one_enclosure_per_position"
+            ),
         ]
         indexes: ClassVar = [models.Index(fields=["media", "entry"], name="feed_enclosure_media")]
 

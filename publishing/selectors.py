@@ -14,30 +14,50 @@ from publishing.models import Account, Destination, Media, Publication, Publicat
 from workspaces.access import Actor, parse_id, require_workspace
 
 
-def account_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str | None, provider: str | None = None) -> Page[Account]:
+def account_page(
+    *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None, provider: str | None = None
+) -> Page[Account]:
     access = require_workspace(actor, workspace_id)
-    queryset = Account.objects.filter(workspace=access.workspace).exclude(status=Account.Status.DISCONNECTED)
+    queryset = Account.objects.filter(workspace=access.workspace).exclude(
+        status=Account.Status.DISCONNECTED
+    )
     if provider:
         queryset = queryset.filter(provider=provider)
-    return keyset_page(queryset, list_key=f"accounts:{access.workspace.pk}", limit=limit, cursor=cursor)
+    return keyset_page(
+        queryset, list_key=f"accounts:{access.workspace.pk}", limit=limit, cursor=cursor
+    )
 
 
 def media_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str | None) -> Page[Media]:
     access = require_workspace(actor, workspace_id)
-    return keyset_page(Media.objects.filter(workspace=access.workspace),
-                       list_key=f"media:{access.workspace.pk}", limit=limit, cursor=cursor)
+    return keyset_page(
+        Media.objects.filter(workspace=access.workspace),
+        list_key=f"media:{access.workspace.pk}",
+        limit=limit,
+        cursor=cursor,
+    )
 
 
 def _with_destinations(queryset: QuerySet[Publication]) -> QuerySet[Publication]:
     # ``voice_override`` is the voice app's one-to-one row: joined here so lists show it without N+1.
     return queryset.select_related("voice_override").prefetch_related(
-        Prefetch("destinations", queryset=Destination.objects.select_related("account").order_by("position"))
+        Prefetch(
+            "destinations",
+            queryset=Destination.objects.select_related("account").order_by("position"),
+        )
     )
 
 
 def publication_page(
-    *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None, status: str | None = None,
-    account_id: Any = None, created_after: datetime | None = None, created_before: datetime | None = None,
+    *,
+    actor: Actor,
+    workspace_id: Any,
+    limit: int,
+    cursor: str | None,
+    status: str | None = None,
+    account_id: Any = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
 ) -> Page[Publication]:
     access = require_workspace(actor, workspace_id)
     queryset = Publication.objects.filter(workspace=access.workspace)
@@ -47,7 +67,9 @@ def publication_page(
         try:
             account_pk = parse_id(account_id, what="account")
         except NotFoundError:
-            raise RequestValidationError({"account_id": ["Not a valid account ID."]}, location="query") from None
+            raise RequestValidationError(
+                {"account_id": ["Not a valid account ID."]}, location="query"
+            ) from None
         queryset = queryset.filter(destinations__account_id=account_pk).distinct()
     if created_after:
         queryset = queryset.filter(created_at__gte=created_after)
@@ -66,7 +88,14 @@ def publication_get(*, actor: Actor, publication_id: Any) -> Publication:
     return publication
 
 
-def publication_events(*, actor: Actor, publication_id: Any, limit: int, cursor: str | None) -> Page[PublicationEvent]:
+def publication_events(
+    *, actor: Actor, publication_id: Any, limit: int, cursor: str | None
+) -> Page[PublicationEvent]:
     publication = publication_get(actor=actor, publication_id=publication_id)
-    return keyset_page(PublicationEvent.objects.filter(publication=publication),
-                       list_key=f"events:{publication.pk}", limit=limit, cursor=cursor, descending=False)
+    return keyset_page(
+        PublicationEvent.objects.filter(publication=publication),
+        list_key=f"events:{publication.pk}",
+        limit=limit,
+        cursor=cursor,
+        descending=False,
+    )

@@ -49,19 +49,33 @@ def reset_broker_backoff() -> None:
 
 
 def _log_unsent(task: Task[Any, Any], destination_id: str, reason: str) -> None:
-    log_outage(logger, "broker", "enqueue", "could not enqueue %s for %s (%s); the dispatcher "
-               "re-enqueues queued work from the database once it is stale",
-               task.name, destination_id, reason)  # fmt: skip
+    log_outage(
+        logger,
+        "broker",
+        "enqueue",
+        "could not enqueue %s for %s (%s); the dispatcher "
+        "re-enqueues queued work from the database once it is stale",
+        task.name,
+        destination_id,
+        reason,
+    )
 
 
-@shared_task(name="publishing.delivery_send", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(
+    name="publishing.delivery_send", acks_late=True, reject_on_worker_lost=True, ignore_result=True
+)
 def delivery_send(destination_id: str) -> None:
     from publishing.services import delivery
 
     delivery.delivery_send(destination_id=destination_id)
 
 
-@shared_task(name="publishing.delivery_reconcile", acks_late=True, reject_on_worker_lost=True, ignore_result=True)
+@shared_task(
+    name="publishing.delivery_reconcile",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+)
 def delivery_reconcile(destination_id: str) -> None:
     from publishing.services import delivery
 

@@ -64,9 +64,14 @@ class LedgerAddForm(forms.ModelForm):  # type: ignore[type-arg]
 class ApprovalReviewAddForm(LedgerAddForm):
     provider = forms.ChoiceField(choices=_provider_choices)
     outcome = forms.ChoiceField(choices=ApprovalReview.Outcome.choices)
-    operations = forms.MultipleChoiceField(choices=OPERATION_CHOICES, required=False,
-                                           help_text="Permitted operations; none selected: all")
-    review_reference = forms.CharField(max_length=500, required=False, help_text="Stored only as a fingerprint")
+    operations = forms.MultipleChoiceField(
+        choices=OPERATION_CHOICES,
+        required=False,
+        help_text="Permitted operations; none selected: all",
+    )
+    review_reference = forms.CharField(
+        max_length=500, required=False, help_text="Stored only as a fingerprint"
+    )
     expires_at = forms.DateTimeField(required=False)
 
     class Meta:
@@ -101,9 +106,16 @@ class CertificationRunAddForm(LedgerAddForm):
     provider = forms.ChoiceField(choices=_provider_choices)
     operation = forms.ChoiceField(choices=OPERATION_CHOICES)
     output_profile = forms.CharField(max_length=80, required=False)
-    account_id = forms.UUIDField(required=False, help_text="Live runs: the account used (stored as a hash)")
-    account_kind = forms.ChoiceField(choices=[("", "the account's or provider's kind"),
-                                              *((kind, kind) for kind in ledgers.ACCOUNT_KINDS)], required=False)
+    account_id = forms.UUIDField(
+        required=False, help_text="Live runs: the account used (stored as a hash)"
+    )
+    account_kind = forms.ChoiceField(
+        choices=[
+            ("", "the account's or provider's kind"),
+            *((kind, kind) for kind in ledgers.ACCOUNT_KINDS),
+        ],
+        required=False,
+    )
     instance_url = forms.URLField(max_length=300, required=False, assume_scheme="https")
     external_result_reference = forms.CharField(max_length=500, required=False)
     retest_days = forms.IntegerField(min_value=1, max_value=365, required=False)
@@ -115,10 +127,12 @@ class CertificationRunAddForm(LedgerAddForm):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for name, label in CertificationCheck.Name.choices:
-            self.fields[f"check_{name}"] = forms.ChoiceField(choices=CHECK_RESULT_CHOICES, required=False,
-                                                             label=f"Check: {label}")
-            self.fields[f"reason_{name}"] = forms.CharField(max_length=40, required=False,
-                                                            label=f"Not-applicable reason: {label}")
+            self.fields[f"check_{name}"] = forms.ChoiceField(
+                choices=CHECK_RESULT_CHOICES, required=False, label=f"Check: {label}"
+            )
+            self.fields[f"reason_{name}"] = forms.CharField(
+                max_length=40, required=False, label=f"Not-applicable reason: {label}"
+            )
 
     def append(self, data: dict[str, Any]) -> Any:
         checks = []
@@ -148,7 +162,9 @@ class AddOnlyLedgerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
         return [field.name for field in self.model._meta.fields] if obj is not None else []
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         if obj is None and self.add_form is not None:
             return type(self.add_form.__name__, (self.add_form,), {"request": request})
         return super().get_form(request, obj, change=change, **kwargs)
@@ -171,7 +187,15 @@ class AddOnlyLedgerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 @admin.register(ApprovalReview)
 class ApprovalReviewAdmin(AddOnlyLedgerAdmin):
     add_form = ApprovalReviewAddForm
-    list_display = ("id", "provider", "provider_environment", "outcome", "reviewed_at", "expires_at", "created_at")
+    list_display = (
+        "id",
+        "provider",
+        "provider_environment",
+        "outcome",
+        "reviewed_at",
+        "expires_at",
+        "created_at",
+    )
     list_filter = ("provider", "outcome")
     search_fields = ("provider", "app_fingerprint")
 
@@ -201,7 +225,16 @@ class CertificationCheckInline(admin.TabularInline):  # type: ignore[type-arg]
 @admin.register(CertificationRun)
 class CertificationRunAdmin(AddOnlyLedgerAdmin):
     add_form = CertificationRunAddForm
-    list_display = ("id", "kind", "provider", "output_profile", "operation", "outcome", "tested_at", "expires_at")
+    list_display = (
+        "id",
+        "kind",
+        "provider",
+        "output_profile",
+        "operation",
+        "outcome",
+        "tested_at",
+        "expires_at",
+    )
     list_filter = ("kind", "provider", "outcome")
     search_fields = ("provider", "output_profile", "subject_digest", "contract_digest")
 

@@ -55,15 +55,21 @@ def parse_claims(raw: bytes) -> tuple[int, list[Claim]]:
         raise ClaimsError("claims must be a list")
     claims = []
     for index, item in enumerate(document["claims"]):
-        if not isinstance(item, dict) or set(item) != set(CLAIM_FIELDS) or not all(
-            isinstance(item[name], str) for name in CLAIM_FIELDS
+        if (
+            not isinstance(item, dict)
+            or set(item) != set(CLAIM_FIELDS)
+            or not all(isinstance(item[name], str) for name in CLAIM_FIELDS)
         ):
-            raise ClaimsError(f"claim {index} must have exactly the string fields {', '.join(CLAIM_FIELDS)}")
+            raise ClaimsError(
+                f"claim {index} must have exactly the string fields {', '.join(CLAIM_FIELDS)}"
+            )
         claims.append(Claim(**{name: item[name] for name in CLAIM_FIELDS}))
     return SCHEMA_VERSION, claims
 
 
-def verify_manifest(claims_path: Path = CLAIMS_FILE, manifest_path: Path = MANIFEST_FILE) -> list[Claim]:
+def verify_manifest(
+    claims_path: Path = CLAIMS_FILE, manifest_path: Path = MANIFEST_FILE
+) -> list[Claim]:
     """The claims, once the manifest is shown to bind exactly this file."""
     try:
         raw = claims_path.read_bytes()
@@ -83,12 +89,16 @@ def verify_manifest(claims_path: Path = CLAIMS_FILE, manifest_path: Path = MANIF
         raise ClaimsError("the release manifest must be an object")
     for name, value in expected.items():
         if manifest.get(name) != value:
-            raise ClaimsError(f"the release manifest's {name} is {manifest.get(name)!r}, the claims file has {value!r}")
+            raise ClaimsError(
+                f"the release manifest's {name} is {manifest.get(name)!r}, the claims file has {value!r}"
+            )
     return claims
 
 
 @lru_cache(maxsize=4)
-def _advertised(path: str, mtime_ns: int, size: int, manifest_mtime_ns: int) -> frozenset[tuple[str, str, str, str]]:
+def _advertised(
+    path: str, mtime_ns: int, size: int, manifest_mtime_ns: int
+) -> frozenset[tuple[str, str, str, str]]:
     try:
         claims = verify_manifest(Path(path), Path(path).with_name(MANIFEST_FILE.name))
     except ClaimsError:

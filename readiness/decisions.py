@@ -42,7 +42,15 @@ STATES = (
     "certification_required",
 )
 HEALTHY = "healthy"
-FACTS = ("configuration", "local_test", "live_certification", "approval", "authorization", "policy", "control")
+FACTS = (
+    "configuration",
+    "local_test",
+    "live_certification",
+    "approval",
+    "authorization",
+    "policy",
+    "control",
+)
 
 # code -> (state, always blocking?, fact). ``always=False``: an enforcement-gated gap.
 BLOCKERS: dict[str, tuple[str, bool, str]] = {
@@ -77,10 +85,15 @@ BLOCKERS: dict[str, tuple[str, bool, str]] = {
     "live_certification_failed": ("certification_required", False, "live_certification"),
 }
 # Blockers of the whole provider: they also stop a connect or reconnect.
-PROVIDER_WIDE = frozenset({
-    "unsupported_provider", "provider_disabled", "app_missing", "non_production_identity",
-    "readiness_unavailable",
-})
+PROVIDER_WIDE = frozenset(
+    {
+        "unsupported_provider",
+        "provider_disabled",
+        "app_missing",
+        "non_production_identity",
+        "readiness_unavailable",
+    }
+)
 EVIDENCE_FACTS = ("local_test", "live_certification")
 CONTROL_RANK = {"enabled": 0, "missing": 1, "degraded": 2, "disabled": 3}
 
@@ -111,7 +124,11 @@ class Decision:
 
     @property
     def publishable(self) -> bool:
-        return self.executable and self.subject is not None and self.subject.operation in PUBLISH_OPERATIONS
+        return (
+            self.executable
+            and self.subject is not None
+            and self.subject.operation in PUBLISH_OPERATIONS
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -181,7 +198,10 @@ def evaluate(
         block("unsupported_provider", f"Herald has no adapter for {provider}.")
     else:
         if operation in PUBLISH_OPERATIONS and caps.profile(subject.output_profile) is None:
-            block("unsupported_profile", f"{subject.output_profile or 'This format'} is not implemented.")
+            block(
+                "unsupported_profile",
+                f"{subject.output_profile or 'This format'} is not implemented.",
+            )
         if operation == "refresh" and not caps.supports_refresh:
             block("unsupported_operation", f"{provider} has no refresh operation.")
         if operation == "revoke" and not caps.supports_revoke:
@@ -190,7 +210,10 @@ def evaluate(
     # Runtime control: the most restrictive current environment or ledger control.
     if evidence.unavailable:
         facts["control"] = {"status": "unknown", "source": "ledger"}
-        block("readiness_unavailable", "The readiness ledgers cannot be read; nothing runs until they can.")
+        block(
+            "readiness_unavailable",
+            "The readiness ledgers cannot be read; nothing runs until they can.",
+        )
     elif provider in policy.disabled_providers:
         facts["control"] = {"status": "disabled", "source": "environment"}
         block("provider_disabled", f"{provider} is disabled on this instance.")
@@ -200,21 +223,37 @@ def evaluate(
         if mode == "disabled":
             block("control_disabled", f"An operator disabled {provider} for this operation.")
         elif mode == "degraded":
-            block("control_degraded", f"An operator marked {provider} degraded; it runs again once enabled.")
+            block(
+                "control_degraded",
+                f"An operator marked {provider} degraded; it runs again once enabled.",
+            )
         elif mode == "missing":
             block("control_missing", f"No runtime control enables {provider} for this operation.")
 
     # Configuration: the effective app, and credentials this instance can read.
-    facts["configuration"] = {"status": "present" if app.present else "missing", "source": app.source}
+    facts["configuration"] = {
+        "status": "present" if app.present else "missing",
+        "source": app.source,
+    }
     if caps is not None and not app.present:
         block("app_missing", "The provider app is not configured.")
     if account is not None and caps is not None:
-        if str(getattr(caps.connection, "value", caps.connection)) == "oauth2" and not account.has_app:
+        if (
+            str(getattr(caps.connection, "value", caps.connection)) == "oauth2"
+            and not account.has_app
+        ):
             facts["configuration"] = {"status": "missing", "source": app.source}
             block("app_missing", "The account's provider app registration is missing.")
-        if account.status == "active" and account.has_credentials and not account.credentials_readable:
+        if (
+            account.status == "active"
+            and account.has_credentials
+            and not account.credentials_readable
+        ):
             facts["configuration"] = {"status": "unreadable", "source": app.source}
-            block("credentials_unreadable", "The stored credentials cannot be decrypted with HERALD_CREDENTIALS_KEY.")
+            block(
+                "credentials_unreadable",
+                "The stored credentials cannot be decrypted with HERALD_CREDENTIALS_KEY.",
+            )
 
     # Authorization: the exact account grant (and, when enforced, every recorded scope).
     live = evidence.run(subject, "live", contract)
@@ -227,11 +266,16 @@ def evaluate(
         facts["authorization"] = {"status": "missing"}
         block("credentials_missing", "The account has no stored credentials; reconnect it.")
     else:
-        required = set(caps.required_scopes if caps is not None else ()) | set(live.required_scopes if live else ())
+        required = set(caps.required_scopes if caps is not None else ()) | set(
+            live.required_scopes if live else ()
+        )
         missing = sorted(required - set(account.granted_scopes))
         facts["authorization"] = {"status": "scope_missing" if missing else "valid"}
         if missing:
-            block("scope_missing", f"The grant lacks required scopes ({', '.join(missing)}); reconnect it.")
+            block(
+                "scope_missing",
+                f"The grant lacks required scopes ({', '.join(missing)}); reconnect it.",
+            )
 
     # Approval: the provider app's reviewed tier is current and permits the operation.
     approval = evidence.approval(subject)
@@ -249,22 +293,35 @@ def evaluate(
     ):
         facts["approval"] = {"status": approval.outcome, "expires_at": _iso(approval.expires_at)}
         if approval.outcome == "trial" and intent != CERTIFICATION_TEST:
-            block("approval_trial", f"The {provider} app has trial permission only (certification tests).")
+            block(
+                "approval_trial",
+                f"The {provider} app has trial permission only (certification tests).",
+            )
     else:
         facts["approval"] = {"status": "not_permitted"}
-        block("approval_operation_not_permitted", f"The {provider} app's reviewed tier does not permit {operation}.")
+        block(
+            "approval_operation_not_permitted",
+            f"The {provider} app's reviewed tier does not permit {operation}.",
+        )
 
     # Policy: the server permits the account, the format and the policy mode.
     restricted = _restricted(policy, subject)
-    identity_ok = not (policy.deployment == "cloud" and subject.deployment_environment == "production"
-                       and subject.provider_environment != "production")
-    facts["policy"] = {"status": "allowed" if (not restricted and identity_ok) else "restricted",
-                       "mode": subject.policy_mode}
+    identity_ok = not (
+        policy.deployment == "cloud"
+        and subject.deployment_environment == "production"
+        and subject.provider_environment != "production"
+    )
+    facts["policy"] = {
+        "status": "allowed" if (not restricted and identity_ok) else "restricted",
+        "mode": subject.policy_mode,
+    }
     if restricted:
         block("policy_restricted", f"This server's policy does not permit {restricted}.")
     if not identity_ok:
-        block("non_production_identity",
-              f"A cloud production deployment must use a production {provider} app identity.")
+        block(
+            "non_production_identity",
+            f"A cloud production deployment must use a production {provider} app identity.",
+        )
 
     # Local and live evidence: current, complete, this subject and this contract.
     for kind, fact in (("local", "local_test"), ("live", "live_certification")):
@@ -272,7 +329,10 @@ def evaluate(
         label = "local test" if kind == "local" else "live certification"
         if run is None:
             status = "missing"
-            code, detail = f"{fact}_missing", f"No current {label} matches this subject and contract."
+            code, detail = (
+                f"{fact}_missing",
+                f"No current {label} matches this subject and contract.",
+            )
         elif run.outcome != "passed":
             status = "failed"
             code, detail = f"{fact}_failed", f"The latest {label} of this subject failed."
@@ -281,8 +341,11 @@ def evaluate(
             code, detail = f"{fact}_expired", f"The {label} proof expired; retest it."
         else:
             status, code, detail = "passed", "", ""
-        facts[fact] = {"status": status, "tested_at": _iso(run.tested_at) if run else None,
-                       "expires_at": _iso(run.expires_at) if run else None}
+        facts[fact] = {
+            "status": status,
+            "tested_at": _iso(run.tested_at) if run else None,
+            "expires_at": _iso(run.expires_at) if run else None,
+        }
         if code and intent == CERTIFICATION_TEST:
             facts[fact]["status"] = f"bypassed_{status}"  # only prior evidence is bypassed
         elif code:
@@ -300,8 +363,14 @@ def evaluate(
         connectable = executable
     else:  # a reconnect is possible: nothing provider-wide blocks, and no control stops a connect
         connect_control = _control_mode(evidence, subject, operation="connect", output_profile="")
-        connectable = not any(b.code in PROVIDER_WIDE for b in blockers) and not evidence.unavailable and (
-            connect_control == "enabled" or (connect_control == "missing" and not policy.enforced))
+        connectable = (
+            not any(b.code in PROVIDER_WIDE for b in blockers)
+            and not evidence.unavailable
+            and (
+                connect_control == "enabled"
+                or (connect_control == "missing" and not policy.enforced)
+            )
+        )
     advertisable = (
         executable
         and intent == NORMAL
@@ -320,8 +389,13 @@ def evaluate(
     )
 
 
-def _control_mode(evidence: Evidence, subject: Subject, *, operation: str | None = None,
-                  output_profile: str | None = None) -> str:
+def _control_mode(
+    evidence: Evidence,
+    subject: Subject,
+    *,
+    operation: str | None = None,
+    output_profile: str | None = None,
+) -> str:
     """The most restrictive current ledger control among the scopes covering the subject (or the
     same subject with another operation and output profile)."""
     operation = subject.operation if operation is None else operation

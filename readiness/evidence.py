@@ -64,7 +64,9 @@ class Evidence:
         return self.runs.get((subject.digest, kind, contract))
 
     def approval(self, subject: Subject) -> ApprovalFact | None:
-        return self.approvals.get((subject.provider, subject.app_fingerprint, subject.provider_environment))
+        return self.approvals.get(
+            (subject.provider, subject.app_fingerprint, subject.provider_environment)
+        )
 
     def controls_for(self, provider: str) -> list[ControlFact]:
         return self.controls.get(provider, [])
@@ -75,13 +77,17 @@ def _placeholders(values: Iterable[str]) -> tuple[str, list[str]]:
     return ", ".join(["%s"] * len(ordered)), ordered
 
 
-def _fetch(digests: set[str], providers: set[str], apps: set[str], environments: set[str]) -> list[tuple[Any, ...]]:
+def _fetch(
+    digests: set[str], providers: set[str], apps: set[str], environments: set[str]
+) -> list[tuple[Any, ...]]:
     """One statement, one round trip: the latest (highest id) row of every group of the three
     ledgers the decisions need, each ``id IN (SELECT MAX(id) … GROUP BY …)`` on its index.
     Raw SQL because it runs before every provider call: building the equivalent three ORM
     querysets cost more CPU than the database spent answering them."""
-    run, approval, control = (connection.ops.quote_name(model._meta.db_table)
-                              for model in (CertificationRun, ApprovalReview, RuntimeControl))
+    run, approval, control = (
+        connection.ops.quote_name(model._meta.db_table)
+        for model in (CertificationRun, ApprovalReview, RuntimeControl)
+    )
     digest_in, digest_values = _placeholders(digests)
     provider_in, provider_values = _placeholders(providers)
     app_in, app_values = _placeholders(apps)
@@ -131,21 +137,33 @@ def load_evidence(subjects: Iterable[Subject]) -> Evidence:
         # A failing read inside a caller's transaction must not poison it (PostgreSQL).
         guard = transaction.atomic() if connection.in_atomic_block else nullcontext()
         with guard:
-            rows = _fetch({s.digest for s in subjects}, {s.provider for s in subjects},
-                          {s.app_fingerprint for s in subjects}, {s.provider_environment for s in subjects})
+            rows = _fetch(
+                {s.digest for s in subjects},
+                {s.provider for s in subjects},
+                {s.app_fingerprint for s in subjects},
+                {s.provider_environment for s in subjects},
+            )
         for source, a, b, c, outcome, at, expires_at, first, second in rows:
             if source == "run":
                 tested = _datetime(at)
                 expires = _datetime(expires_at)
                 if tested is None or expires is None:  # NOT NULL columns: cannot happen
                     continue
-                evidence.runs[(a, b, c)] = RunFact(outcome=outcome, tested_at=tested, expires_at=expires,
-                                                   required_scopes=_strings(first), granted_scopes=_strings(second))
+                evidence.runs[(a, b, c)] = RunFact(
+                    outcome=outcome,
+                    tested_at=tested,
+                    expires_at=expires,
+                    required_scopes=_strings(first),
+                    granted_scopes=_strings(second),
+                )
             elif source == "approval":
-                evidence.approvals[(a, b, c)] = ApprovalFact(outcome=outcome, operations=_strings(first),
-                                                             expires_at=_datetime(expires_at))
+                evidence.approvals[(a, b, c)] = ApprovalFact(
+                    outcome=outcome, operations=_strings(first), expires_at=_datetime(expires_at)
+                )
             else:
-                evidence.controls.setdefault(a, []).append(ControlFact(output_profile=b, operation=c, mode=outcome))
+                evidence.controls.setdefault(a, []).append(
+                    ControlFact(output_profile=b, operation=c, mode=outcome)
+                )
     except (DatabaseError, ValueError):
         logger.exception("The readiness ledgers cannot be read; decisions fail closed.")
         return Evidence(unavailable=True)

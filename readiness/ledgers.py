@@ -53,23 +53,34 @@ def _scope_snapshot(scopes: Any) -> list[str]:
 
 def _require_admin(operator: Any) -> None:
     if not (operator is not None and operator.is_authenticated and operator.is_superuser):
-        raise PermissionDeniedError("Only an instance administrator may append readiness evidence.",
-                                    code="instance_admin_required")
+        raise PermissionDeniedError(
+            "Only an instance administrator may append readiness evidence.",
+            code="instance_admin_required",
+        )
 
 
 def _capabilities(provider: str, location: str = "body.provider") -> Any:
     from publishing.providers import PROVIDERS, get_adapter
 
     if provider not in PROVIDERS:
-        raise FieldValidationError([{"location": location, "message": f"One of {', '.join(PROVIDERS)}.",
-                                     "value": provider}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": location,
+                    "message": f"One of {', '.join(PROVIDERS)}.",
+                    "value": provider,
+                }
+            ]
+        )
     return get_adapter(provider).capabilities
 
 
 def _check_profile(caps: Any, output_profile: str, location: str = "body.output_profile") -> None:
     if output_profile and caps.profile(output_profile) is None:
         keys = ", ".join(p.key for p in caps.profiles)
-        raise FieldValidationError([{"location": location, "message": f"One of {keys}.", "value": output_profile}])
+        raise FieldValidationError(
+            [{"location": location, "message": f"One of {keys}.", "value": output_profile}]
+        )
 
 
 def _app(provider: str, caps: Any) -> Any:
@@ -80,22 +91,48 @@ def _app(provider: str, caps: Any) -> Any:
 
 @transaction.atomic
 def approval_review_append(
-    *, operator: Any, provider: str, outcome: str, operations: list[str] | None = None,
-    review_reference: str = "", reviewed_at: datetime | None = None, expires_at: datetime | None = None,
+    *,
+    operator: Any,
+    provider: str,
+    outcome: str,
+    operations: list[str] | None = None,
+    review_reference: str = "",
+    reviewed_at: datetime | None = None,
+    expires_at: datetime | None = None,
 ) -> ApprovalReview:
     _require_admin(operator)
     caps = _capabilities(provider)
     if operations is not None and not operations:  # permits nothing: that is a rejection, say so
-        raise FieldValidationError([{"location": "body.operations",
-                                     "message": "Name at least one operation, or leave it out for all.",
-                                     "value": []}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.operations",
+                    "message": "Name at least one operation, or leave it out for all.",
+                    "value": [],
+                }
+            ]
+        )
     now = timezone.now()
     if reviewed_at is not None and reviewed_at > now + timedelta(minutes=5):
-        raise FieldValidationError([{"location": "body.reviewed_at", "message": "Must not be in the future.",
-                                     "value": reviewed_at.isoformat()}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.reviewed_at",
+                    "message": "Must not be in the future.",
+                    "value": reviewed_at.isoformat(),
+                }
+            ]
+        )
     if expires_at is not None and expires_at <= (reviewed_at or now):
-        raise FieldValidationError([{"location": "body.expires_at", "message": "Must be after the review time.",
-                                     "value": expires_at.isoformat()}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.expires_at",
+                    "message": "Must be after the review time.",
+                    "value": expires_at.isoformat(),
+                }
+            ]
+        )
     return ApprovalReview.objects.create(
         provider=provider,
         app_fingerprint=_app(provider, caps).fingerprint,
@@ -111,18 +148,34 @@ def approval_review_append(
 
 @transaction.atomic
 def runtime_control_append(
-    *, operator: Any, provider: str, mode: str, reason: str, output_profile: str = "", operation: str = "",
+    *,
+    operator: Any,
+    provider: str,
+    mode: str,
+    reason: str,
+    output_profile: str = "",
+    operation: str = "",
 ) -> RuntimeControl:
     _require_admin(operator)
     caps = _capabilities(provider)
     _check_profile(caps, output_profile)
     if output_profile and operation and operation not in PUBLISH_OPERATIONS:
         # Only publish subjects have an output profile: such a control would cover nothing.
-        raise FieldValidationError([{"location": "body.output_profile",
-                                     "message": f"A {operation} control covers the whole provider; leave it blank.",
-                                     "value": output_profile}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.output_profile",
+                    "message": f"A {operation} control covers the whole provider; leave it blank.",
+                    "value": output_profile,
+                }
+            ]
+        )
     return RuntimeControl.objects.create(
-        provider=provider, output_profile=output_profile, operation=operation, mode=mode, reason=reason,
+        provider=provider,
+        output_profile=output_profile,
+        operation=operation,
+        mode=mode,
+        reason=reason,
         operator_fingerprint=operator_fingerprint(operator),
     )
 
@@ -137,19 +190,39 @@ def _run_outcome(caps: Any, operation: str, checks: list[dict[str, str]]) -> str
     for index, check in enumerate(checks):
         location = f"body.checks[{index}]"
         if check["name"] not in required:
-            errors.append({"location": f"{location}.name", "message": f"Not a check of {operation}; "
-                           f"required: {', '.join(required)}.", "value": check["name"]})
+            errors.append(
+                {
+                    "location": f"{location}.name",
+                    "message": f"Not a check of {operation}; required: {', '.join(required)}.",
+                    "value": check["name"],
+                }
+            )
         elif names.count(check["name"]) > 1:
-            errors.append({"location": f"{location}.name", "message": "Each check once.", "value": check["name"]})
+            errors.append(
+                {
+                    "location": f"{location}.name",
+                    "message": "Each check once.",
+                    "value": check["name"],
+                }
+            )
         if check["outcome"] == "not_applicable":
             reasons = allowed.get(check["name"], ())
             if check.get("reason", "") not in reasons:
-                errors.append({"location": f"{location}.reason",
-                               "message": "Not applicable is allowed only with a contract-approved reason"
-                               + (f": {', '.join(reasons)}." if reasons else "; this check has none."),
-                               "value": check.get("reason", "")})
+                errors.append(
+                    {
+                        "location": f"{location}.reason",
+                        "message": "Not applicable is allowed only with a contract-approved reason"
+                        + (f": {', '.join(reasons)}." if reasons else "; this check has none."),
+                        "value": check.get("reason", ""),
+                    }
+                )
         elif check.get("reason"):
-            errors.append({"location": f"{location}.reason", "message": "Only a not-applicable result has a reason."})
+            errors.append(
+                {
+                    "location": f"{location}.reason",
+                    "message": "Only a not-applicable result has a reason.",
+                }
+            )
     for name in required:
         if name not in names:
             errors.append({"location": "body.checks", "message": f"The {name} check is missing."})
@@ -160,9 +233,19 @@ def _run_outcome(caps: Any, operation: str, checks: list[dict[str, str]]) -> str
 
 @transaction.atomic
 def certification_append(
-    *, operator: Any, kind: str, provider: str, operation: str, checks: list[dict[str, str]],
-    output_profile: str = "", account_id: Any = None, account_kind: str = "", instance_url: str = "",
-    external_result_reference: str = "", tested_at: datetime | None = None, retest_days: int | None = None,
+    *,
+    operator: Any,
+    kind: str,
+    provider: str,
+    operation: str,
+    checks: list[dict[str, str]],
+    output_profile: str = "",
+    account_id: Any = None,
+    account_kind: str = "",
+    instance_url: str = "",
+    external_result_reference: str = "",
+    tested_at: datetime | None = None,
+    retest_days: int | None = None,
 ) -> CertificationRun:
     """Append one certification run and its checks (one transaction)."""
     from publishing.models import Account
@@ -171,49 +254,125 @@ def certification_append(
     caps = _capabilities(provider)
     if operation in PUBLISH_OPERATIONS:
         if not output_profile:
-            raise FieldValidationError([{"location": "body.output_profile", "message": "Required for a publish operation."}])
+            raise FieldValidationError(
+                [
+                    {
+                        "location": "body.output_profile",
+                        "message": "Required for a publish operation.",
+                    }
+                ]
+            )
         _check_profile(caps, output_profile)
-        if not external_result_reference:  # spec: a hashed external-result reference per publish subject
-            raise FieldValidationError([{"location": "body.external_result_reference",
-                                         "message": "Required for a publish operation (stored only as a fingerprint)."}])
+        if (
+            not external_result_reference
+        ):  # spec: a hashed external-result reference per publish subject
+            raise FieldValidationError(
+                [
+                    {
+                        "location": "body.external_result_reference",
+                        "message": "Required for a publish operation (stored only as a fingerprint).",
+                    }
+                ]
+            )
     elif output_profile:
-        raise FieldValidationError([{"location": "body.output_profile",
-                                     "message": "Only publish operations have an output profile."}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.output_profile",
+                    "message": "Only publish operations have an output profile.",
+                }
+            ]
+        )
     account = None
     if account_id is not None:
-        account = Account.objects.filter(pk=account_id).exclude(status=Account.Status.DISCONNECTED).first()
+        account = (
+            Account.objects.filter(pk=account_id)
+            .exclude(status=Account.Status.DISCONNECTED)
+            .first()
+        )
         if account is None or account.provider != provider:
-            raise FieldValidationError([{"location": "body.account_id",
-                                         "message": f"No connected {provider} account with this ID."}])
+            raise FieldValidationError(
+                [
+                    {
+                        "location": "body.account_id",
+                        "message": f"No connected {provider} account with this ID.",
+                    }
+                ]
+            )
     if kind == "live" and account is None:
-        raise FieldValidationError([{"location": "body.account_id",
-                                     "message": "A live certification names the real account it used."}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.account_id",
+                    "message": "A live certification names the real account it used.",
+                }
+            ]
+        )
     if caps.federated and account is None and not instance_url:
-        raise FieldValidationError([{"location": "body.instance_url",
-                                     "message": "A federated provider's evidence names its instance."}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.instance_url",
+                    "message": "A federated provider's evidence names its instance.",
+                }
+            ]
+        )
     if instance_url and not caps.federated:
-        raise FieldValidationError([{"location": "body.instance_url",
-                                     "message": f"{provider} has no federated instances."}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.instance_url",
+                    "message": f"{provider} has no federated instances.",
+                }
+            ]
+        )
     if account_kind and account is not None and account_kind != account.account_kind:
-        raise FieldValidationError([{"location": "body.account_kind",
-                                     "message": "The account kind comes from the named account.",
-                                     "value": account_kind}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.account_kind",
+                    "message": "The account kind comes from the named account.",
+                    "value": account_kind,
+                }
+            ]
+        )
     if account_kind and account_kind not in (*ACCOUNT_KINDS, caps.account_kind):
-        raise FieldValidationError([{"location": "body.account_kind",
-                                     "message": f"One of {', '.join(ACCOUNT_KINDS)}.", "value": account_kind}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.account_kind",
+                    "message": f"One of {', '.join(ACCOUNT_KINDS)}.",
+                    "value": account_kind,
+                }
+            ]
+        )
     outcome = _run_outcome(caps, operation, checks)
     if account is not None and set(caps.required_scopes) - set(account.granted_scopes or []):
-        outcome = "failed"  # the tested grant lacks a contract scope: no proof, whatever was reported
+        outcome = (
+            "failed"  # the tested grant lacks a contract scope: no proof, whatever was reported
+        )
     now = timezone.now()
     tested = tested_at or now
     if tested > now + timedelta(minutes=5):
-        raise FieldValidationError([{"location": "body.tested_at", "message": "Must not be in the future.",
-                                     "value": tested.isoformat()}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.tested_at",
+                    "message": "Must not be in the future.",
+                    "value": tested.isoformat(),
+                }
+            ]
+        )
     days = retest_days or settings.HERALD_CERTIFICATION_RETEST_DAYS
     subject = make_subject(
-        provider=provider, app=_app(provider, caps), operation=operation, output_profile=output_profile,
+        provider=provider,
+        app=_app(provider, caps),
+        operation=operation,
+        output_profile=output_profile,
         instance_url=account.instance_url if account is not None else instance_url,
-        account_kind=account.account_kind if account is not None else (account_kind or caps.account_kind),
+        account_kind=account.account_kind
+        if account is not None
+        else (account_kind or caps.account_kind),
         federated=caps.federated,
     )
     run = CertificationRun.objects.create(
@@ -224,7 +383,9 @@ def certification_append(
         tested_revision=source_revision(),
         operator_fingerprint=operator_fingerprint(operator),
         account_fingerprint=account_fingerprint(account.pk) if account is not None else "",
-        external_result_fingerprint=result_fingerprint(external_result_reference) if external_result_reference else "",
+        external_result_fingerprint=result_fingerprint(external_result_reference)
+        if external_result_reference
+        else "",
         required_scopes=_scope_snapshot(caps.required_scopes),
         granted_scopes=_scope_snapshot(account.granted_scopes) if account is not None else [],
         outcome=outcome,
@@ -232,7 +393,9 @@ def certification_append(
         expires_at=tested + timedelta(days=days),
     )
     CertificationCheck.objects.bulk_create(
-        CertificationCheck(run=run, name=check["name"], outcome=check["outcome"], reason=check.get("reason", ""))
+        CertificationCheck(
+            run=run, name=check["name"], outcome=check["outcome"], reason=check.get("reason", "")
+        )
         for check in checks
     )
     return run

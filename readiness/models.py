@@ -84,8 +84,10 @@ class ApprovalReview(AppendOnlyModel):
 
     class Meta:
         indexes: ClassVar = [
-            models.Index(fields=["provider", "app_fingerprint", "provider_environment", "-id"],
-                         name="approval_current"),
+            models.Index(
+                fields=["provider", "app_fingerprint", "provider_environment", "-id"],
+                name="approval_current",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -199,7 +201,9 @@ class RuntimeControl(AppendOnlyModel):
         indexes: ClassVar = [models.Index(fields=["provider", "-id"], name="control_provider")]
 
     def __str__(self) -> str:
-        scope = "/".join(part for part in (self.provider, self.output_profile, self.operation) if part)
+        scope = "/".join(
+            part for part in (self.provider, self.output_profile, self.operation) if part
+        )
         return f"{scope} {self.mode} #{self.pk}"
 
 

@@ -18,8 +18,18 @@ from django.conf import settings
 
 from readiness.services import DecisionRequest, decide_many, enforcement_applies
 
-ACCOUNT_FIELDS = ("id", "workspace_id", "provider", "status", "credentials_encrypted", "app_id", "granted_scopes",
-                  "instance_url", "account_kind", "created_at")
+ACCOUNT_FIELDS = (
+    "id",
+    "workspace_id",
+    "provider",
+    "status",
+    "credentials_encrypted",
+    "app_id",
+    "granted_scopes",
+    "instance_url",
+    "account_kind",
+    "created_at",
+)
 
 
 def _live_accounts(workspace_id: Any) -> list[Any]:
@@ -34,7 +44,10 @@ def _live_accounts(workspace_id: Any) -> list[Any]:
 
 
 def provider_readiness_projection(
-    *, workspace_id: Any, accounts: Iterable[Any] | None = None, content_profile: str = "",
+    *,
+    workspace_id: Any,
+    accounts: Iterable[Any] | None = None,
+    content_profile: str = "",
 ) -> dict[str, Any]:
     """The projection for one workspace (access is the caller's check).
 
@@ -43,7 +56,9 @@ def provider_readiness_projection(
     from publishing.providers import PROVIDERS, get_adapter
 
     live = list(accounts) if accounts is not None else _live_accounts(workspace_id)
-    requests: list[DecisionRequest] = [DecisionRequest(provider=p, operation="connect") for p in PROVIDERS]
+    requests: list[DecisionRequest] = [
+        DecisionRequest(provider=p, operation="connect") for p in PROVIDERS
+    ]
     slots: list[tuple[Any, str]] = []
     for account in live:
         if account.provider not in PROVIDERS:
@@ -52,10 +67,22 @@ def provider_readiness_projection(
             if content_profile and profile.key != content_profile:
                 continue
             slots.append((account, profile.key))
-            requests.append(DecisionRequest(provider=account.provider, operation="publish_immediate",
-                                            output_profile=profile.key, account=account))
-            requests.append(DecisionRequest(provider=account.provider, operation="publish_scheduled",
-                                            output_profile=profile.key, account=account))
+            requests.append(
+                DecisionRequest(
+                    provider=account.provider,
+                    operation="publish_immediate",
+                    output_profile=profile.key,
+                    account=account,
+                )
+            )
+            requests.append(
+                DecisionRequest(
+                    provider=account.provider,
+                    operation="publish_scheduled",
+                    output_profile=profile.key,
+                    account=account,
+                )
+            )
     decisions = decide_many(requests)
     connect = dict(zip(PROVIDERS, decisions[: len(PROVIDERS)], strict=True))
     entries: dict[str, dict[str, Any]] = {}
@@ -72,18 +99,22 @@ def provider_readiness_projection(
             "profiles": [],
         }
         _count(issues[provider], decision.blockers)
-    rest = decisions[len(PROVIDERS):]
+    rest = decisions[len(PROVIDERS) :]
     for index, (account, profile_key) in enumerate(slots):
         immediate, scheduled = rest[2 * index], rest[2 * index + 1]
-        entries[account.provider]["profiles"].append({
-            "account_id": str(account.pk),
-            "output_profile": profile_key,
-            "immediate": immediate.as_dict(),
-            "scheduled": scheduled.as_dict(),
-        })
+        entries[account.provider]["profiles"].append(
+            {
+                "account_id": str(account.pk),
+                "output_profile": profile_key,
+                "immediate": immediate.as_dict(),
+                "scheduled": scheduled.as_dict(),
+            }
+        )
         _count(issues[account.provider], (*immediate.blockers, *scheduled.blockers))
     for provider, entry in entries.items():
-        entry["blocking_issues"] = sorted(issues[provider].values(), key=lambda issue: issue["code"])
+        entry["blocking_issues"] = sorted(
+            issues[provider].values(), key=lambda issue: issue["code"]
+        )
     return {
         "workspace_id": str(workspace_id),
         "deployment": settings.HERALD_DEPLOYMENT,
@@ -94,5 +125,7 @@ def provider_readiness_projection(
 
 def _count(issues: dict[str, dict[str, Any]], blockers: Iterable[Any]) -> None:
     for blocker in blockers:
-        issue = issues.setdefault(blocker.code, {"code": blocker.code, "detail": blocker.detail, "count": 0})
+        issue = issues.setdefault(
+            blocker.code, {"code": blocker.code, "detail": blocker.detail, "count": 0}
+        )
         issue["count"] += 1

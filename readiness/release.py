@@ -30,7 +30,8 @@ from readiness.services import provider_app
 from readiness.subjects import NEVER_ADVERTISED, contract_digest, make_subject
 
 UNSANITIZED = re.compile(
-    r"://|@|hrld_|bearer|token|secret|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE
+    r"://|@|hrld_|bearer|token|secret|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+    re.IGNORECASE,
 )
 GATE_FACTS = {
     "configuration": ("present",),
@@ -54,8 +55,13 @@ def _claim_reasons(claim: Claim) -> list[str]:
     from publishing.providers import PROVIDERS, get_adapter
 
     label = f"{claim.provider} {claim.output_profile or '-'} {claim.operation}"
-    if any(UNSANITIZED.search(value) for value in (claim.provider, claim.output_profile, claim.operation)):
-        return [f"{label}: a claim must not carry account, operator, credential, URL or raw result data"]
+    if any(
+        UNSANITIZED.search(value)
+        for value in (claim.provider, claim.output_profile, claim.operation)
+    ):
+        return [
+            f"{label}: a claim must not carry account, operator, credential, URL or raw result data"
+        ]
     if claim.provider in NEVER_ADVERTISED:
         return [f"{label}: {claim.provider} has no public hosted claim and is never advertised"]
     if claim.provider not in PROVIDERS:
@@ -64,23 +70,40 @@ def _claim_reasons(claim: Claim) -> list[str]:
     app = provider_app(claim.provider, caps)
     try:
         subject = make_subject(
-            provider=claim.provider, app=app, operation=claim.operation,
-            output_profile=claim.output_profile, account_kind=caps.account_kind, federated=caps.federated,
-            deployment_environment="production", provider_environment="production",
+            provider=claim.provider,
+            app=app,
+            operation=claim.operation,
+            output_profile=claim.output_profile,
+            account_kind=caps.account_kind,
+            federated=caps.federated,
+            deployment_environment="production",
+            provider_environment="production",
         )
     except ValueError as exc:
         return [f"{label}: {exc}"]
     current = contract_digest(caps, subject)
     reasons = []
     if claim.contract_digest != current:
-        reasons.append(f"{label}: the claim's contract digest {claim.contract_digest} is not the current {current}")
+        reasons.append(
+            f"{label}: the claim's contract digest {claim.contract_digest} is not the current {current}"
+        )
     evidence = load_evidence([subject])
     policy = Policy(
-        enforced=True, deployment="cloud", disabled_providers=frozenset(settings.HERALD_DISABLED_PROVIDERS),
-        restrictions=frozenset(settings.HERALD_PROVIDER_POLICY_RESTRICTIONS), claims=frozenset(),
+        enforced=True,
+        deployment="cloud",
+        disabled_providers=frozenset(settings.HERALD_DISABLED_PROVIDERS),
+        restrictions=frozenset(settings.HERALD_PROVIDER_POLICY_RESTRICTIONS),
+        claims=frozenset(),
     )
-    decision = evaluate(subject=subject, caps=caps, app=app, contract=current,
-                        evidence=evidence, policy=policy, now=timezone.now())
+    decision = evaluate(
+        subject=subject,
+        caps=caps,
+        app=app,
+        contract=current,
+        evidence=evidence,
+        policy=policy,
+        now=timezone.now(),
+    )
     for fact, allowed in GATE_FACTS.items():
         status = decision.facts[fact]["status"]
         if status not in allowed:
@@ -93,14 +116,22 @@ def _claim_reasons(claim: Claim) -> list[str]:
 
 def untrusted_reason() -> str:
     """Why this process's ledger is not the trusted (hosted production) projection, or ``""``."""
-    wrong = [f"{name}={value}" for name, value, needed in (
-        ("HERALD_DEPLOYMENT", settings.HERALD_DEPLOYMENT, "cloud"),
-        ("HERALD_ENVIRONMENT", settings.HERALD_ENVIRONMENT, "production"),
-        ("HERALD_PROVIDER_ENVIRONMENT", settings.HERALD_PROVIDER_ENVIRONMENT, "production"),
-    ) if value != needed]
+    wrong = [
+        f"{name}={value}"
+        for name, value, needed in (
+            ("HERALD_DEPLOYMENT", settings.HERALD_DEPLOYMENT, "cloud"),
+            ("HERALD_ENVIRONMENT", settings.HERALD_ENVIRONMENT, "production"),
+            ("HERALD_PROVIDER_ENVIRONMENT", settings.HERALD_PROVIDER_ENVIRONMENT, "production"),
+        )
+        if value != needed
+    ]
     if wrong:
-        return ("this is not the hosted production deployment (" + ", ".join(wrong) + "), so its ledger is no "
-                "trusted ledger projection")
+        return (
+            "this is not the hosted production deployment ("
+            + ", ".join(wrong)
+            + "), so its ledger is no "
+            "trusted ledger projection"
+        )
     if not CertificationRun.objects.exists():
         return "this instance's certification ledger is empty"
     return ""
@@ -112,14 +143,20 @@ def provider_certification_check(
     try:
         claims = verify_manifest(claims_path, manifest_path)
     except ClaimsError as exc:
-        return GateResult(False, (f"the claims file is not bound by the release manifest: {exc}",), 0)
+        return GateResult(
+            False, (f"the claims file is not bound by the release manifest: {exc}",), 0
+        )
     if not claims:
         return GateResult(True, (), 0)
     if reason := untrusted_reason():
-        return GateResult(False, (
-            f"{len(claims)} claim(s) but no trusted ledger projection supplies current contract digests "
-            f"({reason}); public claims need passing local and live certification of the exact production "
-            "subject",
-        ), len(claims))
+        return GateResult(
+            False,
+            (
+                f"{len(claims)} claim(s) but no trusted ledger projection supplies current contract digests "
+                f"({reason}); public claims need passing local and live certification of the exact production "
+                "subject",
+            ),
+            len(claims),
+        )
     reasons = [reason for claim in claims for reason in _claim_reasons(claim)]
     return GateResult(not reasons, tuple(reasons), len(claims))

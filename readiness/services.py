@@ -55,18 +55,29 @@ __all__ = [
 def enforcement_applies() -> bool:
     """Evidence, approval, runtime-control and scope gaps block only on a cloud deployment with
     ``SERVICE_PROVIDER_CERTIFICATION_ENFORCED`` true (spec §1 "Enforcement flag")."""
-    return settings.HERALD_DEPLOYMENT == "cloud" and bool(settings.SERVICE_PROVIDER_CERTIFICATION_ENFORCED)
+    return settings.HERALD_DEPLOYMENT == "cloud" and bool(
+        settings.SERVICE_PROVIDER_CERTIFICATION_ENFORCED
+    )
 
 
 def require_intent_allowed(*, user: Any, intent: str) -> None:
     """Only an instance administrator (superuser) may select ``certification_test`` when
     scheduling or publishing now; it bypasses only prior local and live evidence."""
     if intent not in INTENTS:
-        raise FieldValidationError([{"location": "body.execution_intent", "message": f"One of {', '.join(INTENTS)}.",
-                                     "value": intent}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.execution_intent",
+                    "message": f"One of {', '.join(INTENTS)}.",
+                    "value": intent,
+                }
+            ]
+        )
     if intent == CERTIFICATION_TEST and not (user is not None and user.is_superuser):
-        raise PermissionDeniedError("Only an instance administrator may run a certification test.",
-                                    code="certification_test_forbidden")
+        raise PermissionDeniedError(
+            "Only an instance administrator may run a certification test.",
+            code="certification_test_forbidden",
+        )
 
 
 def current_policy() -> Policy:
@@ -107,7 +118,9 @@ def _has_database_app(provider: str) -> bool:
 def provider_app(provider: str, caps: Any) -> AppIdentity:
     """The effective provider app of this deployment (one query only for a registered OAuth app)."""
     needs_app_row = caps is not None and str(caps.connection) == "oauth2" and not caps.federated
-    return app_identity(provider, caps, database_app=_has_database_app(provider) if needs_app_row else None)
+    return app_identity(
+        provider, caps, database_app=_has_database_app(provider) if needs_app_row else None
+    )
 
 
 def _account_facts(account: Any) -> AccountFacts:
@@ -152,28 +165,65 @@ def decide_many(requests: Sequence[DecisionRequest]) -> list[Decision]:
             operation=request.operation,
             output_profile=request.output_profile,
             instance_url=account.instance_url if account is not None else request.instance_url,
-            account_kind=(account.account_kind if account is not None else (caps.account_kind if caps else "")),
+            account_kind=(
+                account.account_kind if account is not None else (caps.account_kind if caps else "")
+            ),
             federated=bool(caps is not None and caps.federated),
         )
-        prepared.append((subject, caps, apps[provider], contract_digest(caps, subject), account_facts, request.intent))
+        prepared.append(
+            (
+                subject,
+                caps,
+                apps[provider],
+                contract_digest(caps, subject),
+                account_facts,
+                request.intent,
+            )
+        )
     evidence = load_evidence(subject for subject, *_ in prepared)
     policy = current_policy()
     now = timezone.now()
     return [
-        evaluate(subject=subject, caps=caps, app=app, contract=contract, evidence=evidence, policy=policy,
-                 now=now, account=account_facts, intent=intent)
+        evaluate(
+            subject=subject,
+            caps=caps,
+            app=app,
+            contract=contract,
+            evidence=evidence,
+            policy=policy,
+            now=now,
+            account=account_facts,
+            intent=intent,
+        )
         for subject, caps, app, contract, account_facts, intent in prepared
     ]
 
 
-def decide_provider(*, provider: str, operation: str = "connect", instance_url: str = "",
-                    intent: str = NORMAL) -> Decision:
+def decide_provider(
+    *, provider: str, operation: str = "connect", instance_url: str = "", intent: str = NORMAL
+) -> Decision:
     """The decision for ``operation`` on the provider as a whole (a connect)."""
-    return decide_many([DecisionRequest(provider=provider, operation=operation, instance_url=instance_url,
-                                        intent=intent)])[0]
+    return decide_many(
+        [
+            DecisionRequest(
+                provider=provider, operation=operation, instance_url=instance_url, intent=intent
+            )
+        ]
+    )[0]
 
 
-def decide_account(*, account: Any, operation: str, profile: str = "", intent: str = NORMAL) -> Decision:
+def decide_account(
+    *, account: Any, operation: str, profile: str = "", intent: str = NORMAL
+) -> Decision:
     """The decision for one connected account and output profile (a publish, refresh or revoke)."""
-    return decide_many([DecisionRequest(provider=account.provider, operation=operation, output_profile=profile,
-                                        account=account, intent=intent)])[0]
+    return decide_many(
+        [
+            DecisionRequest(
+                provider=account.provider,
+                operation=operation,
+                output_profile=profile,
+                account=account,
+                intent=intent,
+            )
+        ]
+    )[0]

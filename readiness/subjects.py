@@ -146,7 +146,9 @@ def make_subject(
         app_fingerprint=app.fingerprint,
         deployment_environment=deployment_environment or settings.HERALD_ENVIRONMENT,
         provider_environment=provider_environment or settings.HERALD_PROVIDER_ENVIRONMENT,
-        instance_fingerprint=instance_fingerprint(instance_url) if federated and instance_url else "",
+        instance_fingerprint=instance_fingerprint(instance_url)
+        if federated and instance_url
+        else "",
         account_kind=account_kind,
         output_profile=output_profile if operation in PUBLISH_OPERATIONS else "",
         operation=operation,
@@ -198,7 +200,9 @@ def _contract(caps: Any, output_profile: str, operation: str) -> tuple[str, tupl
         "supports": described["supports"],
         "profile": profile,
         "required_checks": list(required_checks(operation)),
-        "not_applicable_allowed": {k: list(v) for k, v in sorted(not_applicable_allowed(caps).items())},
+        "not_applicable_allowed": {
+            k: list(v) for k, v in sorted(not_applicable_allowed(caps).items())
+        },
     }
     return digest(contract), tuple(sorted(described["required_scopes"]))
 

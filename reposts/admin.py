@@ -41,8 +41,17 @@ class RepostStageInline(admin.TabularInline):  # type: ignore[type-arg]
     model = RepostStage
     extra = 0
     can_delete = False
-    fields = ("index", "status", "due_at", "intent_at", "reposted_at", "unreposted_at", "reconciled",
-              "repost_id", "error_message")  # fmt: skip
+    fields = (
+        "index",
+        "status",
+        "due_at",
+        "intent_at",
+        "reposted_at",
+        "unreposted_at",
+        "reconciled",
+        "repost_id",
+        "error_message",
+    )
     readonly_fields = fields
 
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -51,8 +60,15 @@ class RepostStageInline(admin.TabularInline):  # type: ignore[type-arg]
 
 @admin.register(RepostExecution)
 class RepostExecutionAdmin(ReadOnlyAdmin):
-    list_display = ("id", "workspace", "status", "skip_reason", "target_account", "published_at",
-                    "next_check_at")  # fmt: skip
+    list_display = (
+        "id",
+        "workspace",
+        "status",
+        "skip_reason",
+        "target_account",
+        "published_at",
+        "next_check_at",
+    )
     list_filter = ("status", "skip_reason")
     list_select_related = ("workspace", "target_account")
     search_fields = ("id", "workspace__name", "target_account__username")

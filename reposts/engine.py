@@ -272,9 +272,12 @@ def _shared_reading(
 def _read_metrics(execution: RepostExecution) -> dict[str, int]:
     source = execution.destination.account
     if source.status != Account.Status.ACTIVE:
-        raise _Unusable("source", "The source account must be reconnected."
-                        if source.status == Account.Status.RECONNECT_REQUIRED
-                        else "The source account was disconnected.")  # fmt: skip
+        raise _Unusable(
+            "source",
+            "The source account must be reconnected."
+            if source.status == Account.Status.RECONNECT_REQUIRED
+            else "The source account was disconnected.",
+        )
     _require_ready(source, "source")
     try:
         metrics = get_adapter(source.provider).metrics(
@@ -346,8 +349,12 @@ def _run_stage(
             _require_ready(target, "target")
             _require_active(execution)  # skipped meanwhile (grant revoked, policy changed)
             RepostStage.objects.filter(pk=previous.pk).update(unrepost_started_at=now)
-            _target_call(target, lambda: adapter.unrepost(
-                account=account_context(target), repost_id=previous.repost_id, **subject))  # fmt: skip
+            _target_call(
+                target,
+                lambda: adapter.unrepost(
+                    account=account_context(target), repost_id=previous.repost_id, **subject
+                ),
+            )
             # One live repost per account and post: every stage that recorded it lost it.
             same = [s.pk for s in live if s.repost_id == previous.repost_id] + [previous.pk]
             RepostStage.objects.filter(pk__in=same).update(unreposted_at=now)
@@ -362,8 +369,12 @@ def _run_stage(
     ).update(status=ST.IN_FLIGHT, intent_at=now):
         raise _Stop
     stage.status = ST.IN_FLIGHT
-    result = _target_call(target, lambda: adapter.repost(
-        account=account_context(target), idempotency_key=_stage_key(execution, stage), **subject))  # fmt: skip
+    result = _target_call(
+        target,
+        lambda: adapter.repost(
+            account=account_context(target), idempotency_key=_stage_key(execution, stage), **subject
+        ),
+    )
     _stage_succeeded(stage, result, now, reconciled=False)
 
 
@@ -379,9 +390,14 @@ def _find_repost(execution: RepostExecution, stage: RepostStage) -> PublishResul
     target = execution.target_account
     adapter = get_adapter(target.provider)
     _require_ready(target, "target")
-    found: PublishResult | None = _target_call(target, lambda: adapter.find_repost(
-        account=account_context(target), idempotency_key=_stage_key(execution, stage),
-        **_subject(execution)))  # fmt: skip
+    found: PublishResult | None = _target_call(
+        target,
+        lambda: adapter.find_repost(
+            account=account_context(target),
+            idempotency_key=_stage_key(execution, stage),
+            **_subject(execution),
+        ),
+    )
     return found
 
 
@@ -512,8 +528,12 @@ def _settle(execution: RepostExecution, now: datetime) -> datetime | None:
     )
     target = execution.target_account
     if target.status != Account.Status.ACTIVE:
-        _unknown(stages, "the account must be reconnected"
-                 if target.status == Account.Status.RECONNECT_REQUIRED else "the account was disconnected")  # fmt: skip
+        _unknown(
+            stages,
+            "the account must be reconnected"
+            if target.status == Account.Status.RECONNECT_REQUIRED
+            else "the account was disconnected",
+        )
         return None
     try:
         for stage in stages:

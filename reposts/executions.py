@@ -31,21 +31,23 @@ def executions_create(*, now: datetime, batch: int = 500) -> int:
         if link.role == "target" and link.account.workspace_id != policy.workspace_id
     }
     granted = set(
-        RepostGrant.objects.filter(target_account_id__in=cross, revoked_at__isnull=True)
-        .values_list("source_workspace_id", "target_account_id")
+        RepostGrant.objects.filter(
+            target_account_id__in=cross, revoked_at__isnull=True
+        ).values_list("source_workspace_id", "target_account_id")
     )
     for policy in policies:
         links = list(policy.account_links.all())
         targets = [
             link.account
             for link in links
-            if link.role == "target" and link.account.status == Account.Status.ACTIVE
+            if link.role == "target"
+            and link.account.status == Account.Status.ACTIVE
             and link.account.provider in platforms
             and (
                 link.account.workspace_id == policy.workspace_id
                 or (policy.workspace_id, link.account_id) in granted
             )
-        ]  # fmt: skip
+        ]
         if not targets:
             continue
         source_ids = [link.account_id for link in links if link.role == "source"]

@@ -230,7 +230,10 @@ def repost_settings_replace(
             [
                 RepostPolicyAccount(policy=policy, account=accounts[pk], role=role, position=n)
                 for policy, incoming in saved
-                for role, key in (("source", "source_account_ids"), ("target", "target_account_ids"))
+                for role, key in (
+                    ("source", "source_account_ids"),
+                    ("target", "target_account_ids"),
+                )
                 for n, pk in enumerate(_unique(incoming.get(key) or []))
             ]
         )

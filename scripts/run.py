@@ -199,12 +199,22 @@ def main() -> int:
         fd = sock.fileno()
         commands = {
             "web": [
-                str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"fd://{fd}",
-                "--workers", os.environ.get("HERALD_WEB_WORKERS", "2"), "--threads", "4",
-                "--graceful-timeout", "10", "--access-logfile", "-",
+                str(BIN / "gunicorn"),
+                "config.wsgi:application",
+                "--bind",
+                f"fd://{fd}",
+                "--workers",
+                os.environ.get("HERALD_WEB_WORKERS", "2"),
+                "--threads",
+                "4",
+                "--graceful-timeout",
+                "10",
+                "--access-logfile",
+                "-",
                 # As the image (docker/gunicorn.conf.py): idle connections outlive the CLI's
                 # 2-second polling, so a poll seldom meets a connection being closed.
-                "--keep-alive", "5",
+                "--keep-alive",
+                "5",
                 # One control socket per user home (~/.gunicorn/gunicorn.ctl) would be shared by
                 # every instance; the image disables it too (docker/gunicorn.conf.py).
                 "--no-control-socket",
@@ -214,14 +224,26 @@ def main() -> int:
             # runs on one core at a time.
             **{
                 f"worker{n}" if n > 1 else "worker": [
-                    str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
-                    "-n", f"worker{n}@%h",
+                    str(BIN / "celery"),
+                    "-A",
+                    "config",
+                    "worker",
+                    "--loglevel",
+                    "INFO",
+                    "-n",
+                    f"worker{n}@%h",
                 ]
                 for n in range(1, worker_processes() + 1)
             },
             "beat": [
-                str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO",
-                "--schedule", str(data_dir / "celerybeat-schedule"),
+                str(BIN / "celery"),
+                "-A",
+                "config",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(data_dir / "celerybeat-schedule"),
             ],
         }
         for name, command in commands.items():
@@ -236,8 +258,11 @@ def main() -> int:
         deadline = time.monotonic() + STARTUP_SECONDS
         while not answers(f"{url}/api/v1/health"):
             problem = next(
-                (f"{name} exited with status {process.returncode} before the server answered"
-                 for name, process in processes.items() if process.poll() is not None),
+                (
+                    f"{name} exited with status {process.returncode} before the server answered"
+                    for name, process in processes.items()
+                    if process.poll() is not None
+                ),
                 None,
             )
             if problem is None and time.monotonic() > deadline:
@@ -245,32 +270,44 @@ def main() -> int:
             if problem:
                 stop(processes)
                 if pending.exists():
-                    problem += ("; the new administrator's password will be shown once the "
-                                "server starts")
+                    problem += (
+                        "; the new administrator's password will be shown once the server starts"
+                    )
                 return fail(f"\n{problem}; stopped everything.", 1)
             time.sleep(0.25)
 
         print(f"\nHerald is running at {url}/  (API docs: {url}/docs/)")
-        print("Sign in at /login/ and create API tokens at /settings/developer/. Ctrl-C stops.\n",
-              flush=True)
+        print(
+            "Sign in at /login/ and create API tokens at /settings/developer/. Ctrl-C stops.\n",
+            flush=True,
+        )
         admin = read_pending(pending)
         if admin:
-            print(framed([
-                "First administrator created. The password is shown only this once:",
-                "",
-                f"  e-mail:   {admin['email']}",
-                f"  password: {admin['password']}",
-                f"  sign in:  {url}/login/",
-                "",
-                "Change it after signing in.",
-            ]) + "\n", flush=True)
+            print(
+                framed(
+                    [
+                        "First administrator created. The password is shown only this once:",
+                        "",
+                        f"  e-mail:   {admin['email']}",
+                        f"  password: {admin['password']}",
+                        f"  sign in:  {url}/login/",
+                        "",
+                        "Change it after signing in.",
+                    ]
+                )
+                + "\n",
+                flush=True,
+            )
             pending.unlink()  # shown: once only
 
         while True:
             for name, process in processes.items():
                 if process.poll() is not None:
-                    print(f"{name} exited with status {process.returncode}; stopping the others.",
-                          file=sys.stderr, flush=True)
+                    print(
+                        f"{name} exited with status {process.returncode}; stopping the others.",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                     stop(processes)
                     return 1
             time.sleep(1)

@@ -34,7 +34,12 @@ def not_an_undeclared_server_error(ctx: Any, response: Any, case: Any) -> bool |
     return not_a_server_error(ctx, response, case)  # type: ignore[no-any-return]
 
 
-CHECKS = [not_an_undeclared_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+CHECKS = [
+    not_an_undeclared_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
 
 SCHEMA = schemathesis.openapi.from_wsgi("/docs/openapi.json", get_wsgi_application())
 
@@ -54,14 +59,19 @@ def operations_under(*roots: str) -> list[Any]:
         (
             operation
             for operation in (result.ok() for result in SCHEMA.get_all_operations())  # type: ignore[union-attr]
-            if any(operation.path == root or operation.path.startswith(f"{root}/") for root in roots)
+            if any(
+                operation.path == root or operation.path.startswith(f"{root}/") for root in roots
+            )
         ),
         key=operation_label,
     )
 
 
 def assert_contract_holds(
-    strategy: st.SearchStrategy[Any], *, headers: dict[str, str], examples: int,
+    strategy: st.SearchStrategy[Any],
+    *,
+    headers: dict[str, str],
+    examples: int,
     cookies: dict[str, str] | None = None,
 ) -> None:
     """Call the app with every generated case; each answer must pass ``CHECKS``."""

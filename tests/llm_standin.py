@@ -69,27 +69,33 @@ class LlmStandIn:
         wanted = min(int(context["cards_wanted"]), 2)
         cards = []
         for n in range(wanted):
-            cards.append({
-                "title": f"Idea {n + 1} for {context['workspace']}",
-                "hook": f"Here is idea {n + 1}.{self.extra_text}",
-                "signal_date": context["today"],
-                "why_it_fits": "It fits the voice profile.",
-                "why_now": "It is timely.",
-                "angles": [
-                    {"label": f"Angle {k}", "thesis": f"Thesis {k}", "approach": f"Approach {k}"}
-                    for k in range(3)
-                ],
-                "platform_treatments": [
-                    {
-                        "platform": platform,
-                        "format": formats[platform],
-                        "media": "Text only",
-                        "objective": "Start a conversation",
-                        "rationale": "Fits the length limit",
-                    }
-                    for platform in platforms
-                ],
-            })
+            cards.append(
+                {
+                    "title": f"Idea {n + 1} for {context['workspace']}",
+                    "hook": f"Here is idea {n + 1}.{self.extra_text}",
+                    "signal_date": context["today"],
+                    "why_it_fits": "It fits the voice profile.",
+                    "why_now": "It is timely.",
+                    "angles": [
+                        {
+                            "label": f"Angle {k}",
+                            "thesis": f"Thesis {k}",
+                            "approach": f"Approach {k}",
+                        }
+                        for k in range(3)
+                    ],
+                    "platform_treatments": [
+                        {
+                            "platform": platform,
+                            "format": formats[platform],
+                            "media": "Text only",
+                            "objective": "Start a conversation",
+                            "rationale": "Fits the length limit",
+                        }
+                        for platform in platforms
+                    ],
+                }
+            )
         return {"opportunities": cards}
 
     def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
@@ -132,7 +138,9 @@ class LlmStandIn:
                     body = json.loads(raw)
                 except ValueError:
                     body = None
-                standin.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                standin.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": body}
+                )
                 if self.path != "/v1/chat/completions" or not isinstance(body, dict):
                     status, payload = 404, {"error": {"message": "not found"}}
                 else:

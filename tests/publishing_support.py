@@ -34,9 +34,17 @@ def follow_authorization(authorization_url: str) -> dict[str, str]:
 
 
 def connect_mastodon(client: APIClient, workspace: Any, server: MastodonStandIn) -> dict[str, Any]:
-    started = ok(client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": server.url,
-    }, format="json"))
+    started = ok(
+        client.post(
+            f"{API}/accounts/connect",
+            {
+                "workspace_id": str(workspace.pk),
+                "provider": "mastodon",
+                "instance_url": server.url,
+            },
+            format="json",
+        )
+    )
     assert started["account"] is None
     grant = follow_authorization(started["authorization_url"])
     account: dict[str, Any] = ok(APIClient().get(f"{API}/accounts/oauth/callback", grant))
@@ -46,7 +54,10 @@ def connect_mastodon(client: APIClient, workspace: Any, server: MastodonStandIn)
 def connect_fields(provider: str, server: Any) -> dict[str, str]:
     fixtures = server.fixtures()
     if provider == "bluesky":
-        return {"handle": "herald.test", "app_password": fixtures["accounts"]["herald.test"]["app_password"]}
+        return {
+            "handle": "herald.test",
+            "app_password": fixtures["accounts"]["herald.test"]["app_password"],
+        }
     if provider == "discord_webhook":
         return {"webhook_url": fixtures["webhook_url"]}
     if provider == "telegram":
@@ -58,9 +69,18 @@ def connect(client: APIClient, workspace: Any, provider: str, server: Any) -> di
     """Connect ``provider`` against its stand-in; returns the account JSON."""
     if provider == "mastodon":
         return connect_mastodon(client, workspace, server)
-    body = ok(client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": provider, "fields": connect_fields(provider, server),
-    }, format="json"), 201)
+    body = ok(
+        client.post(
+            f"{API}/accounts/connect",
+            {
+                "workspace_id": str(workspace.pk),
+                "provider": provider,
+                "fields": connect_fields(provider, server),
+            },
+            format="json",
+        ),
+        201,
+    )
     account: dict[str, Any] = body["account"]
     return account
 
@@ -80,13 +100,22 @@ def point_settings_at(settings: Any, provider: str, server: Any) -> None:
         settings.HERALD_TELEGRAM_API_URL = server.url
 
 
-def upload(client: APIClient, workspace: Any, payload: bytes | None = None, name: str = "pixel.png",
-           status: int = 201, **extra: Any) -> Any:
+def upload(
+    client: APIClient,
+    workspace: Any,
+    payload: bytes | None = None,
+    name: str = "pixel.png",
+    status: int = 201,
+    **extra: Any,
+) -> Any:
     data = tiny_png() if payload is None else payload
     handle = io.BytesIO(data)
     handle.name = name
-    response = client.post(f"{API}/media", {"workspace_id": str(workspace.pk), "file": handle, **extra},
-                           format="multipart")
+    response = client.post(
+        f"{API}/media",
+        {"workspace_id": str(workspace.pk), "file": handle, **extra},
+        format="multipart",
+    )
     if status == 201:
         return ok(response, 201)
     return response
@@ -100,10 +129,21 @@ def gif_bytes() -> bytes:
     return buffer.getvalue()
 
 
-def create_publication(client: APIClient, workspace: Any, account_ids: list[str], text: str = "Hello from Herald",
-                       status: int = 201, headers: dict[str, str] | None = None, **extra: Any) -> Any:
-    body = {"workspace_id": str(workspace.pk), "text": text,
-            "destinations": [{"account_id": a} for a in account_ids], **extra}
+def create_publication(
+    client: APIClient,
+    workspace: Any,
+    account_ids: list[str],
+    text: str = "Hello from Herald",
+    status: int = 201,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> Any:
+    body = {
+        "workspace_id": str(workspace.pk),
+        "text": text,
+        "destinations": [{"account_id": a} for a in account_ids],
+        **extra,
+    }
     response = client.post(f"{API}/publications", body, format="json", **(headers or {}))
     if status == 201:
         return ok(response, 201)
@@ -118,12 +158,21 @@ def make_account(workspace: Any, provider: str, external_id: str = "1", **extra:
     app = None
     if provider == "mastodon":
         app, _ = ProviderApp.objects.get_or_create(
-            provider="mastodon", instance_url="https://mastodon.example", redirect_uri="",
-            defaults={"credentials_encrypted": credentials.encrypt({"client_id": "c", "client_secret": "s"})},
+            provider="mastodon",
+            instance_url="https://mastodon.example",
+            redirect_uri="",
+            defaults={
+                "credentials_encrypted": credentials.encrypt(
+                    {"client_id": "c", "client_secret": "s"}
+                )
+            },
         )
     values: dict[str, Any] = {
-        "workspace": workspace, "provider": provider, "external_id": external_id,
-        "username": f"{provider}-{external_id}", "app": app,
+        "workspace": workspace,
+        "provider": provider,
+        "external_id": external_id,
+        "username": f"{provider}-{external_id}",
+        "app": app,
         "instance_url": "https://mastodon.example" if provider == "mastodon" else "",
         "credentials_encrypted": credentials.encrypt({"access_token": "t"}),
     }

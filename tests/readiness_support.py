@@ -31,21 +31,38 @@ def make_account(workspace: Any, provider: str = "discord_webhook", **extra: Any
     instance_url = extra.pop("instance_url", "https://mastodon.example" if caps.federated else "")
     if provider == "mastodon":
         app, _ = ProviderApp.objects.get_or_create(
-            provider="mastodon", instance_url=instance_url, redirect_uri="",
-            defaults={"credentials_encrypted": credentials.encrypt({"client_id": "c", "client_secret": "s"})},
+            provider="mastodon",
+            instance_url=instance_url,
+            redirect_uri="",
+            defaults={
+                "credentials_encrypted": credentials.encrypt(
+                    {"client_id": "c", "client_secret": "s"}
+                )
+            },
         )
     values: dict[str, Any] = {
-        "workspace": workspace, "provider": provider, "external_id": uuid.uuid4().hex[:12],
-        "username": f"{provider}-user", "app": app, "instance_url": instance_url,
-        "account_kind": caps.account_kind, "granted_scopes": list(caps.required_scopes),
-        "credentials_encrypted": credentials.encrypt({"access_token": SECRET_TOKEN,
-                                                      "webhook_url": f"https://discord.com/api/webhooks/1/{SECRET_TOKEN}"}),
+        "workspace": workspace,
+        "provider": provider,
+        "external_id": uuid.uuid4().hex[:12],
+        "username": f"{provider}-user",
+        "app": app,
+        "instance_url": instance_url,
+        "account_kind": caps.account_kind,
+        "granted_scopes": list(caps.required_scopes),
+        "credentials_encrypted": credentials.encrypt(
+            {
+                "access_token": SECRET_TOKEN,
+                "webhook_url": f"https://discord.com/api/webhooks/1/{SECRET_TOKEN}",
+            }
+        ),
     }
     values.update(extra)
     return Account.objects.create(**values)
 
 
-def checks_for(provider: str, operation: str, *, failed: tuple[str, ...] = ()) -> list[dict[str, str]]:
+def checks_for(
+    provider: str, operation: str, *, failed: tuple[str, ...] = ()
+) -> list[dict[str, str]]:
     caps = get_adapter(provider).capabilities
     allowed = not_applicable_allowed(caps)
     out = []
@@ -59,23 +76,44 @@ def checks_for(provider: str, operation: str, *, failed: tuple[str, ...] = ()) -
     return out
 
 
-def certify(operator: Any, account: Any, *, profile: str, operation: str = "publish_immediate",
-            kinds: tuple[str, ...] = ("local", "live"), failed: tuple[str, ...] = (), **extra: Any) -> list[Any]:
+def certify(
+    operator: Any,
+    account: Any,
+    *,
+    profile: str,
+    operation: str = "publish_immediate",
+    kinds: tuple[str, ...] = ("local", "live"),
+    failed: tuple[str, ...] = (),
+    **extra: Any,
+) -> list[Any]:
     runs = []
     for kind in kinds:
-        runs.append(ledgers.certification_append(
-            operator=operator, kind=kind, provider=account.provider, operation=operation,
-            output_profile=profile if operation.startswith("publish") else "",
-            account_id=account.pk, checks=checks_for(account.provider, operation, failed=failed),
-            external_result_reference=f"https://provider.example/post/{SECRET_TOKEN}", **extra,
-        ))
+        runs.append(
+            ledgers.certification_append(
+                operator=operator,
+                kind=kind,
+                provider=account.provider,
+                operation=operation,
+                output_profile=profile if operation.startswith("publish") else "",
+                account_id=account.pk,
+                checks=checks_for(account.provider, operation, failed=failed),
+                external_result_reference=f"https://provider.example/post/{SECRET_TOKEN}",
+                **extra,
+            )
+        )
     return runs
 
 
 def approve_and_enable(operator: Any, provider: str, *, outcome: str = "approved") -> None:
-    ledgers.approval_review_append(operator=operator, provider=provider, outcome=outcome,
-                                   review_reference=f"review for {operator.email}")
-    ledgers.runtime_control_append(operator=operator, provider=provider, mode="enabled", reason="rollout")
+    ledgers.approval_review_append(
+        operator=operator,
+        provider=provider,
+        outcome=outcome,
+        review_reference=f"review for {operator.email}",
+    )
+    ledgers.runtime_control_append(
+        operator=operator, provider=provider, mode="enabled", reason="rollout"
+    )
 
 
 def enforce(settings: Any) -> None:

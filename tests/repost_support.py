@@ -32,14 +32,24 @@ def mastodon_account(workspace: Any, server: MastodonStandIn, *, friend: bool = 
         with server.lock:
             server.tokens[FRIEND_TOKEN] = "2"
     app, _ = ProviderApp.objects.get_or_create(
-        provider="mastodon", instance_url=server.url, redirect_uri="",
-        defaults={"credentials_encrypted": credentials.encrypt({"client_id": "c", "client_secret": "s"})},
-    )  # fmt: skip
+        provider="mastodon",
+        instance_url=server.url,
+        redirect_uri="",
+        defaults={
+            "credentials_encrypted": credentials.encrypt({"client_id": "c", "client_secret": "s"})
+        },
+    )
     return Account.objects.create(
-        workspace=workspace, provider="mastodon", external_id="2" if friend else "1",
-        username=("friend@" if friend else "herald@") + "127.0.0.1", instance_url=server.url, app=app,
-        credentials_encrypted=credentials.encrypt({"access_token": FRIEND_TOKEN if friend else FIXTURE_TOKEN}),
-    )  # fmt: skip
+        workspace=workspace,
+        provider="mastodon",
+        external_id="2" if friend else "1",
+        username=("friend@" if friend else "herald@") + "127.0.0.1",
+        instance_url=server.url,
+        app=app,
+        credentials_encrypted=credentials.encrypt(
+            {"access_token": FRIEND_TOKEN if friend else FIXTURE_TOKEN}
+        ),
+    )
 
 
 def bluesky_account(
@@ -49,9 +59,13 @@ def bluesky_account(
         fields={"handle": handle, "app_password": BLUESKY_ACCOUNTS[handle]["password"]}
     )
     return Account.objects.create(
-        workspace=workspace, provider="bluesky", external_id=connected.external_id, username=connected.username,
-        instance_url=connected.instance_url, credentials_encrypted=credentials.encrypt(connected.credentials),
-    )  # fmt: skip
+        workspace=workspace,
+        provider="bluesky",
+        external_id=connected.external_id,
+        username=connected.username,
+        instance_url=connected.instance_url,
+        credentials_encrypted=credentials.encrypt(connected.credentials),
+    )
 
 
 def published(
@@ -70,18 +84,30 @@ def published(
         workspace=account.workspace, status=Publication.Status.PUBLISHED, text="x"
     )
     return Destination.objects.create(
-        publication=publication, account=account, profile=profile, status=Destination.Status.PUBLISHED,
-        idempotency_key=key, external_id=result.external_id, external_url=result.external_url,
+        publication=publication,
+        account=account,
+        profile=profile,
+        status=Destination.Status.PUBLISHED,
+        idempotency_key=key,
+        external_id=result.external_id,
+        external_url=result.external_url,
         published_at=at or timezone.now(),
-    )  # fmt: skip
+    )
 
 
 def rule(**overrides: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "delay_seconds": 3600, "evaluation_window_seconds": 86_400, "threshold_mode": "all",
-        "min_comments": 0, "min_likes": 0, "min_reposts": 0, "min_views": 0,
-        "plateau_checks": 3, "require_plateau": False, "stages": [],
-    }  # fmt: skip
+        "delay_seconds": 3600,
+        "evaluation_window_seconds": 86_400,
+        "threshold_mode": "all",
+        "min_comments": 0,
+        "min_likes": 0,
+        "min_reposts": 0,
+        "min_views": 0,
+        "plateau_checks": 3,
+        "require_plateau": False,
+        "stages": [],
+    }
     base.update(overrides)
     return base
 

@@ -77,7 +77,9 @@ def test_events_are_newest_first(owner_client: APIClient, workspace: Any) -> Non
     expected = [str(creation.pk)] + [str(e.pk) for e in reversed(seeds)]
     items = owner_client.get(audit_url(workspace)).json()
     assert [item["id"] for item in items] == expected
-    assert [i["id"] for i in owner_client.get(audit_url(workspace, "?limit=3")).json()] == expected[:3]
+    assert [i["id"] for i in owner_client.get(audit_url(workspace, "?limit=3")).json()] == expected[
+        :3
+    ]
 
 
 def test_event_fields_match_the_spec(owner_client: APIClient, workspace: Any, user: User) -> None:
@@ -126,7 +128,9 @@ def test_inactive_admin_is_refused(
 
 
 def test_unknown_workspace_is_404(owner_client: APIClient, workspace: Any) -> None:
-    response = owner_client.get("/api/v1/workspaces/00000000-0000-4000-8000-000000000001/access-audit")
+    response = owner_client.get(
+        "/api/v1/workspaces/00000000-0000-4000-8000-000000000001/access-audit"
+    )
     assert_problem(response, 404, "not_found")
 
 

@@ -213,9 +213,13 @@ def test_adding_a_workspace_in_the_admin_runs_workspace_create(
 ) -> None:
     response = admin_client.post(
         url("workspaces_workspace_add"),
-        {"organization": organization.pk, "name": "Second", "timezone": "Europe/Berlin",
-         "first_admin": "OWNER@example.com"},
-    )  # fmt: skip
+        {
+            "organization": organization.pk,
+            "name": "Second",
+            "timezone": "Europe/Berlin",
+            "first_admin": "OWNER@example.com",
+        },
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     workspace = Workspace.objects.get(name="Second")
     assert workspace.timezone == "Europe/Berlin"
@@ -246,8 +250,13 @@ def test_adding_a_workspace_in_the_admin_validates_as_the_api_does(
     message: str,
 ) -> None:
     _join(workspace, make_user("member@example.com"), "editor")  # an organization member only
-    body = {"organization": organization.pk, "name": "Second", "timezone": "UTC",
-            "first_admin": "owner@example.com", **fields}  # fmt: skip
+    body = {
+        "organization": organization.pk,
+        "name": "Second",
+        "timezone": "UTC",
+        "first_admin": "owner@example.com",
+        **fields,
+    }
     assert message in errors_of(admin_client.post(url("workspaces_workspace_add"), body))
     assert Workspace.objects.count() == 1
     assert VoiceProfile.objects.count() == 1
@@ -257,8 +266,13 @@ def test_changing_a_workspace_in_the_admin_validates_the_timezone(
     admin_client: Client, workspace: Workspace
 ) -> None:
     change = url("workspaces_workspace_change", workspace.pk)
-    body = {"name": "Main", "timezone": "Mars/Olympus_Mons", "plan": "self_hosted",
-            "memberships-TOTAL_FORMS": "1", "memberships-INITIAL_FORMS": "1"}  # fmt: skip
+    body = {
+        "name": "Main",
+        "timezone": "Mars/Olympus_Mons",
+        "plan": "self_hosted",
+        "memberships-TOTAL_FORMS": "1",
+        "memberships-INITIAL_FORMS": "1",
+    }
     assert "Unknown IANA time zone." in errors_of(admin_client.post(change, body))
     workspace.refresh_from_db()
     assert workspace.timezone == "UTC"
@@ -372,10 +386,17 @@ def test_a_staff_user_who_is_not_the_instance_administrator_cannot_act_through_t
     make_user: Callable[..., User], user: User, workspace: Workspace
 ) -> None:
     staff = make_user("staff@example.com", is_staff=True)
-    staff.user_permissions.set(Permission.objects.filter(codename__in=[
-        "add_workspacemembership", "change_workspacemembership", "view_workspacemembership",
-        "view_workspace", "view_user",
-    ]))  # fmt: skip
+    staff.user_permissions.set(
+        Permission.objects.filter(
+            codename__in=[
+                "add_workspacemembership",
+                "change_workspacemembership",
+                "view_workspacemembership",
+                "view_workspace",
+                "view_user",
+            ]
+        )
+    )
     client = Client()
     client.force_login(staff)
     newcomer = User.objects.create_user("n@example.com", "x")
@@ -392,14 +413,24 @@ def test_a_staff_user_who_is_not_the_instance_administrator_cannot_act_through_t
 
 def _delivery(workspace: Workspace) -> tuple[Account, Publication, Destination, PublicationEvent]:
     account = Account.objects.create(
-        workspace=workspace, provider="discord_webhook", external_id="hook", username="hook",
-        credentials_encrypted=credentials.encrypt({"webhook_url": f"https://discord.example/{CREDENTIAL}"}),
-    )  # fmt: skip
+        workspace=workspace,
+        provider="discord_webhook",
+        external_id="hook",
+        username="hook",
+        credentials_encrypted=credentials.encrypt(
+            {"webhook_url": f"https://discord.example/{CREDENTIAL}"}
+        ),
+    )
     publication = Publication.objects.create(workspace=workspace, status="published", text="Hello")
     destination = Destination.objects.create(
-        publication=publication, account=account, profile="discord_webhook.message", status="published",
-        idempotency_key="k-1", external_id="m-1", published_at=timezone.now(),
-    )  # fmt: skip
+        publication=publication,
+        account=account,
+        profile="discord_webhook.message",
+        status="published",
+        idempotency_key="k-1",
+        external_id="m-1",
+        published_at=timezone.now(),
+    )
     event = PublicationEvent.objects.create(
         publication=publication,
         destination=destination,
@@ -413,10 +444,20 @@ def test_publications_and_their_delivery_history_are_never_deleted(
     admin_client: Client, workspace: Workspace
 ) -> None:
     account, publication, destination, event = _delivery(workspace)
-    media = Media.objects.create(workspace=workspace, file="media/x.png", name="x.png", mime_type="image/png",
-                                 size_bytes=1, checksum_sha256="0" * 64)  # fmt: skip
-    for name, pk in [("publication", publication.pk), ("publicationevent", event.pk),
-                     ("account", account.pk), ("media", media.pk)]:  # fmt: skip
+    media = Media.objects.create(
+        workspace=workspace,
+        file="media/x.png",
+        name="x.png",
+        mime_type="image/png",
+        size_bytes=1,
+        checksum_sha256="0" * 64,
+    )
+    for name, pk in [
+        ("publication", publication.pk),
+        ("publicationevent", event.pk),
+        ("account", account.pk),
+        ("media", media.pk),
+    ]:
         assert admin_client.get(url(f"publishing_{name}_delete", pk)).status_code == 403, name
         assert (
             admin_client.post(url(f"publishing_{name}_delete", pk), {"post": "yes"}).status_code
@@ -463,16 +504,28 @@ def _one_row_of_every_model(
 
     account, _, destination, _ = _delivery(workspace)
     app = ProviderApp.objects.create(
-        provider="mastodon", instance_url="https://mastodon.example", redirect_uri="",
+        provider="mastodon",
+        instance_url="https://mastodon.example",
+        redirect_uri="",
         credentials_encrypted=credentials.encrypt({"client_id": "c", "client_secret": CREDENTIAL}),
-    )  # fmt: skip
+    )
     mastodon = Account.objects.create(
-        workspace=other, provider="mastodon", external_id="7", username="herald", app=app,
+        workspace=other,
+        provider="mastodon",
+        external_id="7",
+        username="herald",
+        app=app,
         instance_url="https://mastodon.example",
         credentials_encrypted=credentials.encrypt({"access_token": CREDENTIAL}),
-    )  # fmt: skip
-    Media.objects.create(workspace=workspace, file="media/x.png", name="x.png", mime_type="image/png",
-                         size_bytes=1, checksum_sha256="0" * 64)  # fmt: skip
+    )
+    Media.objects.create(
+        workspace=workspace,
+        file="media/x.png",
+        name="x.png",
+        mime_type="image/png",
+        size_bytes=1,
+        checksum_sha256="0" * 64,
+    )
     SchedulerHeartbeat.objects.create(name="dispatcher", last_tick_at=timezone.now())
 
     ledgers.approval_review_append(operator=root, provider="discord_webhook", outcome="approved")
@@ -492,19 +545,38 @@ def _one_row_of_every_model(
         ).status_code
         == 200
     )
-    assert owner_api.put(f"/api/v1/theme-assignments/{workspace.pk}", {"reference": reference},
-                         format="json").status_code == 200  # fmt: skip
-    ThemeAsset.objects.create(organization=organization, name="logo", kind="image", media_type="image/png",
-                              size_bytes=10, checksum_sha256="0" * 64, file="theme-assets/logo.png",
-                              width=1, height=1, created_by=str(user.pk))  # fmt: skip
+    assert (
+        owner_api.put(
+            f"/api/v1/theme-assignments/{workspace.pk}", {"reference": reference}, format="json"
+        ).status_code
+        == 200
+    )
+    ThemeAsset.objects.create(
+        organization=organization,
+        name="logo",
+        kind="image",
+        media_type="image/png",
+        size_bytes=10,
+        checksum_sha256="0" * 64,
+        file="theme-assets/logo.png",
+        width=1,
+        height=1,
+        created_by=str(user.pk),
+    )
 
     policy = RepostPolicy.objects.create(workspace=workspace, name="Best posts")
     RepostGrant.objects.create(source_workspace=workspace, target_account=mastodon, created_by=user)
     now = timezone.now()
     execution = RepostExecution.objects.create(
-        workspace=workspace, policy=policy, destination=destination, target_account=mastodon,
-        published_at=now, evaluate_from=now, window_ends_at=now + timedelta(days=1), next_check_at=now,
-    )  # fmt: skip
+        workspace=workspace,
+        policy=policy,
+        destination=destination,
+        target_account=mastodon,
+        published_at=now,
+        evaluate_from=now,
+        window_ends_at=now + timedelta(days=1),
+        next_check_at=now,
+    )
     RepostStage.objects.create(execution=execution, index=0, delay_seconds=0, due_at=now)
     return [
         full_token,

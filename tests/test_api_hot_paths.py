@@ -37,17 +37,22 @@ def audit_url(workspace: Any) -> str:
 # --- CompiledQuery ---------------------------------------------------------------------------
 
 
-def test_compiled_values_equal_the_orms_rows(user: User, workspace: Any, make_token: Callable[..., str]) -> None:
+def test_compiled_values_equal_the_orms_rows(
+    user: User, workspace: Any, make_token: Callable[..., str]
+) -> None:
     make_token(user, permissions=("api:read",))
     tokens = CompiledQuery(
-        lambda limit: ApiToken.objects.filter(user_id=Param("user_id", ApiToken, "user"))
-        .order_by("created_at")
-        .values_list("id", "permissions", "created_at", "revoked_at")[:limit]
+        lambda limit: (
+            ApiToken.objects.filter(user_id=Param("user_id", ApiToken, "user"))
+            .order_by("created_at")
+            .values_list("id", "permissions", "created_at", "revoked_at")[:limit]
+        )
     )
     expected = list(
-        ApiToken.objects.filter(user_id=user.pk).order_by("created_at")
+        ApiToken.objects.filter(user_id=user.pk)
+        .order_by("created_at")
         .values_list("id", "permissions", "created_at", "revoked_at")[:5]
-    )  # fmt: skip
+    )
     found = tokens.values(shape=(5,), user_id=user.pk)
     assert found == expected
     assert found[0][1] == ["api:read"]  # JSON decoded by the field's converter
@@ -62,14 +67,18 @@ def test_compiled_instances_carry_their_select_related_objects(
     make_token(user)
     make_token(user)
     query = CompiledQuery(
-        lambda: ApiToken.objects.select_related("user").filter(user_id=Param("user_id", ApiToken, "user"))
+        lambda: ApiToken.objects.select_related("user").filter(
+            user_id=Param("user_id", ApiToken, "user")
+        )
     )
     with CaptureQueriesContext(connection) as captured:
         found = query.instances(user_id=user.pk)
         emails = {token.user.email for token in found}
     assert len(captured) == 1
     assert emails == {user.email}
-    assert {token.pk for token in found} == set(ApiToken.objects.filter(user=user).values_list("pk", flat=True))
+    assert {token.pk for token in found} == set(
+        ApiToken.objects.filter(user=user).values_list("pk", flat=True)
+    )
     assert not found[0]._state.adding
     assert found[0]._state.db == "default"
 
@@ -117,7 +126,9 @@ def test_compiled_query_refuses_rows_it_would_shape_differently() -> None:
 @pytest.mark.django_db(transaction=True)  # autocommit outside the atomic block, as in production
 def test_locking_compiled_query_runs_only_inside_a_transaction(user: User) -> None:
     locked = CompiledQuery(
-        lambda: User.objects.select_for_update().filter(pk=Param("pk", User, "id")).values_list("email")
+        lambda: (
+            User.objects.select_for_update().filter(pk=Param("pk", User, "id")).values_list("email")
+        )
     )
     with transaction.atomic():
         assert locked.values(pk=user.pk) == [(user.email,)]  # compiled here, inside
@@ -144,7 +155,9 @@ def _backend_pid() -> int:
 def test_a_quiet_connection_is_reused_without_a_round_trip(monkeypatch: pytest.MonkeyPatch) -> None:
     pid = _backend_pid()
     close_old_connections()  # what request_started does
-    monkeypatch.setattr(connection, "is_usable", lambda: pytest.fail("SELECT 1 for a quiet connection"))
+    monkeypatch.setattr(
+        connection, "is_usable", lambda: pytest.fail("SELECT 1 for a quiet connection")
+    )
     assert _backend_pid() == pid
     assert connection.health_check_done
 
@@ -248,12 +261,18 @@ def test_non_member_gets_403_and_no_rows(
     assert_problem(bearer_client(stranger).get(audit_url(workspace)), 403, "no_workspace_access")
 
 
-@pytest.mark.parametrize(("role", "status", "code"), [("editor", "active", "role_too_low"),
-                                                      ("admin", "inactive", "no_workspace_access")])
+@pytest.mark.parametrize(
+    ("role", "status", "code"),
+    [("editor", "active", "role_too_low"), ("admin", "inactive", "no_workspace_access")],
+)
 def test_demoted_or_deactivated_admin_is_refused_at_once(
-    bearer_client: Callable[..., APIClient], make_user: Callable[..., User], workspace: Any,
-    role: str, status: str, code: str,
-) -> None:  # fmt: skip
+    bearer_client: Callable[..., APIClient],
+    make_user: Callable[..., User],
+    workspace: Any,
+    role: str,
+    status: str,
+    code: str,
+) -> None:
     admin = make_user()
     membership = WorkspaceMembership.objects.create(workspace=workspace, user=admin, role="admin")
     client = bearer_client(admin)
@@ -273,10 +292,14 @@ class Color(TextChoices):
     "data",
     [
         {"a": 1, "nested": [1, {"b": None, "c": True, "d": 1.5, "e": -3}], "empty": {}, "list": []},
-        {"text": "ünïcode \u2028 line \u2029 paragraph \x00 \x1f \x7f \"quoted\" \\ / \t\n"},
+        {"text": 'ünïcode \u2028 line \u2029 paragraph \x00 \x1f \x7f "quoted" \\ / \t\n'},
         {"aware": datetime.datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=datetime.UTC)},
         {"naive": datetime.datetime(2026, 1, 2, 3, 4, 5), "date": datetime.date(2026, 1, 2)},  # noqa: DTZ001
-        {"time": datetime.time(3, 4, 5, 6), "uuid": uuid.UUID(int=7), "decimal": decimal.Decimal("1.10")},
+        {
+            "time": datetime.time(3, 4, 5, 6),
+            "uuid": uuid.UUID(int=7),
+            "decimal": decimal.Decimal("1.10"),
+        },
         {"lazy": gettext_lazy("Lazy"), "choice": Color.RED, "tuple": (1, 2)},
         {"big": 2**70},  # beyond orjson: DRF's encoder renders it
         [],

@@ -27,12 +27,19 @@ def collector_off() -> Iterator[None]:
 def _serve(handler: WSGIHandler, path: str, token: str) -> int:
     path, _, query = path.partition("?")
     environ = {
-        "REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": query,
-        "SERVER_NAME": "testserver", "SERVER_PORT": "80", "REMOTE_ADDR": "127.0.0.1",
-        "HTTP_HOST": "testserver", "HTTP_AUTHORIZATION": f"Bearer {token}",
-        "wsgi.input": io.BytesIO(), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": path,
+        "QUERY_STRING": query,
+        "SERVER_NAME": "testserver",
+        "SERVER_PORT": "80",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_HOST": "testserver",
+        "HTTP_AUTHORIZATION": f"Bearer {token}",
+        "wsgi.input": io.BytesIO(),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
         "SERVER_PROTOCOL": "HTTP/1.1",
-    }  # fmt: skip
+    }
     statuses: list[str] = []
     body = handler(environ, lambda status, headers, exc_info=None: statuses.append(status))
     b"".join(body)

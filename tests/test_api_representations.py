@@ -54,10 +54,14 @@ def test_access_audit_rows_are_the_serializers_json(
 ) -> None:
     seed_varied_events(workspace)
     request = APIRequestFactory().get("/api/v1/anything", HTTP_HOST="testserver")
-    events = AccessAuditEvent.objects.filter(workspace_id=workspace.pk).order_by("-created_at", "-id")
+    events = AccessAuditEvent.objects.filter(workspace_id=workspace.pk).order_by(
+        "-created_at", "-id"
+    )
     flat = s.ACCESS_AUDIT_ROWS
     with override_settings(HERALD_PUBLIC_URL=public_url), timezone.override(zone):
-        expected = s.AccessAuditEventSerializer(list(events), many=True, context={"request": request}).data
+        expected = s.AccessAuditEventSerializer(
+            list(events), many=True, context={"request": request}
+        ).data
         fast = flat.represent(flat.values(events), request)
     assert len(fast) == 6  # the five above and the creator's membership
     assert as_json(fast) == as_json(expected)
@@ -69,7 +73,9 @@ def test_access_audit_endpoint_answers_the_serializers_json(
     seed_varied_events(workspace)
     response = owner_client.get(f"/api/v1/workspaces/{workspace.pk}/access-audit?limit=200")
     assert response.status_code == 200
-    events = selectors.access_audit_list(actor=Actor(user=user), workspace_id=workspace.pk, limit=200)
+    events = selectors.access_audit_list(
+        actor=Actor(user=user), workspace_id=workspace.pk, limit=200
+    )
     expected = s.AccessAuditEventSerializer(
         events, many=True, context={"request": response.wsgi_request}
     ).data
@@ -102,7 +108,9 @@ def test_workspace_representation_is_drfs(
     workspace: Any, user: User, zone: str, annotated: bool
 ) -> None:
     if annotated:  # as the API reads workspaces
-        workspace_row = selectors.workspace_list_for_actor(actor=Actor(user=user)).get(pk=workspace.pk)
+        workspace_row = selectors.workspace_list_for_actor(actor=Actor(user=user)).get(
+            pk=workspace.pk
+        )
     else:  # a plain instance: the plan is read through the relation
         workspace_row = Workspace.objects.get(pk=workspace.pk)
         workspace_row.member_count = 1

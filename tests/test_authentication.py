@@ -153,9 +153,7 @@ def test_non_member_gets_403_not_the_workspace(
     bearer_client: Callable[..., APIClient], make_user: Callable[..., User], workspace: Any
 ) -> None:
     stranger = bearer_client(make_user())
-    assert_problem(
-        stranger.get(f"/api/v1/workspaces/{workspace.pk}"), 403, "no_workspace_access"
-    )
+    assert_problem(stranger.get(f"/api/v1/workspaces/{workspace.pk}"), 403, "no_workspace_access")
 
 
 def test_inactive_member_gets_403(
@@ -290,7 +288,8 @@ def test_cannot_revoke_someone_elses_token(
 
 
 @pytest.mark.parametrize(
-    ("expires_in", "ok"), [(timedelta(days=365) - timedelta(minutes=1), True), (timedelta(days=366), False)]
+    ("expires_in", "ok"),
+    [(timedelta(days=365) - timedelta(minutes=1), True), (timedelta(days=366), False)],
 )
 def test_token_expiry_is_at_most_365_days(
     session_client: APIClient,

@@ -65,12 +65,21 @@ def _unprepared() -> Iterator[None]:
 def _wrapper(**options: Any) -> DatabaseWrapper:
     return DatabaseWrapper(
         {
-            "NAME": "herald", "USER": "", "PASSWORD": "", "HOST": "", "PORT": "",
-            "OPTIONS": options, "CONN_MAX_AGE": 0, "CONN_HEALTH_CHECKS": False,
-            "AUTOCOMMIT": True, "ATOMIC_REQUESTS": False, "TIME_ZONE": None, "TEST": {},
+            "NAME": "herald",
+            "USER": "",
+            "PASSWORD": "",
+            "HOST": "",
+            "PORT": "",
+            "OPTIONS": options,
+            "CONN_MAX_AGE": 0,
+            "CONN_HEALTH_CHECKS": False,
+            "AUTOCOMMIT": True,
+            "ATOMIC_REQUESTS": False,
+            "TIME_ZONE": None,
+            "TEST": {},
         },
         alias="prepared-probe",
-    )  # fmt: skip
+    )
 
 
 # --- The switch ------------------------------------------------------------------------------
@@ -170,9 +179,10 @@ def test_prepared_rows_equal_the_unprepared_and_the_orms(
             TOKENS_OF_USER.instances(user_id=user.pk),
         )
     orm_rows = list(
-        ApiToken.objects.filter(user=user).order_by("created_at", "id")
+        ApiToken.objects.filter(user=user)
+        .order_by("created_at", "id")
         .values_list("id", "name", "permissions", "created_at", "revoked_at", "workspace_id")
-    )  # fmt: skip
+    )
     assert prepared[0] == unprepared[0] == orm_rows
     assert [type(value) for value in prepared[0][1]] == [type(value) for value in orm_rows[1]]
 
@@ -193,10 +203,16 @@ def test_access_audit_page_bytes_are_the_same_prepared_or_not(
     member = User.objects.create_user(email="member@example.test", password="x" * 12)
     WorkspaceMembership.objects.create(workspace=workspace, user=member, role="editor")
     AccessAuditEvent.objects.create(
-        workspace_id=workspace.pk, action="member_role_changed", actor_user_id="", role="admin",
-        previous_role="editor", status="active", previous_status="active",
-        subject_email="member@example.test", subject_user_id=str(member.pk),
-    )  # fmt: skip
+        workspace_id=workspace.pk,
+        action="member_role_changed",
+        actor_user_id="",
+        role="admin",
+        previous_role="editor",
+        status="active",
+        previous_status="active",
+        subject_email="member@example.test",
+        subject_user_id=str(member.pk),
+    )
     url = f"/api/v1/workspaces/{workspace.pk}/access-audit?limit=200"
     owner_client.get(url)  # last_used_at is written at most once a minute
     with CaptureQueriesContext(connection) as captured:

@@ -337,8 +337,12 @@ def test_gunicorn_workers_tune_garbage_collection(gen0: str, frozen: bool) -> No
         env["HERALD_WEB_GC_GEN0"] = gen0
     result = subprocess.run(
         [sys.executable, "-c", _GC_PROBE, str(ROOT / "docker" / "gunicorn.conf.py")],
-        env=env, capture_output=True, text=True, timeout=60, check=True,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     before, after, frozen_objects = json.loads(result.stdout)
     if frozen:
         assert after == [int(gen0 or 10000), *before[1:]]

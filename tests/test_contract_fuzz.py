@@ -195,7 +195,9 @@ def test_operation_honours_its_contract(operation: Any, world: World) -> None:
     else:
         headers = {"Authorization": world.authorization}
 
-    assert_contract_holds(_strategy(operation, world), headers=headers, cookies=cookies, examples=MAX_EXAMPLES * 2)
+    assert_contract_holds(
+        _strategy(operation, world), headers=headers, cookies=cookies, examples=MAX_EXAMPLES * 2
+    )
 
 
 # --- Inputs the generator does not produce ---------------------------------------------------

@@ -92,7 +92,6 @@ PROVIDERS = ("mastodon", "bluesky", "discord_webhook", "telegram")
 MAX_EXAMPLES = max_examples(15)
 
 
-
 OPERATIONS = operations_under(*FUZZED_PATHS)
 
 
@@ -173,69 +172,111 @@ def world(
 
     provider_settings.HERALD_BLUESKY_SERVICE_URL = standins.bluesky.url
     provider_settings.HERALD_TELEGRAM_API_URL = standins.telegram.url
-    for server in (standins.mastodon, standins.bluesky, standins.discord_webhook, standins.telegram):
+    for server in (
+        standins.mastodon,
+        standins.bluesky,
+        standins.discord_webhook,
+        standins.telegram,
+    ):
         server.reset()
 
     owner = make_user("fuzz-publisher@example.com")
     actor = Actor(user=owner)
     organization = organization_create(actor=actor, name="Fuzz Publishing Org")
-    workspace = workspace_create(actor=actor, organization_id=organization.pk, name="Fuzz Publishing")
+    workspace = workspace_create(
+        actor=actor, organization_id=organization.pk, name="Fuzz Publishing"
+    )
     _, token = api_token_create(user=owner, name="fuzz", permissions=["api:read", "api:write"])
 
     # Mastodon: its app registration and a token the stand-in knows, written directly.
     mastodon = standins.mastodon
     app = ProviderApp.objects.create(
-        provider="mastodon", instance_url=mastodon.url, redirect_uri="",
-        credentials_encrypted=credentials.encrypt({"client_id": "fuzz", "client_secret": "fuzz-secret"}),
+        provider="mastodon",
+        instance_url=mastodon.url,
+        redirect_uri="",
+        credentials_encrypted=credentials.encrypt(
+            {"client_id": "fuzz", "client_secret": "fuzz-secret"}
+        ),
     )
     account_ids = {
-        "mastodon": str(Account.objects.create(
-            workspace=workspace, provider="mastodon", external_id="1", username="herald",
-            instance_url=mastodon.url, app=app, connected_by=owner,
-            credentials_encrypted=credentials.encrypt({"access_token": FIXTURE_TOKEN}),
-        ).pk)
+        "mastodon": str(
+            Account.objects.create(
+                workspace=workspace,
+                provider="mastodon",
+                external_id="1",
+                username="herald",
+                instance_url=mastodon.url,
+                app=app,
+                connected_by=owner,
+                credentials_encrypted=credentials.encrypt({"access_token": FIXTURE_TOKEN}),
+            ).pk
+        )
     }
     # Credential providers: connected through the service against their stand-ins.
     for provider in ("bluesky", "discord_webhook", "telegram"):
         account, _ = accounts.account_connect(
-            actor=actor, workspace_id=workspace.pk, provider=provider, redirect_uri=CALLBACK,
+            actor=actor,
+            workspace_id=workspace.pk,
+            provider=provider,
+            redirect_uri=CALLBACK,
             fields=connect_fields(provider, standins.of(provider)),
         )
         assert account is not None
         account_ids[provider] = str(account.pk)
     # A pending Mastodon grant: a real state and code for the OAuth callback.
     _, authorization_url = accounts.account_connect(
-        actor=actor, workspace_id=workspace.pk, provider="mastodon", redirect_uri=CALLBACK,
+        actor=actor,
+        workspace_id=workspace.pk,
+        provider="mastodon",
+        redirect_uri=CALLBACK,
         instance_url=mastodon.url,
     )
     assert authorization_url is not None
     grant = follow_authorization(authorization_url)
 
     png = media.media_upload(
-        actor=actor, workspace_id=workspace.pk,
-        upload=SimpleUploadedFile("pixel.png", tiny_png(), content_type="image/png"), alt_text="A pixel",
+        actor=actor,
+        workspace_id=workspace.pk,
+        upload=SimpleUploadedFile("pixel.png", tiny_png(), content_type="image/png"),
+        alt_text="A pixel",
     )
     spare = media.media_upload(  # in no publication: deleting it succeeds
-        actor=actor, workspace_id=workspace.pk,
+        actor=actor,
+        workspace_id=workspace.pk,
         upload=SimpleUploadedFile("spare.png", tiny_png(4, 4), content_type="image/png"),
     )
     destinations = [
-        {"account_id": account_ids["mastodon"], "media_ids": [str(png.pk)], "options": {"visibility": "unlisted"}},
+        {
+            "account_id": account_ids["mastodon"],
+            "media_ids": [str(png.pk)],
+            "options": {"visibility": "unlisted"},
+        },
         {"account_id": account_ids["bluesky"]},
         {"account_id": account_ids["discord_webhook"]},
         {"account_id": account_ids["telegram"]},
     ]
     draft = publications.publication_create(
-        actor=actor, workspace_id=workspace.pk, text="Hello from the fuzzer", destinations=destinations,
+        actor=actor,
+        workspace_id=workspace.pk,
+        text="Hello from the fuzzer",
+        destinations=destinations,
     )
     failed = publications.publication_create(
-        actor=actor, workspace_id=workspace.pk, text="This one failed",
-        destinations=[{"account_id": account_ids["discord_webhook"]}, {"account_id": account_ids["telegram"]}],
+        actor=actor,
+        workspace_id=workspace.pk,
+        text="This one failed",
+        destinations=[
+            {"account_id": account_ids["discord_webhook"]},
+            {"account_id": account_ids["telegram"]},
+        ],
     )
     Publication.objects.filter(pk=failed.pk).update(status=Publication.Status.FAILED)
     Destination.objects.filter(publication=failed).update(
-        status=Destination.Status.FAILED, attempts=3, error_kind="transient",
-        error_message="The provider failed.", action="retry",
+        status=Destination.Status.FAILED,
+        attempts=3,
+        error_kind="transient",
+        error_message="The provider failed.",
+        action="retry",
     )
     delivery_queue.clear()
 
@@ -355,7 +396,9 @@ def test_every_publishing_operation_is_fuzzed() -> None:
     # None of them is session-only: the bearer token reaches them all.
     for operation in OPERATIONS:
         security = operation.definition.raw.get("security")
-        assert security is None or security == [] or {"bearerAuth": []} in security, operation_label(operation)
+        assert security is None or security == [] or {"bearerAuth": []} in security, (
+            operation_label(operation)
+        )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -376,19 +419,66 @@ EDGE_CASES: list[tuple[str, Any, dict[str, str], dict[str, Any], int]] = [
     ("GET /api/v1/media/{media_id}", None, {}, {}, 200),
     ("GET /api/v1/publications/{publication_id}", None, {}, {}, 200),
     ("GET /api/v1/accounts/{account_id}/destination-options", None, {}, {}, 200),
-    ("POST /api/v1/publications/{publication_id}/cancel", None, {"Idempotency-Key": "x" * 201}, {}, 422),
-    ("POST /api/v1/publications/{publication_id}/retry-failed", None, {"Idempotency-Key": ""}, {}, 422),
-    ("POST /api/v1/publications/{publication_id}/publish-now", {}, {"Idempotency-Key": "k" * 200}, {}, 202),
+    (
+        "POST /api/v1/publications/{publication_id}/cancel",
+        None,
+        {"Idempotency-Key": "x" * 201},
+        {},
+        422,
+    ),
+    (
+        "POST /api/v1/publications/{publication_id}/retry-failed",
+        None,
+        {"Idempotency-Key": ""},
+        {},
+        422,
+    ),
+    (
+        "POST /api/v1/publications/{publication_id}/publish-now",
+        {},
+        {"Idempotency-Key": "k" * 200},
+        {},
+        202,
+    ),
     ("POST /api/v1/publications", {"destinations": [{"options": {"visibility": 1}}]}, {}, {}, 422),
-    ("POST /api/v1/publications", {"destinations": [{"options": {"visibility": None}}]}, {}, {}, 422),
+    (
+        "POST /api/v1/publications",
+        {"destinations": [{"options": {"visibility": None}}]},
+        {},
+        {},
+        422,
+    ),
     ("POST /api/v1/publications", {"destinations": [{"options": ["public"]}]}, {}, {}, 422),
-    ("POST /api/v1/publications", {"text": "Hi", "destinations": [{"text": None, "media_ids": None}]}, {}, {}, 201),
+    (
+        "POST /api/v1/publications",
+        {"text": "Hi", "destinations": [{"text": None, "media_ids": None}]},
+        {},
+        {},
+        201,
+    ),
     ("POST /api/v1/media", {"workspace_id": "x"}, {}, {}, 415),
-    ("POST /api/v1/accounts/connect", {"provider": "mastodon", "instance_url": "https://mastodon.invalid"},
-     {}, {}, 502),
-    ("POST /api/v1/accounts/connect", {"provider": "telegram", "fields": {"bot_token": 5}}, {}, {}, 422),
+    (
+        "POST /api/v1/accounts/connect",
+        {"provider": "mastodon", "instance_url": "https://mastodon.invalid"},
+        {},
+        {},
+        502,
+    ),
+    (
+        "POST /api/v1/accounts/connect",
+        {"provider": "telegram", "fields": {"bot_token": 5}},
+        {},
+        {},
+        422,
+    ),
     ("GET /api/v1/accounts/oauth/callback", None, {}, {"state": "unknown", "code": "x"}, 404),
-    ("GET /api/v1/accounts/oauth/callback", None, {}, {"state": "unknown", "error": "access_denied"}, 403),
+    (
+        "GET /api/v1/accounts/oauth/callback",
+        None,
+        {},
+        {"state": "unknown", "error": "access_denied"},
+        403,
+    ),
     ("GET /api/v1/capabilities", None, {}, {"account_ids": "not-a-uuid"}, 404),
 ]
 
@@ -412,7 +502,9 @@ def test_edge_case_answers_within_the_contract(
     operation = {operation_label(op): op for op in OPERATIONS}[label]
     ids = world.ids
     path_parameters = {p.name: ids[p.name][0] for p in operation.path_parameters}
-    if "workspace_id" in {p.name for p in operation.query} or label.startswith("GET /api/v1/capabilities"):
+    if "workspace_id" in {p.name for p in operation.query} or label.startswith(
+        "GET /api/v1/capabilities"
+    ):
         query = {"workspace_id": ids["workspace_id"][0], **query}
     case = operation.Case(path_parameters=path_parameters or None, query=query or None)
     headers = {"Authorization": world.authorization, **extra_headers}
@@ -454,15 +546,19 @@ def test_provider_failures_answer_within_the_contract(world: World, standins: St
     assert set(statuses.values()) <= {200, 502}, statuses
 
     connect = bylabel["POST /api/v1/accounts/connect"]
-    case = connect.Case(body={"workspace_id": world.ids["workspace_id"][0], **world.connect["telegram"]},
-                        media_type="application/json")
+    case = connect.Case(
+        body={"workspace_id": world.ids["workspace_id"][0], **world.connect["telegram"]},
+        media_type="application/json",
+    )
     response = case.call(headers=headers)
     assert response.status_code == 502, response.text[:300]
     case.validate_response(response, checks=CHECKS, headers=headers)
 
     publish = bylabel["POST /api/v1/publications/{publication_id}/publish-now"]
     case = publish.Case(path_parameters={"publication_id": world.ids["publication_id"][0]})
-    response = case.call(headers={**headers, "Content-Type": "application/json"}, data=json.dumps({}).encode())
+    response = case.call(
+        headers={**headers, "Content-Type": "application/json"}, data=json.dumps({}).encode()
+    )
     assert response.status_code == 409, response.text[:300]
     assert response.json()["code"] == "readiness_blocked"
     case.validate_response(response, checks=CHECKS, headers=headers)

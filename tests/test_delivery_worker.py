@@ -125,18 +125,24 @@ def world(standins: dict[str, StandIn], settings: Any, user: Any, workspace: Any
         server.reset()
     actor = Actor(user=user)
     _, authorization_url = account_connect(
-        actor=actor, workspace_id=workspace.pk, provider="mastodon", redirect_uri=REDIRECT_URI,
+        actor=actor,
+        workspace_id=workspace.pk,
+        provider="mastodon",
+        redirect_uri=REDIRECT_URI,
         instance_url=standins["mastodon"].url,
-    )  # fmt: skip
+    )
     assert authorization_url is not None
     answer = requests.get(authorization_url, allow_redirects=False, timeout=5)
     grant = parse_qs(urlsplit(answer.headers["Location"]).query)
     mastodon = account_oauth_complete(state=grant["state"][0], code=grant["code"][0])
     password = standins["bluesky"].fixtures()["accounts"]["herald.test"]["app_password"]
     bluesky, _ = account_connect(
-        actor=actor, workspace_id=workspace.pk, provider="bluesky", redirect_uri=REDIRECT_URI,
+        actor=actor,
+        workspace_id=workspace.pk,
+        provider="bluesky",
+        redirect_uri=REDIRECT_URI,
         fields={"handle": "herald.test", "app_password": password},
-    )  # fmt: skip
+    )
     assert bluesky is not None
     return World(actor, workspace, {"mastodon": mastodon, "bluesky": bluesky}, standins)
 
@@ -350,9 +356,12 @@ def test_worker_killed_mid_send_posts_exactly_once(idle: DeliveryStack, world: W
     the destination ``ambiguous`` and reconciles it: published, one post, no re-send."""
     mastodon = world.standins["mastodon"]
     own = DeliveryStack(
-        database_url=idle.database_url, broker=idle.broker, data_dir=idle.data_dir,
-        settings_env=idle.settings_env, overrides={"HERALD_DELIVERY_LEASE_SECONDS": "3"},
-    )  # fmt: skip
+        database_url=idle.database_url,
+        broker=idle.broker,
+        data_dir=idle.data_dir,
+        settings_env=idle.settings_env,
+        overrides={"HERALD_DELIVERY_LEASE_SECONDS": "3"},
+    )
     try:
         own.start_beat()
         doomed = own.start_worker("doomed")

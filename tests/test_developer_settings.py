@@ -133,8 +133,13 @@ def test_sign_out(browser: Client) -> None:
 def test_page_creates_a_token_shown_once(browser: Client, user: User, workspace: Any) -> None:
     created = post_form(
         browser,
-        {"action": "create", "name": "laptop", "can_write": "on", "workspace": str(workspace.pk),
-         "expires_in_days": "30"},
+        {
+            "action": "create",
+            "name": "laptop",
+            "can_write": "on",
+            "workspace": str(workspace.pk),
+            "expires_in_days": "30",
+        },
     )
     assert created.status_code == 303  # post/redirect/get
     assert created["Location"] == PAGE
@@ -288,8 +293,16 @@ def test_command_prints_a_working_token(user: User, workspace: Any) -> None:
 
 def test_command_options(user: User, workspace: Any) -> None:
     full = run_create(
-        "--user", user.email, "--workspace", str(workspace.pk), "--permission", "api:read",
-        "--expires-in-days", "7", "--name", "ci",
+        "--user",
+        user.email,
+        "--workspace",
+        str(workspace.pk),
+        "--permission",
+        "api:read",
+        "--expires-in-days",
+        "7",
+        "--name",
+        "ci",
     )
     token = ApiToken.objects.get(pk=full.split("_")[1])
     assert (token.name, token.permissions, token.workspace_id) == ("ci", ["api:read"], workspace.pk)
@@ -317,7 +330,9 @@ def test_command_refuses_bad_input(user: User, args: tuple[str, ...]) -> None:
 # --- Django admin ---------------------------------------------------------------------------
 
 
-def test_admin_revoke_action(make_user: Callable[..., User], user: User, make_token: Callable[..., str]) -> None:
+def test_admin_revoke_action(
+    make_user: Callable[..., User], user: User, make_token: Callable[..., str]
+) -> None:
     first, second, untouched = make_token(user), make_token(user), make_token(user)
     admin = Client()
     admin.force_login(make_user("root@example.com", is_staff=True, is_superuser=True))
@@ -327,7 +342,9 @@ def test_admin_revoke_action(make_user: Callable[..., User], user: User, make_to
         {"action": "revoke_tokens", "_selected_action": selected},
     )
     assert response.status_code == 302
-    assert set(ApiToken.objects.filter(revoked_at__isnull=False).values_list("pk", flat=True)) == set(selected)
+    assert set(
+        ApiToken.objects.filter(revoked_at__isnull=False).values_list("pk", flat=True)
+    ) == set(selected)
     assert_problem(bearer(first).get("/api/v1/me"), 401, "not_authenticated")
     assert_problem(bearer(second).get("/api/v1/me"), 401, "not_authenticated")
     assert bearer(untouched).get("/api/v1/me").status_code == 200

@@ -40,15 +40,19 @@ PROFILE = {
     "boundaries": ["No client names or confidential numbers"],
     "disliked_patterns": ["Clickbait questions"],
     "forbidden_phrases": ["game changer", "synergy", "10x"],
-    "examples": [{
-        "text": "We cut our p99 from 900 ms to 40 ms with one index. Here's the thing: measure first.",
-        "platform": "mastodon",
-        "why_it_fits": "Concrete numbers, one lesson",
-    }],
-    "interview_answers": [{
-        "question": "What is the hardest incident you handled?",
-        "answer": "A cascading failure where retries from 40 services took down our database; we added backoff and circuit breakers.",
-    }],
+    "examples": [
+        {
+            "text": "We cut our p99 from 900 ms to 40 ms with one index. Here's the thing: measure first.",
+            "platform": "mastodon",
+            "why_it_fits": "Concrete numbers, one lesson",
+        }
+    ],
+    "interview_answers": [
+        {
+            "question": "What is the hardest incident you handled?",
+            "answer": "A cascading failure where retries from 40 services took down our database; we added backoff and circuit breakers.",
+        }
+    ],
 }
 
 
@@ -66,21 +70,34 @@ def realistic(workspace: Any, user: User) -> dict[str, Any]:
 
     profile.definition = clean_definition(PROFILE)
     profile.save()
-    mastodon = Account.objects.create(workspace=workspace, provider="mastodon", external_id="1",
-                                      username="ops", instance_url="https://social.example")
-    bluesky = Account.objects.create(workspace=workspace, provider="bluesky", external_id="did:plc:x",
-                                     username="ops.bsky.social")
+    mastodon = Account.objects.create(
+        workspace=workspace,
+        provider="mastodon",
+        external_id="1",
+        username="ops",
+        instance_url="https://social.example",
+    )
+    bluesky = Account.objects.create(
+        workspace=workspace, provider="bluesky", external_id="did:plc:x", username="ops.bsky.social"
+    )
     now = timezone.now()
 
     def post(text: str, days_ago: int, outcomes: dict[Account, tuple[str, str]]) -> Publication:
         publication = Publication.objects.create(
-            workspace=workspace, created_by=user, text=text, status=Publication.Status.PUBLISHED,
+            workspace=workspace,
+            created_by=user,
+            text=text,
+            status=Publication.Status.PUBLISHED,
             created_at=now - timedelta(days=days_ago),
         )
         for position, (account, (status, error_kind)) in enumerate(outcomes.items()):
             Destination.objects.create(
-                publication=publication, account=account, position=position,
-                profile=f"{account.provider}.post", status=status, error_kind=error_kind,
+                publication=publication,
+                account=account,
+                position=position,
+                profile=f"{account.provider}.post",
+                status=status,
+                error_kind=error_kind,
                 idempotency_key=f"{publication.pk.hex}{position}",
                 published_at=now - timedelta(days=days_ago) if status == "published" else None,
             )
@@ -89,16 +106,27 @@ def realistic(workspace: Any, user: User) -> dict[str, Any]:
     runbooks = post(
         "Incident response is a GAME CHANGER when the runbook exists before the incident. "
         "Write it on a calm day.",
-        12, {mastodon: ("published", "")},
+        12,
+        {mastodon: ("published", "")},
     )
-    PublicationEvent.objects.create(publication=runbooks, kind="destination.metrics",
-                                    data={"metrics": {"likes": 42, "reposts": 7, "comments": 5}})
-    post("Why we moved our CI to a paved road, and what it did to deploy toil.", 5,
-         {mastodon: ("published", ""), bluesky: ("failed", "auth")})
-    weeks = post("Our team switched to four-day weeks. Six months in, here is what changed.", 20,
-                 {mastodon: ("published", ""), bluesky: ("published", "")})
-    PublicationEvent.objects.create(publication=weeks, kind="destination.metrics",
-                                    data={"metrics": {"likes": 3}})
+    PublicationEvent.objects.create(
+        publication=runbooks,
+        kind="destination.metrics",
+        data={"metrics": {"likes": 42, "reposts": 7, "comments": 5}},
+    )
+    post(
+        "Why we moved our CI to a paved road, and what it did to deploy toil.",
+        5,
+        {mastodon: ("published", ""), bluesky: ("failed", "auth")},
+    )
+    weeks = post(
+        "Our team switched to four-day weeks. Six months in, here is what changed.",
+        20,
+        {mastodon: ("published", ""), bluesky: ("published", "")},
+    )
+    PublicationEvent.objects.create(
+        publication=weeks, kind="destination.metrics", data={"metrics": {"likes": 3}}
+    )
     return {"profile": profile, "mastodon": mastodon, "bluesky": bluesky}
 
 
@@ -117,8 +145,16 @@ def assert_card_invariants(result: dict[str, Any], platforms: list[str], limit: 
     assert len({c["title"].casefold() for c in cards}) == len(cards)
     assert len({c["id"] for c in cards}) == len(cards)
     for card in cards:
-        assert set(card) == {"id", "title", "hook", "signal_date", "why_it_fits", "why_now",
-                             "angles", "platform_treatments"}
+        assert set(card) == {
+            "id",
+            "title",
+            "hook",
+            "signal_date",
+            "why_it_fits",
+            "why_now",
+            "angles",
+            "platform_treatments",
+        }
         for key in ("id", "title", "hook", "why_it_fits", "why_now"):
             assert isinstance(card[key], str)
             assert card[key].strip()
@@ -164,7 +200,9 @@ def test_a_new_workspace_gets_starter_cards_with_their_own_angles(
 
 
 @pytest.mark.parametrize("limit", [1, 3, 8])
-def test_limit_bounds_the_cards(owner_client: APIClient, workspace: Any, realistic: Any, limit: int) -> None:
+def test_limit_bounds_the_cards(
+    owner_client: APIClient, workspace: Any, realistic: Any, limit: int
+) -> None:
     result = ok(discover(owner_client, workspace, limit=limit, platforms=["telegram"]))
     assert len(result["opportunities"]) == limit
     assert_card_invariants(result, ["telegram"], limit)
@@ -173,7 +211,9 @@ def test_limit_bounds_the_cards(owner_client: APIClient, workspace: Any, realist
 def test_cards_come_from_the_workspace_and_its_voice(
     owner_client: APIClient, workspace: Any, realistic: Any
 ) -> None:
-    result = ok(discover(owner_client, workspace, limit=8, audience="engineering leads at startups"))
+    result = ok(
+        discover(owner_client, workspace, limit=8, audience="engineering leads at startups")
+    )
     assert_card_invariants(result, ["mastodon", "bluesky"], 8)
     cards = result["opportunities"]
     text = json.dumps(cards)
@@ -209,8 +249,11 @@ def test_cards_come_from_the_workspace_and_its_voice(
     assert any(c["hook"].startswith(("Here's the thing", "Ship small, ship often")) for c in cards)
     # The interview answer becomes a story; the audience gets its own angle.
     assert "cascading failure" in text
-    assert any(a["label"] == "Ask your audience" and "engineering leads at startups" in a["thesis"]
-               for c in cards for a in c["angles"])
+    assert any(
+        a["label"] == "Ask your audience" and "engineering leads at startups" in a["thesis"]
+        for c in cards
+        for a in c["angles"]
+    )
     # Approaches carry the register and the boundaries.
     angles = {a["label"]: a for a in cards[0]["angles"]}
     assert "Sound direct, practical and warm" in angles["Take a stand"]["approach"]
@@ -219,7 +262,9 @@ def test_cards_come_from_the_workspace_and_its_voice(
     assert "Avoid clickbait questions" in angles["Myth vs. reality"]["approach"]
     # A post that quoted a forbidden phrase is never quoted back (no words put in the author's
     # mouth): its card refers to the topic instead.
-    assert covered["hook"].endswith("I wrote about incident response. Here is what I have learned since.")
+    assert covered["hook"].endswith(
+        "I wrote about incident response. Here is what I have learned since."
+    )
     # The post that failed on Bluesky gets a second run.
     second = next(c for c in cards if c["title"].startswith("Second run:"))
     assert "failed on Bluesky (auth)" in second["why_now"]
@@ -230,16 +275,18 @@ def test_cards_read_as_usable_briefs_not_templates(
 ) -> None:
     """What a social media manager would reject: a slogan glued in front of an unrelated claim,
     a post's whole first sentence pasted into "about …", and the same treatment on every card."""
-    cards = ok(discover(owner_client, workspace, limit=8, audience="engineering leads"))["opportunities"]
+    cards = ok(discover(owner_client, workspace, limit=8, audience="engineering leads"))[
+        "opportunities"
+    ]
     by_title = {c["title"]: c for c in cards}
 
     # "Here's the thing" is a lead-in and opens claims; the slogan "Ship small, ship often" has
     # nothing to do with any card here and never opens a hook.
     assert not [c["hook"] for c in cards if c["hook"].startswith("Ship small")]
     assert cards[0]["hook"].startswith("Here's the thing: PostgreSQL performance problems")
-    assert by_title["Where you stand: Most teams should run fewer microservices than they do"]["hook"].endswith(
-        "ost teams should run fewer microservices than they do."
-    )
+    assert by_title["Where you stand: Most teams should run fewer microservices than they do"][
+        "hook"
+    ].endswith("ost teams should run fewer microservices than they do.")
     # A catchphrase on every card wears thin: at most a third of the hooks carry one.
     assert 1 <= sum(c["hook"].startswith("Here's the thing") for c in cards) <= 8 // 3
     # Cards about a post refer to the post instead of pasting its sentence into a template.
@@ -273,15 +320,22 @@ def test_drafts_are_not_coverage_but_are_pointed_out(
     """A draft or scheduled post is not something the audience has seen: the topic is still a
     gap (not "you covered it"), and the card points at the waiting draft."""
     Publication.objects.create(
-        workspace=workspace, created_by=user, status=Publication.Status.DRAFT,
+        workspace=workspace,
+        created_by=user,
+        status=Publication.Status.DRAFT,
         text="Developer experience is mostly removing toil from the paved road.",
     )
     cards = ok(discover(owner_client, workspace, limit=8))["opportunities"]
     devex = next(c for c in cards if c["title"] == "Developer experience")
     assert "none of your 3 posts" in devex["why_now"]
-    assert f"You already have a draft on it from {timezone.now().date().isoformat()}" in devex["why_now"]
-    assert not any(c["why_now"].startswith("You covered it in") and c["title"] == "Developer experience"
-                   for c in cards)
+    assert (
+        f"You already have a draft on it from {timezone.now().date().isoformat()}"
+        in devex["why_now"]
+    )
+    assert not any(
+        c["why_now"].startswith("You covered it in") and c["title"] == "Developer experience"
+        for c in cards
+    )
 
 
 def test_treatments_use_the_platforms_capabilities_and_history(
@@ -315,9 +369,12 @@ def test_focus_leads_and_the_same_input_gives_the_same_cards(
     assert stand["thesis"] == "On-call pain is a design smell, not a staffing problem."
 
 
-def test_a_named_voice_profile_is_used(owner_client: APIClient, workspace: Any, realistic: Any) -> None:
+def test_a_named_voice_profile_is_used(
+    owner_client: APIClient, workspace: Any, realistic: Any
+) -> None:
     other = VoiceProfile.objects.create(
-        workspace=workspace, name="Quiet",
+        workspace=workspace,
+        name="Quiet",
         definition={"expertise": ["Sourdough baking"], "forbidden_phrases": ["postgresql"]},
     )
     result = ok(discover(owner_client, workspace, voice_profile_id=str(other.pk)))
@@ -328,8 +385,9 @@ def test_a_named_voice_profile_is_used(owner_client: APIClient, workspace: Any, 
 def test_an_assigned_profile_is_used_when_the_accounts_agree(
     owner_client: APIClient, workspace: Any, realistic: Any
 ) -> None:
-    assigned = VoiceProfile.objects.create(workspace=workspace, name="Assigned",
-                                           definition={"expertise": ["Kubernetes upgrades"]})
+    assigned = VoiceProfile.objects.create(
+        workspace=workspace, name="Assigned", definition={"expertise": ["Kubernetes upgrades"]}
+    )
     from voice.models import VoiceProfileAssignment
 
     VoiceProfileAssignment.objects.create(account=realistic["mastodon"], voice_profile=assigned)
@@ -371,7 +429,9 @@ def test_discovery_never_writes_a_draft_and_never_calls_a_provider(
 
 
 def test_six_per_minute_per_user_then_429_with_retry_after(
-    owner_client: APIClient, workspace: Any, bearer_client: Callable[..., APIClient],
+    owner_client: APIClient,
+    workspace: Any,
+    bearer_client: Callable[..., APIClient],
     make_user: Callable[..., User],
 ) -> None:
     for _ in range(6):
@@ -385,7 +445,9 @@ def test_six_per_minute_per_user_then_429_with_retry_after(
     ok(discover(bearer_client(colleague), workspace, limit=1))
 
 
-def test_one_request_in_flight_per_user(owner_client: APIClient, workspace: Any, user: User) -> None:
+def test_one_request_in_flight_per_user(
+    owner_client: APIClient, workspace: Any, user: User
+) -> None:
     with one_in_flight(user.pk, ttl_seconds=30, retry_after=3):
         response = discover(owner_client, workspace)
         assert_problem(response, 429, "discovery_in_flight")
@@ -420,26 +482,45 @@ def test_unauthenticated_is_401(workspace: Any) -> None:
 
 
 def test_viewers_outsiders_and_read_tokens_are_403(
-    workspace: Any, user: User, bearer_client: Callable[..., APIClient], make_user: Callable[..., User]
+    workspace: Any,
+    user: User,
+    bearer_client: Callable[..., APIClient],
+    make_user: Callable[..., User],
 ) -> None:
     viewer = make_user()
     WorkspaceMembership.objects.create(workspace=workspace, user=viewer, role="viewer")
     assert_problem(discover(bearer_client(viewer), workspace), 403, "role_too_low")
     assert_problem(discover(bearer_client(make_user()), workspace), 403, "no_workspace_access")
-    assert_problem(discover(bearer_client(user, permissions=("api:read",)), workspace), 403, "token_permission")
+    assert_problem(
+        discover(bearer_client(user, permissions=("api:read",)), workspace), 403, "token_permission"
+    )
 
 
-def test_unknown_resources_are_404(owner_client: APIClient, workspace: Any, user: User, organization: Any) -> None:
+def test_unknown_resources_are_404(
+    owner_client: APIClient, workspace: Any, user: User, organization: Any
+) -> None:
     from workspaces.access import Actor
     from workspaces.services import workspace_create
 
-    assert_problem(discover(owner_client, workspace, voice_profile_id="00000000-0000-0000-0000-000000000000"), 404, "not_found")
-    assert_problem(discover(owner_client, workspace, voice_profile_id="not-an-id"), 404, "not_found")
-    elsewhere = workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Elsewhere")
+    assert_problem(
+        discover(owner_client, workspace, voice_profile_id="00000000-0000-0000-0000-000000000000"),
+        404,
+        "not_found",
+    )
+    assert_problem(
+        discover(owner_client, workspace, voice_profile_id="not-an-id"), 404, "not_found"
+    )
+    elsewhere = workspace_create(
+        actor=Actor(user=user), organization_id=organization.pk, name="Elsewhere"
+    )
     foreign = VoiceProfile.objects.get(workspace=elsewhere)
-    assert_problem(discover(owner_client, workspace, voice_profile_id=str(foreign.pk)), 404, "not_found")
+    assert_problem(
+        discover(owner_client, workspace, voice_profile_id=str(foreign.pk)), 404, "not_found"
+    )
     response = owner_client.post(
-        URL, {"workspace_id": "00000000-0000-0000-0000-000000000000", "platforms": ["mastodon"]}, format="json"
+        URL,
+        {"workspace_id": "00000000-0000-0000-0000-000000000000", "platforms": ["mastodon"]},
+        format="json",
     )
     assert_problem(response, 404, "not_found")
 
@@ -451,7 +532,19 @@ def test_unknown_resources_are_404(owner_client: APIClient, workspace: Any, user
         ({"platforms": ["mastodon", "mastodon"]}, ["body.platforms"]),
         ({"platforms": ["myspace"]}, ["body.platforms[0]"]),
         ({"platforms": "mastodon"}, ["body.platforms"]),
-        ({"platforms": ["mastodon", "bluesky", "telegram", "discord_webhook", "mastodon", "bluesky"]}, ["body.platforms"]),
+        (
+            {
+                "platforms": [
+                    "mastodon",
+                    "bluesky",
+                    "telegram",
+                    "discord_webhook",
+                    "mastodon",
+                    "bluesky",
+                ]
+            },
+            ["body.platforms"],
+        ),
         ({"limit": 0}, ["body.limit"]),
         ({"limit": 9}, ["body.limit"]),
         ({"focus": "f" * 1001}, ["body.focus"]),
@@ -471,11 +564,15 @@ def test_a_platform_disabled_on_this_instance_is_422(
     owner_client: APIClient, workspace: Any, settings: Any
 ) -> None:
     settings.HERALD_DISABLED_PROVIDERS = ["telegram"]
-    body = assert_invalid(discover(owner_client, workspace, platforms=["mastodon", "telegram"]), "body.platforms[1]")
+    body = assert_invalid(
+        discover(owner_client, workspace, platforms=["mastodon", "telegram"]), "body.platforms[1]"
+    )
     assert body["errors"][0]["value"] == "telegram"
 
 
-def test_focus_and_audience_at_their_limits_are_accepted(owner_client: APIClient, workspace: Any) -> None:
+def test_focus_and_audience_at_their_limits_are_accepted(
+    owner_client: APIClient, workspace: Any
+) -> None:
     ok(discover(owner_client, workspace, focus="f" * 1000, audience="a" * 500, limit=8))
 
 
@@ -484,7 +581,9 @@ def unknown_engine(settings: Any) -> None:
     settings.HERALD_DISCOVERY_ENGINE = "oracle"
 
 
-def test_an_unknown_engine_setting_is_503(owner_client: APIClient, workspace: Any, unknown_engine: None) -> None:
+def test_an_unknown_engine_setting_is_503(
+    owner_client: APIClient, workspace: Any, unknown_engine: None
+) -> None:
     assert_problem(discover(owner_client, workspace), 503, "discovery_unavailable")
 
 
@@ -496,8 +595,12 @@ def _redis() -> Any:
     return redis_client(caches["default"])
 
 
-@pytest.mark.skipif(_redis() is None, reason="needs REDIS_URL (the limits are then shared through Redis)")
-def test_both_limits_are_shared_through_redis(owner_client: APIClient, workspace: Any, user: User) -> None:
+@pytest.mark.skipif(
+    _redis() is None, reason="needs REDIS_URL (the limits are then shared through Redis)"
+)
+def test_both_limits_are_shared_through_redis(
+    owner_client: APIClient, workspace: Any, user: User
+) -> None:
     from django.core.cache import caches
 
     backend, client = caches["default"], _redis()
@@ -516,14 +619,22 @@ def test_forbidden_phrases_are_kept_out_even_when_the_profile_itself_uses_them(
     from voice.definition import clean_definition
 
     profile = realistic["profile"]
-    profile.definition = clean_definition({
-        **PROFILE,
-        "recurring_expressions": ["Honestly, synergy"],
-        "opinions": ["Synergy is a symptom of unclear ownership", *PROFILE["opinions"]],
-        "expertise": ["Incident response synergy", *PROFILE["expertise"]],
-        # Even the engine's own words: labels and templates.
-        "forbidden_phrases": ["synergy", "Take a stand", "Show how", "expertise", "A real moment"],
-    })
+    profile.definition = clean_definition(
+        {
+            **PROFILE,
+            "recurring_expressions": ["Honestly, synergy"],
+            "opinions": ["Synergy is a symptom of unclear ownership", *PROFILE["opinions"]],
+            "expertise": ["Incident response synergy", *PROFILE["expertise"]],
+            # Even the engine's own words: labels and templates.
+            "forbidden_phrases": [
+                "synergy",
+                "Take a stand",
+                "Show how",
+                "expertise",
+                "A real moment",
+            ],
+        }
+    )
     profile.save()
     result = ok(discover(owner_client, workspace, limit=8, audience="platform teams"))
     assert_card_invariants(result, ["mastodon", "bluesky"], 8)
@@ -538,7 +649,9 @@ def test_pathologically_broad_forbidden_phrases_never_break_the_answer(
     from voice.definition import clean_definition
 
     profile = realistic["profile"]
-    profile.definition = clean_definition({**PROFILE, "forbidden_phrases": ["e", "a", "o", "i", "u"]})
+    profile.definition = clean_definition(
+        {**PROFILE, "forbidden_phrases": ["e", "a", "o", "i", "u"]}
+    )
     profile.save()
     result = ok(discover(owner_client, workspace, limit=8))
     assert 1 <= len(result["opportunities"]) <= 8

@@ -43,7 +43,9 @@ def discover(client: APIClient, workspace: Any, **body: Any) -> Any:
     return client.post(URL, payload, format="json")
 
 
-def test_valid_reply_becomes_the_result(owner_client: APIClient, workspace: Any, llm: LlmStandIn) -> None:
+def test_valid_reply_becomes_the_result(
+    owner_client: APIClient, workspace: Any, llm: LlmStandIn
+) -> None:
     response = discover(owner_client, workspace, focus="Release notes", limit=3)
     assert response.status_code == 200, response.content[:500]
     result = response.json()
@@ -77,7 +79,9 @@ def test_the_voice_profile_reaches_the_model_and_forbidden_phrases_are_scrubbed(
     owner_client: APIClient, workspace: Any, llm: LlmStandIn
 ) -> None:
     profile = VoiceProfile.objects.get(workspace=workspace, is_default=True)
-    profile.definition = clean_definition({"expertise": ["Release engineering"], "forbidden_phrases": ["Synergy"]})
+    profile.definition = clean_definition(
+        {"expertise": ["Release engineering"], "forbidden_phrases": ["Synergy"]}
+    )
     profile.save()
     llm.extra_text = " Pure synergy!"
     result = discover(owner_client, workspace).json()
@@ -93,7 +97,9 @@ def test_a_malformed_reply_is_502(owner_client: APIClient, workspace: Any, llm: 
     assert "{not json" not in body["detail"]
 
 
-def test_a_reply_that_breaks_the_card_rules_is_502(owner_client: APIClient, workspace: Any, llm: LlmStandIn) -> None:
+def test_a_reply_that_breaks_the_card_rules_is_502(
+    owner_client: APIClient, workspace: Any, llm: LlmStandIn
+) -> None:
     llm.mode = "invalid"
     assert_problem(discover(owner_client, workspace), 502, "model_invalid_reply")
 
@@ -143,7 +149,9 @@ def test_an_unconfigured_backend_is_503(
     assert usage["usage"]["discovery_calls"] == 0
 
 
-def test_an_unreachable_backend_is_503(owner_client: APIClient, workspace: Any, settings: Any) -> None:
+def test_an_unreachable_backend_is_503(
+    owner_client: APIClient, workspace: Any, settings: Any
+) -> None:
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -165,7 +173,9 @@ def test_the_api_key_is_never_echoed_or_logged(
     assert API_KEY not in caplog.text
 
 
-def test_the_llm_engine_writes_nothing(owner_client: APIClient, workspace: Any, llm: LlmStandIn) -> None:
+def test_the_llm_engine_writes_nothing(
+    owner_client: APIClient, workspace: Any, llm: LlmStandIn
+) -> None:
     assert discover(owner_client, workspace).status_code == 200
     assert not Publication.objects.exists()
 
@@ -183,26 +193,50 @@ def _context(limit: int = 2) -> Any:
     for provider in ("mastodon", "telegram"):
         name, formats = platform_formats(provider)
         platforms.append(PlatformInfo(provider, name, formats, 1, DeliveryStats()))
-    return DiscoveryContext(workspace_id="w", workspace_name="W", today=date(2026, 1, 5),
-                            platforms=tuple(platforms), limit=limit)
+    return DiscoveryContext(
+        workspace_id="w",
+        workspace_name="W",
+        today=date(2026, 1, 5),
+        platforms=tuple(platforms),
+        limit=limit,
+    )
 
 
 def _card(title: str = "A title") -> dict[str, Any]:
     return {
-        "title": title, "hook": "Hook.", "signal_date": "2026-01-05", "why_it_fits": "Fits.",
+        "title": title,
+        "hook": "Hook.",
+        "signal_date": "2026-01-05",
+        "why_it_fits": "Fits.",
         "why_now": "Now.",
         "angles": [{"label": f"L{n}", "thesis": "T", "approach": "A"} for n in range(3)],
         "platform_treatments": [
-            {"platform": "telegram", "format": "telegram.message", "media": "M", "objective": "O", "rationale": "R"},
-            {"platform": "mastodon", "format": "mastodon.post", "media": "M", "objective": "O", "rationale": "R"},
+            {
+                "platform": "telegram",
+                "format": "telegram.message",
+                "media": "M",
+                "objective": "O",
+                "rationale": "R",
+            },
+            {
+                "platform": "mastodon",
+                "format": "mastodon.post",
+                "media": "M",
+                "objective": "O",
+                "rationale": "R",
+            },
         ],
     }
 
 
 def _reply(content: Any, finish_reason: str = "stop") -> dict[str, Any]:
     text = content if isinstance(content, str) else json.dumps(content)
-    return {"model": "m", "choices": [{"message": {"role": "assistant", "content": text},
-                                       "finish_reason": finish_reason}]}
+    return {
+        "model": "m",
+        "choices": [
+            {"message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}
+        ],
+    }
 
 
 def _mutated(change: Any) -> dict[str, Any]:
@@ -220,12 +254,22 @@ INVALID = {
     "blank text": _mutated(lambda c: c[0].update(hook="  ")),
     "not a date": _mutated(lambda c: c[0].update(signal_date="next week")),
     "a date-time": _mutated(lambda c: c[0].update(signal_date="2026-01-05T10:00:00")),
-    "six angles": _mutated(lambda c: c[0].update(angles=[{"label": f"L{n}", "thesis": "T", "approach": "A"} for n in range(6)])),
+    "six angles": _mutated(
+        lambda c: c[0].update(
+            angles=[{"label": f"L{n}", "thesis": "T", "approach": "A"} for n in range(6)]
+        )
+    ),
     "duplicate labels": _mutated(lambda c: c[0]["angles"][1].update(label="l0")),
     "a platform missing": _mutated(lambda c: c[0]["platform_treatments"].pop()),
-    "a platform twice": _mutated(lambda c: c[0]["platform_treatments"].__setitem__(1, c[0]["platform_treatments"][0])),
-    "a foreign platform": _mutated(lambda c: c[0]["platform_treatments"][0].update(platform="bluesky")),
-    "a foreign format": _mutated(lambda c: c[0]["platform_treatments"][0].update(format="mastodon.post")),
+    "a platform twice": _mutated(
+        lambda c: c[0]["platform_treatments"].__setitem__(1, c[0]["platform_treatments"][0])
+    ),
+    "a foreign platform": _mutated(
+        lambda c: c[0]["platform_treatments"][0].update(platform="bluesky")
+    ),
+    "a foreign format": _mutated(
+        lambda c: c[0]["platform_treatments"][0].update(format="mastodon.post")
+    ),
     "over-long title": _mutated(lambda c: c[0].update(title="t" * 141)),
     "an id of its own": _mutated(lambda c: c[0].update(id="mine")),
     "other top-level members": {"opportunities": [_card()], "note": "hi"},

@@ -100,7 +100,11 @@ def test_create_workspace(owner_client: APIClient, organization: Any, workspace:
     assert response.status_code == 201
     created = response.json()
     assert response["Location"] == f"/api/v1/workspaces/{created['id']}"
-    assert (created["name"], created["timezone"], created["role"]) == ("Second", "Europe/Berlin", "admin")
+    assert (created["name"], created["timezone"], created["role"]) == (
+        "Second",
+        "Europe/Berlin",
+        "admin",
+    )
     assert created["member_count"] == 1
     assert created["plan"]["code"] == "self_hosted"
     assert owner_client.get(response["Location"]).json()["id"] == created["id"]
@@ -121,12 +125,18 @@ def test_rename_to_a_taken_name_is_409(
     owner_client: APIClient, organization: Any, workspace: Any
 ) -> None:
     other = owner_client.post(
-        "/api/v1/workspaces", {"organization_id": str(organization.pk), "name": "Other"}, format="json"
+        "/api/v1/workspaces",
+        {"organization_id": str(organization.pk), "name": "Other"},
+        format="json",
     ).json()
-    response = owner_client.patch(f"/api/v1/workspaces/{other['id']}", {"name": "MAIN"}, format="json")
+    response = owner_client.patch(
+        f"/api/v1/workspaces/{other['id']}", {"name": "MAIN"}, format="json"
+    )
     assert_problem(response, 409, "name_taken")
     response = owner_client.patch(
-        f"/api/v1/workspaces/{other['id']}", {"name": "Renamed", "timezone": "Asia/Tokyo"}, format="json"
+        f"/api/v1/workspaces/{other['id']}",
+        {"name": "Renamed", "timezone": "Asia/Tokyo"},
+        format="json",
     )
     assert response.status_code == 200
     assert (response.json()["name"], response.json()["timezone"]) == ("Renamed", "Asia/Tokyo")
@@ -138,7 +148,9 @@ def test_workspace_needs_an_organization_admin(
     person = make_user()
     OrganizationMembership.objects.create(organization=organization, user=person, role="member")
     response = bearer_client(person).post(
-        "/api/v1/workspaces", {"organization_id": str(organization.pk), "name": "Mine"}, format="json"
+        "/api/v1/workspaces",
+        {"organization_id": str(organization.pk), "name": "Mine"},
+        format="json",
     )
     assert_problem(response, 403, "role_too_low")
 
@@ -155,7 +167,11 @@ def test_workspace_in_unknown_organization_is_404(owner_client: APIClient) -> No
 def test_usage(owner_client: APIClient, workspace: Any) -> None:
     data = owner_client.get(f"/api/v1/workspaces/{workspace.pk}/usage").json()
     assert data["plan"]["code"] == "self_hosted"
-    assert set(data["limits"]) == {"connected_accounts", "scheduled_publications", "discovery_calls"}
+    assert set(data["limits"]) == {
+        "connected_accounts",
+        "scheduled_publications",
+        "discovery_calls",
+    }
     assert data["period_start"] < data["period_end"]
 
 
@@ -199,9 +215,14 @@ def test_cursor_pages_cover_the_list_once_newest_first(
 
 
 def test_default_page_size_is_20(owner_client: APIClient, user: User, organization: Any) -> None:
-    Workspace.objects.bulk_create([Workspace(organization=organization, name=f"W{i}") for i in range(25)])
+    Workspace.objects.bulk_create(
+        [Workspace(organization=organization, name=f"W{i}") for i in range(25)]
+    )
     WorkspaceMembership.objects.bulk_create(
-        [WorkspaceMembership(workspace=w, user=user) for w in Workspace.objects.exclude(memberships__user=user)]
+        [
+            WorkspaceMembership(workspace=w, user=user)
+            for w in Workspace.objects.exclude(memberships__user=user)
+        ]
     )
     page = owner_client.get("/api/v1/workspaces").json()
     assert len(page["items"]) == 20
@@ -226,9 +247,9 @@ def test_malformed_or_oversized_cursor_is_422(
 def test_cursor_of_another_list_is_422(
     owner_client: APIClient, user: User, organization: Any, workspace: Any, many_members: list[User]
 ) -> None:
-    members_cursor = owner_client.get(
-        f"/api/v1/workspaces/{workspace.pk}/members?limit=1"
-    ).json()["next_cursor"]
+    members_cursor = owner_client.get(f"/api/v1/workspaces/{workspace.pk}/members?limit=1").json()[
+        "next_cursor"
+    ]
     assert members_cursor
     response = owner_client.get(f"/api/v1/workspaces?cursor={members_cursor}")
     assert_invalid(response, "query.cursor")

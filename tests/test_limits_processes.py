@@ -43,9 +43,17 @@ def web(worker_database_url: str, tmp_path: Path) -> Iterator[tuple[str, Managed
     )
     port = free_port()
     argv = [
-        str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-        "--workers", "2", "--threads", "4", "--graceful-timeout", "2",
-    ]  # fmt: skip
+        str(BIN / "gunicorn"),
+        "config.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "2",
+        "--threads",
+        "4",
+        "--graceful-timeout",
+        "2",
+    ]
     process = ManagedProcess("web", argv, env, tmp_path / "web.log").start()
     base = f"http://127.0.0.1:{port}"
 

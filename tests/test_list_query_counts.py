@@ -112,7 +112,10 @@ def test_workspace_list_member_counts_are_right(
     owner_client: APIClient, user: User, organization: Any, workspace: Any
 ) -> None:
     add_workspaces(user, organization, 2)
-    counts = {item["name"]: item["member_count"] for item in items_of(owner_client.get("/api/v1/workspaces"))}
+    counts = {
+        item["name"]: item["member_count"]
+        for item in items_of(owner_client.get("/api/v1/workspaces"))
+    }
     assert counts == {"Main": 1, "W0": 4, "W1": 4}
 
 

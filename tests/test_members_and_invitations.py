@@ -86,7 +86,11 @@ def test_invitation_created_resent_and_accepted_are_audited(
 
     [event] = events(workspace, "invitation.created")
     assert (event.actor_user_id, event.invitation_id) == (str(user.pk), invitation["id"])
-    assert (event.subject_email, event.role, event.status) == ("invitee@example.com", "editor", "pending")
+    assert (event.subject_email, event.role, event.status) == (
+        "invitee@example.com",
+        "editor",
+        "pending",
+    )
 
     resent = owner_client.post(f"/api/v1/invitations/{invitation['id']}/resend")
     assert resent.status_code == 200
@@ -207,7 +211,9 @@ def test_duplicate_invitations_and_existing_members_conflict(
 
 
 def test_invitation_input_is_validated(owner_client: APIClient, workspace: Any) -> None:
-    assert_invalid(invite(owner_client, workspace, "not-an-email", role="owner"), "body.email", "body.role")
+    assert_invalid(
+        invite(owner_client, workspace, "not-an-email", role="owner"), "body.email", "body.role"
+    )
 
 
 def test_invitations_need_a_workspace_admin(
@@ -319,7 +325,12 @@ def test_an_inactive_admin_does_not_count_as_another_admin(
 def test_admin_can_step_down_when_another_admin_exists(
     owner_client: APIClient, workspace: Any, member: User, user: User
 ) -> None:
-    assert owner_client.patch(member_url(workspace, member), {"role": "admin"}, format="json").status_code == 200
+    assert (
+        owner_client.patch(
+            member_url(workspace, member), {"role": "admin"}, format="json"
+        ).status_code
+        == 200
+    )
     response = owner_client.patch(member_url(workspace, user), {"role": "editor"}, format="json")
     assert response.status_code == 200
     # The former admin can no longer manage members.
@@ -327,7 +338,9 @@ def test_admin_can_step_down_when_another_admin_exists(
     assert_problem(response, 403, "role_too_low")
 
 
-def test_audit_write_failure_rolls_back_the_change(workspace: Any, member: User, user: User) -> None:
+def test_audit_write_failure_rolls_back_the_change(
+    workspace: Any, member: User, user: User
+) -> None:
     with (
         mock.patch.object(members, "audit_record", side_effect=RuntimeError("audit down")),
         pytest.raises(RuntimeError),
@@ -412,6 +425,9 @@ def test_two_admins_demoting_each_other_at_once_leave_one_admin(
     assert outcomes in (["last_admin", "ok"], ["ok", "role_too_low"])
     admins = WorkspaceMembership.objects.filter(workspace=workspace, role="admin", status="active")
     assert admins.count() == 1
-    assert AccessAuditEvent.objects.filter(
-        workspace_id=workspace.pk, action="member.role_changed"
-    ).count() == 1
+    assert (
+        AccessAuditEvent.objects.filter(
+            workspace_id=workspace.pk, action="member.role_changed"
+        ).count()
+        == 1
+    )

@@ -253,9 +253,13 @@ def test_signed_out_existing_user_is_asked_to_sign_in(
     login = client.get(f"/login/?next={path}")
     signed = client.post(
         "/login/",
-        {"username": INVITEE, "password": PASSWORD, "next": path,
-         "csrfmiddlewaretoken": csrf_of(login)},
-    )  # fmt: skip
+        {
+            "username": INVITEE,
+            "password": PASSWORD,
+            "next": path,
+            "csrfmiddlewaretoken": csrf_of(login),
+        },
+    )
     assert signed.status_code == 302
     assert signed["Location"] == path
 

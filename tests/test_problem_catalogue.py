@@ -15,8 +15,16 @@ from django.test import Client
 from config.problem_catalogue import catalogue
 
 ROOT = Path(__file__).resolve().parent.parent
-APP_DIRS = ("config", "workspaces", "publishing", "readiness", "themes", "voice", "discovery",
-            "reposts")  # fmt: skip
+APP_DIRS = (
+    "config",
+    "workspaces",
+    "publishing",
+    "readiness",
+    "themes",
+    "voice",
+    "discovery",
+    "reposts",
+)
 # Functions that take a problem code as their third positional argument.
 PROBLEM_BUILDERS = {"problem_response": 2, "_finish": 2, "_problem_body": 2}
 NOT_A_PROBLEM = {"error"}  # rendered with type about:blank (config.api.problems)
@@ -71,8 +79,13 @@ def _codes_in(tree: ast.AST) -> set[str]:
                 else:
                     names = [(target, node.value)]
                 for name_node, value_node in names:
-                    name = (name_node.id if isinstance(name_node, ast.Name)
-                            else name_node.attr if isinstance(name_node, ast.Attribute) else "")  # fmt: skip
+                    name = (
+                        name_node.id
+                        if isinstance(name_node, ast.Name)
+                        else name_node.attr
+                        if isinstance(name_node, ast.Attribute)
+                        else ""
+                    )
                     if name in {"code", "default_code"} and (value := _string(value_node)):
                         codes.add(value)
         elif isinstance(node, ast.Dict):
@@ -95,18 +108,35 @@ def scanned_codes() -> set[str]:
 
 
 # DRF's own exception codes that our handler passes through (config.api.problems).
-DRF_CODES = {"not_found", "permission_denied", "method_not_allowed", "not_acceptable",
-             "unsupported_media_type", "not_authenticated"}  # fmt: skip
+DRF_CODES = {
+    "not_found",
+    "permission_denied",
+    "method_not_allowed",
+    "not_acceptable",
+    "unsupported_media_type",
+    "not_authenticated",
+}
 
 
 def test_the_scan_sees_codes_from_every_kind_of_source() -> None:
     codes = scanned_codes()
     # a class attribute, a tuple assignment, a code= override, a problem_response() argument,
     # a permission class, the middleware's status map, DRF's default_code
-    for code in ("theme_in_use", "provider_error", "role_too_low", "malformed_request",
-                 "token_permission", "method_not_allowed", "payload_too_large",
-                 "idempotency_key_reused", "last_voice_profile", "default_voice_profile",
-                 "model_timeout", "csrf_failed", "dependency_unavailable"):  # fmt: skip
+    for code in (
+        "theme_in_use",
+        "provider_error",
+        "role_too_low",
+        "malformed_request",
+        "token_permission",
+        "method_not_allowed",
+        "payload_too_large",
+        "idempotency_key_reused",
+        "last_voice_profile",
+        "default_voice_profile",
+        "model_timeout",
+        "csrf_failed",
+        "dependency_unavailable",
+    ):
         assert code in codes, code
     assert "self_hosted" not in codes  # a plan code, not a problem
 

@@ -126,9 +126,7 @@ def test_query_parameter_location(owner_client: APIClient) -> None:
 
 
 def test_secret_values_are_not_echoed(owner_client: APIClient, workspace: Any) -> None:
-    response = owner_client.post(
-        "/api/v1/invitations/accept", {"token": "short"}, format="json"
-    )
+    response = owner_client.post("/api/v1/invitations/accept", {"token": "short"}, format="json")
     body = assert_invalid(response, "body.token")
     assert "value" not in body["errors"][0]
 
@@ -213,9 +211,7 @@ def test_failed_authentication_limiter(api_client: APIClient, settings: Any) -> 
 
 
 @time_machine.travel("2030-01-01 12:00:05+00:00", tick=False)
-def test_failed_authentication_limit_is_configurable(
-    api_client: APIClient, settings: Any
-) -> None:
+def test_failed_authentication_limit_is_configurable(api_client: APIClient, settings: Any) -> None:
     settings.HERALD_AUTH_FAILURES_PER_MINUTE = 2
     api_client.credentials(HTTP_AUTHORIZATION="Bearer nonsense")
     assert_problem(api_client.get("/api/v1/me"), 401, "not_authenticated")
@@ -294,12 +290,30 @@ def test_problem_type_uri_resolves(owner_client: APIClient) -> None:
 @pytest.mark.parametrize(
     "code",
     [
-        "invalid", "malformed_body", "not_authenticated", "permission_denied", "not_found",
-        "method_not_allowed", "payload_too_large", "rate_limited", "internal_error",
-        "unsupported_media_type", "token_permission", "token_workspace_scope", "session_required",
-        "csrf_failed", "no_workspace_access", "no_organization_access", "role_too_low",
-        "name_taken", "last_admin", "already_member", "invitation_exists",
-        "invitation_not_pending", "invitation_email_mismatch", "recent_authentication_required",
+        "invalid",
+        "malformed_body",
+        "not_authenticated",
+        "permission_denied",
+        "not_found",
+        "method_not_allowed",
+        "payload_too_large",
+        "rate_limited",
+        "internal_error",
+        "unsupported_media_type",
+        "token_permission",
+        "token_workspace_scope",
+        "session_required",
+        "csrf_failed",
+        "no_workspace_access",
+        "no_organization_access",
+        "role_too_low",
+        "name_taken",
+        "last_admin",
+        "already_member",
+        "invitation_exists",
+        "invitation_not_pending",
+        "invitation_email_mismatch",
+        "recent_authentication_required",
         "deletion_blocked",
     ],
 )

@@ -62,7 +62,9 @@ def post(text: str = "Hello from Herald", key: str = "dest-1", **kwargs) -> Publ
 
 def test_registry_knows_the_four_providers(settings) -> None:
     assert PROVIDERS[:4] == ("mastodon", "bluesky", "discord_webhook", "telegram")
-    assert "webhook" in PROVIDERS  # the generic signed webhook (tests/test_provider_adapters_webhook.py)
+    assert (
+        "webhook" in PROVIDERS
+    )  # the generic signed webhook (tests/test_provider_adapters_webhook.py)
     assert "feed" in PROVIDERS  # the built-in Herald feed (tests/test_provider_feed.py)
     assert [a.capabilities.provider for a in all_adapters()] == list(PROVIDERS)
     with pytest.raises(KeyError):

@@ -57,14 +57,19 @@ def stack(
 def test_a_worker_publishes_to_the_feed(stack: DeliveryStack, user: Any, workspace: Any) -> None:
     actor = Actor(user=user)
     account, _ = account_connect(
-        actor=actor, workspace_id=workspace.pk, provider="feed", redirect_uri=REDIRECT_URI,
+        actor=actor,
+        workspace_id=workspace.pk,
+        provider="feed",
+        redirect_uri=REDIRECT_URI,
         fields={"title": "Worker feed"},
-    )  # fmt: skip
+    )
     assert account is not None
     publication = publication_create(
-        actor=actor, workspace_id=workspace.pk, text="Shipped <b>today</b> & more",
+        actor=actor,
+        workspace_id=workspace.pk,
+        text="Shipped <b>today</b> & more",
         destinations=[{"account_id": str(account.pk)}],
-    )  # fmt: skip
+    )
     publication_publish_now(actor=actor, publication_id=publication.pk, expected_revision=None)
 
     def settled() -> Publication | None:

@@ -71,7 +71,9 @@ def telegram(provider_settings: Any) -> Iterator[TelegramStandIn]:
 
 
 @pytest.fixture
-def member_client(make_user: Callable[..., User], workspace: Any, bearer_client: Callable[..., APIClient]) -> Callable[[str], APIClient]:
+def member_client(
+    make_user: Callable[..., User], workspace: Any, bearer_client: Callable[..., APIClient]
+) -> Callable[[str], APIClient]:
     def make(role: str) -> APIClient:
         member = make_user()
         WorkspaceMembership.objects.create(workspace=workspace, user=member, role=role)
@@ -81,18 +83,30 @@ def member_client(make_user: Callable[..., User], workspace: Any, bearer_client:
 
 
 def start_mastodon(client: APIClient, workspace: Any, server: MastodonStandIn) -> dict[str, Any]:
-    body: dict[str, Any] = ok(client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": server.url,
-    }, format="json"))
+    body: dict[str, Any] = ok(
+        client.post(
+            f"{API}/accounts/connect",
+            {
+                "workspace_id": str(workspace.pk),
+                "provider": "mastodon",
+                "instance_url": server.url,
+            },
+            format="json",
+        )
+    )
     return body
 
 
 # --- Catalogue ------------------------------------------------------------------------------------
 
 
-def test_catalogue_lists_every_provider_with_capabilities_and_readiness(owner_client: APIClient, workspace: Any) -> None:
+def test_catalogue_lists_every_provider_with_capabilities_and_readiness(
+    owner_client: APIClient, workspace: Any
+) -> None:
     body = ok(owner_client.get(f"{API}/account-providers", {"workspace_id": str(workspace.pk)}))
-    assert body["$schema"].endswith("/schemas/ProviderCatalogue.json") or body["$schema"].endswith(".json")
+    assert body["$schema"].endswith("/schemas/ProviderCatalogue.json") or body["$schema"].endswith(
+        ".json"
+    )
     entries = {entry["provider"]: entry for entry in body["providers"]}
     assert set(entries) == set(PROVIDERS)
     assert entries["mastodon"]["connection"] == "oauth2"
@@ -106,43 +120,68 @@ def test_catalogue_lists_every_provider_with_capabilities_and_readiness(owner_cl
     assert mastodon_post["text_limit"] == 500
     assert mastodon_post["media"]["max_count"] == 4
     assert {o["name"] for o in mastodon_post["options"]} == {"visibility", "language"}
-    assert [p["key"] for p in entries["telegram"]["capabilities"]["profiles"]] == ["telegram.message", "telegram.photo"]
+    assert [p["key"] for p in entries["telegram"]["capabilities"]["profiles"]] == [
+        "telegram.message",
+        "telegram.photo",
+    ]
     assert entries["bluesky"]["capabilities"]["profiles"][0]["text_limit"] == 300
     for entry in entries.values():
         assert entry["readiness"]["state"] == "healthy"
         assert entry["readiness"]["blockers"] == []
 
 
-def test_disabled_provider_is_blocked_in_catalogue_and_connect(owner_client: APIClient, workspace: Any, settings: Any) -> None:
+def test_disabled_provider_is_blocked_in_catalogue_and_connect(
+    owner_client: APIClient, workspace: Any, settings: Any
+) -> None:
     settings.HERALD_DISABLED_PROVIDERS = ["mastodon"]
     body = ok(owner_client.get(f"{API}/account-providers", {"workspace_id": str(workspace.pk)}))
     decision = next(e for e in body["providers"] if e["provider"] == "mastodon")["readiness"]
     assert decision["state"] == "disabled"
     assert decision["executable"] is False
     assert [b["code"] for b in decision["blockers"]] == ["provider_disabled"]
-    assert next(e for e in body["providers"] if e["provider"] == "bluesky")["readiness"]["state"] == "healthy"
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": "https://mastodon.example",
-    }, format="json")
+    assert (
+        next(e for e in body["providers"] if e["provider"] == "bluesky")["readiness"]["state"]
+        == "healthy"
+    )
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "mastodon",
+            "instance_url": "https://mastodon.example",
+        },
+        format="json",
+    )
     assert_problem(response, 409, "readiness_blocked")
 
 
-def test_catalogue_needs_workspace_access(bearer_client: Callable[..., APIClient], make_user: Callable[..., User], workspace: Any) -> None:
+def test_catalogue_needs_workspace_access(
+    bearer_client: Callable[..., APIClient], make_user: Callable[..., User], workspace: Any
+) -> None:
     stranger = bearer_client(make_user())
-    assert_problem(stranger.get(f"{API}/account-providers", {"workspace_id": str(workspace.pk)}), 403, "no_workspace_access")
+    assert_problem(
+        stranger.get(f"{API}/account-providers", {"workspace_id": str(workspace.pk)}),
+        403,
+        "no_workspace_access",
+    )
     assert_invalid(stranger.get(f"{API}/account-providers"), "query.workspace_id")
 
 
 def test_unknown_provider_is_a_422(owner_client: APIClient, workspace: Any) -> None:
-    response = owner_client.post(f"{API}/accounts/connect", {"workspace_id": str(workspace.pk), "provider": "myspace"},
-                                 format="json")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {"workspace_id": str(workspace.pk), "provider": "myspace"},
+        format="json",
+    )
     assert_invalid(response, "body.provider")
 
 
 # --- Mastodon: OAuth 2 with PKCE ------------------------------------------------------------------
 
 
-def test_mastodon_oauth_connect_with_pkce(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, user: User) -> None:
+def test_mastodon_oauth_connect_with_pkce(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, user: User
+) -> None:
     started = start_mastodon(owner_client, workspace, mastodon)
     assert started["account"] is None
     url = urlsplit(started["authorization_url"])
@@ -183,8 +222,14 @@ def test_mastodon_oauth_connect_with_pkce(owner_client: APIClient, workspace: An
     assert [a["id"] for a in listed["items"]] == [account["id"]]
 
 
-def test_mastodon_unknown_or_expired_state_is_404(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn) -> None:
-    assert_problem(APIClient().get(f"{API}/accounts/oauth/callback", {"state": "nope", "code": "x"}), 404, "not_found")
+def test_mastodon_unknown_or_expired_state_is_404(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
+) -> None:
+    assert_problem(
+        APIClient().get(f"{API}/accounts/oauth/callback", {"state": "nope", "code": "x"}),
+        404,
+        "not_found",
+    )
     started = start_mastodon(owner_client, workspace, mastodon)
     grant = follow_authorization(started["authorization_url"])
     with time_machine.travel(timezone.now() + timedelta(minutes=16)):
@@ -192,15 +237,21 @@ def test_mastodon_unknown_or_expired_state_is_404(owner_client: APIClient, works
     assert not Account.objects.exists()
 
 
-def test_mastodon_denied_authorization(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn) -> None:
+def test_mastodon_denied_authorization(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
+) -> None:
     started = start_mastodon(owner_client, workspace, mastodon)
     state = parse_qs(urlsplit(started["authorization_url"]).query)["state"][0]
-    response = APIClient().get(f"{API}/accounts/oauth/callback", {"state": state, "error": "access_denied"})
+    response = APIClient().get(
+        f"{API}/accounts/oauth/callback", {"state": state, "error": "access_denied"}
+    )
     assert_problem(response, 403, "oauth_denied")
     assert not Account.objects.exists()
 
 
-def test_mastodon_app_registration_is_reused_per_instance(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn) -> None:
+def test_mastodon_app_registration_is_reused_per_instance(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
+) -> None:
     first = connect(owner_client, workspace, "mastodon", mastodon)
     assert mastodon.counters["apps_registered"] == 1
     second_start = start_mastodon(owner_client, workspace, mastodon)
@@ -212,38 +263,52 @@ def test_mastodon_app_registration_is_reused_per_instance(owner_client: APIClien
     assert Account.objects.count() == 1
 
 
-def test_mastodon_registration_per_callback_origin(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn,
-                                                   settings: Any) -> None:
+def test_mastodon_registration_per_callback_origin(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, settings: Any
+) -> None:
     """An app registration is bound to its redirect URI: a second public origin registers its
     own app, and its callback completes with that app (not the first origin's)."""
     settings.ALLOWED_HOSTS = ["testserver", "herald.example"]
     connect(owner_client, workspace, "mastodon", mastodon)
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": mastodon.url + "/",
-    }, format="json", SERVER_NAME="herald.example")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "mastodon",
+            "instance_url": mastodon.url + "/",
+        },
+        format="json",
+        SERVER_NAME="herald.example",
+    )
     started = ok(response)
     assert mastodon.counters["apps_registered"] == 2
     assert "redirect_uri=http%3A%2F%2Fherald.example%2F" in started["authorization_url"]
     grant = follow_authorization(started["authorization_url"])
-    account = ok(APIClient().get(f"{API}/accounts/oauth/callback", grant, SERVER_NAME="herald.example"))
+    account = ok(
+        APIClient().get(f"{API}/accounts/oauth/callback", grant, SERVER_NAME="herald.example")
+    )
     assert account["provider"] == "mastodon"
     assert ProviderApp.objects.count() == 2
 
 
-def test_mastodon_callback_is_on_the_public_url_when_set(owner_client: APIClient, workspace: Any,
-                                                        mastodon: MastodonStandIn, settings: Any) -> None:
+def test_mastodon_callback_is_on_the_public_url_when_set(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, settings: Any
+) -> None:
     """Behind a reverse proxy the forwarded Host can lack the public port (nginx's ``$host``) and
     the scheme can be the proxy's; the callback registered with the provider is on
     HERALD_PUBLIC_URL, the origin the user's browser comes back to."""
     settings.HERALD_PUBLIC_URL = "https://herald.example.com:8443"
     started = start_mastodon(owner_client, workspace, mastodon)
     query = parse_qs(urlsplit(started["authorization_url"]).query)
-    assert query["redirect_uri"] == ["https://herald.example.com:8443/api/v1/accounts/oauth/callback"]
+    assert query["redirect_uri"] == [
+        "https://herald.example.com:8443/api/v1/accounts/oauth/callback"
+    ]
     assert ProviderApp.objects.get().redirect_uri == query["redirect_uri"][0]
 
 
-def test_oauth_callback_rechecks_the_role_of_the_user_who_started(owner_client: APIClient, workspace: Any,
-                                                                   mastodon: MastodonStandIn, user: User) -> None:
+def test_oauth_callback_rechecks_the_role_of_the_user_who_started(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, user: User
+) -> None:
     started = start_mastodon(owner_client, workspace, mastodon)
     WorkspaceMembership.objects.filter(workspace=workspace, user=user).update(role="viewer")
     grant = follow_authorization(started["authorization_url"])
@@ -252,25 +317,44 @@ def test_oauth_callback_rechecks_the_role_of_the_user_who_started(owner_client: 
 
 
 def test_mastodon_instance_url_is_required(owner_client: APIClient, workspace: Any) -> None:
-    response = owner_client.post(f"{API}/accounts/connect", {"workspace_id": str(workspace.pk), "provider": "mastodon"},
-                                 format="json")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {"workspace_id": str(workspace.pk), "provider": "mastodon"},
+        format="json",
+    )
     assert_invalid(response, "body.instance_url")
 
 
-def test_mastodon_unreachable_instance_is_502(owner_client: APIClient, workspace: Any, provider_settings: Any) -> None:
+def test_mastodon_unreachable_instance_is_502(
+    owner_client: APIClient, workspace: Any, provider_settings: Any
+) -> None:
     with MastodonStandIn() as server:
         url = server.url
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": url,
-    }, format="json")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "mastodon",
+            "instance_url": url,
+        },
+        format="json",
+    )
     assert_problem(response, 502, "provider_error")
 
 
-def test_mastodon_private_instance_is_refused_in_production(owner_client: APIClient, workspace: Any, settings: Any) -> None:
+def test_mastodon_private_instance_is_refused_in_production(
+    owner_client: APIClient, workspace: Any, settings: Any
+) -> None:
     settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = False
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": "http://127.0.0.1:9",
-    }, format="json")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "mastodon",
+            "instance_url": "http://127.0.0.1:9",
+        },
+        format="json",
+    )
     assert_invalid(response, "body.instance_url")
     assert not ProviderApp.objects.exists()
 
@@ -279,12 +363,20 @@ def test_mastodon_private_instance_is_refused_in_production(owner_client: APICli
 
 
 @pytest.mark.parametrize("provider", ["bluesky", "discord_webhook", "telegram"])
-def test_credential_providers_connect_at_once(provider: str, owner_client: APIClient, workspace: Any, provider_settings: Any) -> None:
+def test_credential_providers_connect_at_once(
+    provider: str, owner_client: APIClient, workspace: Any, provider_settings: Any
+) -> None:
     with STANDINS[provider]() as server:
         point_settings_at(provider_settings, provider, server)
-        response = owner_client.post(f"{API}/accounts/connect", {
-            "workspace_id": str(workspace.pk), "provider": provider, "fields": connect_fields(provider, server),
-        }, format="json")
+        response = owner_client.post(
+            f"{API}/accounts/connect",
+            {
+                "workspace_id": str(workspace.pk),
+                "provider": provider,
+                "fields": connect_fields(provider, server),
+            },
+            format="json",
+        )
         body = ok(response, 201)
         fields = connect_fields(provider, server)
     account = body["account"]
@@ -292,46 +384,77 @@ def test_credential_providers_connect_at_once(provider: str, owner_client: APICl
     assert response["Location"].endswith(f"/api/v1/accounts/{account['id']}")
     assert account["provider"] == provider
     assert account["status"] == "active"
-    expected = {"bluesky": ("herald.test", "user"), "discord_webhook": (None, "webhook"), "telegram": (None, "bot")}[provider]
+    expected = {
+        "bluesky": ("herald.test", "user"),
+        "discord_webhook": (None, "webhook"),
+        "telegram": (None, "bot"),
+    }[provider]
     if expected[0]:
         assert account["username"] == expected[0]
     assert account["username"]
     assert account["account_kind"] == expected[1]
-    secrets = {"bluesky": ["app_password"], "discord_webhook": ["webhook_url"], "telegram": ["bot_token"]}[provider]
+    secrets = {
+        "bluesky": ["app_password"],
+        "discord_webhook": ["webhook_url"],
+        "telegram": ["bot_token"],
+    }[provider]
     for name in secrets:
         assert fields[name] not in response.content.decode()
     if provider == "discord_webhook":  # the webhook token is the last path segment
         assert fields["webhook_url"].rsplit("/", 1)[1] not in response.content.decode()
 
 
-@pytest.mark.parametrize(("provider", "fields", "missing"), [
-    ("bluesky", {"handle": "herald.test"}, ["body.fields.app_password"]),
-    ("bluesky", {}, ["body.fields.handle", "body.fields.app_password"]),
-    ("discord_webhook", {}, ["body.fields.webhook_url"]),
-    ("telegram", {"bot_token": BOT_TOKEN}, ["body.fields.chat_id"]),
-])
-def test_missing_credential_field_is_422(provider: str, fields: dict[str, str], missing: list[str],
-                                         owner_client: APIClient, workspace: Any) -> None:
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": provider, "fields": fields,
-    }, format="json")
+@pytest.mark.parametrize(
+    ("provider", "fields", "missing"),
+    [
+        ("bluesky", {"handle": "herald.test"}, ["body.fields.app_password"]),
+        ("bluesky", {}, ["body.fields.handle", "body.fields.app_password"]),
+        ("discord_webhook", {}, ["body.fields.webhook_url"]),
+        ("telegram", {"bot_token": BOT_TOKEN}, ["body.fields.chat_id"]),
+    ],
+)
+def test_missing_credential_field_is_422(
+    provider: str,
+    fields: dict[str, str],
+    missing: list[str],
+    owner_client: APIClient,
+    workspace: Any,
+) -> None:
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": provider,
+            "fields": fields,
+        },
+        format="json",
+    )
     body = assert_invalid(response, *missing)
     assert BOT_TOKEN not in response.content.decode()
     assert all("value" not in e for e in body["errors"])
 
 
-def test_overlong_credential_field_never_echoes_the_secret(owner_client: APIClient, workspace: Any) -> None:
+def test_overlong_credential_field_never_echoes_the_secret(
+    owner_client: APIClient, workspace: Any
+) -> None:
     secret = "https://discord.com/api/webhooks/1/" + "s3cr3t" * 400
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "discord_webhook", "fields": {"webhook_url": secret},
-    }, format="json")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "discord_webhook",
+            "fields": {"webhook_url": secret},
+        },
+        format="json",
+    )
     assert_problem(response, 422, "invalid")
     assert "s3cr3t" not in response.content.decode()
 
 
 @pytest.mark.parametrize("provider", ["bluesky", "discord_webhook", "telegram"])
-def test_wrong_credentials_are_502_without_the_secret(provider: str, owner_client: APIClient, workspace: Any,
-                                                      provider_settings: Any) -> None:
+def test_wrong_credentials_are_502_without_the_secret(
+    provider: str, owner_client: APIClient, workspace: Any, provider_settings: Any
+) -> None:
     with STANDINS[provider]() as server:
         point_settings_at(provider_settings, provider, server)
         fields = connect_fields(provider, server)
@@ -344,9 +467,15 @@ def test_wrong_credentials_are_502_without_the_secret(provider: str, owner_clien
         else:
             fields["bot_token"] = "987654321:AAWrongTokenForHeraldStandIn_zzzzzzz"
             secret = fields["bot_token"]
-        response = owner_client.post(f"{API}/accounts/connect", {
-            "workspace_id": str(workspace.pk), "provider": provider, "fields": fields,
-        }, format="json")
+        response = owner_client.post(
+            f"{API}/accounts/connect",
+            {
+                "workspace_id": str(workspace.pk),
+                "provider": provider,
+                "fields": fields,
+            },
+            format="json",
+        )
     assert_problem(response, 502, "provider_error")
     assert secret not in response.content.decode()
     assert not Account.objects.exists()
@@ -356,24 +485,45 @@ def test_wrong_credentials_are_502_without_the_secret(provider: str, owner_clien
 # that value, never a 502 ``provider_error`` (the provider was never asked, so it cannot have failed).
 
 
-@pytest.mark.parametrize(("provider", "change", "location"), [
-    ("discord_webhook", {"webhook_url": "ftp://127.0.0.1/api/webhooks/1/abc"}, "body.fields.webhook_url"),
-    ("discord_webhook", {"webhook_url": "http://[::1/api/webhooks/1/abc"}, "body.fields.webhook_url"),
-    ("telegram", {"bot_token": "not-a-bot-token"}, "body.fields.bot_token"),
-    ("telegram", {"chat_id": "no spaces allowed"}, "body.fields.chat_id"),
-    ("bluesky", {"handle": "@"}, "body.fields.handle"),
-])
+@pytest.mark.parametrize(
+    ("provider", "change", "location"),
+    [
+        (
+            "discord_webhook",
+            {"webhook_url": "ftp://127.0.0.1/api/webhooks/1/abc"},
+            "body.fields.webhook_url",
+        ),
+        (
+            "discord_webhook",
+            {"webhook_url": "http://[::1/api/webhooks/1/abc"},
+            "body.fields.webhook_url",
+        ),
+        ("telegram", {"bot_token": "not-a-bot-token"}, "body.fields.bot_token"),
+        ("telegram", {"chat_id": "no spaces allowed"}, "body.fields.chat_id"),
+        ("bluesky", {"handle": "@"}, "body.fields.handle"),
+    ],
+)
 def test_fields_refused_by_local_checks_are_422_at_the_field(
-    provider: str, change: dict[str, str], location: str, owner_client: APIClient, workspace: Any,
+    provider: str,
+    change: dict[str, str],
+    location: str,
+    owner_client: APIClient,
+    workspace: Any,
     provider_settings: Any,
 ) -> None:
     with STANDINS[provider]() as server:
         point_settings_at(provider_settings, provider, server)
         fields = {**connect_fields(provider, server), **change}
         before = server.stats()["requests"]
-        response = owner_client.post(f"{API}/accounts/connect", {
-            "workspace_id": str(workspace.pk), "provider": provider, "fields": fields,
-        }, format="json")
+        response = owner_client.post(
+            f"{API}/accounts/connect",
+            {
+                "workspace_id": str(workspace.pk),
+                "provider": provider,
+                "fields": fields,
+            },
+            format="json",
+        )
         body = assert_invalid(response, location)
         assert server.stats()["requests"] == before  # the provider was never asked
     assert all("value" not in error for error in body["errors"])
@@ -382,46 +532,70 @@ def test_fields_refused_by_local_checks_are_422_at_the_field(
     assert not Account.objects.exists()
 
 
-@pytest.mark.parametrize("webhook_url", [
-    "https://example.com/api/webhooks/1/abcdef",  # not Discord
-    "http://discord.com/api/webhooks/1/abcdef",  # not https
-    "https://discord.com:8443/api/webhooks/1/abcdef",  # a port
-    "https://discord.com:notaport/api/webhooks/1/abcdef",  # an unparsable port
-    "https://discord.com/api/not-a-webhook",
-])
-def test_malformed_discord_webhook_url_is_422_in_production(webhook_url: str, owner_client: APIClient,
-                                                            workspace: Any, settings: Any) -> None:
+@pytest.mark.parametrize(
+    "webhook_url",
+    [
+        "https://example.com/api/webhooks/1/abcdef",  # not Discord
+        "http://discord.com/api/webhooks/1/abcdef",  # not https
+        "https://discord.com:8443/api/webhooks/1/abcdef",  # a port
+        "https://discord.com:notaport/api/webhooks/1/abcdef",  # an unparsable port
+        "https://discord.com/api/not-a-webhook",
+    ],
+)
+def test_malformed_discord_webhook_url_is_422_in_production(
+    webhook_url: str, owner_client: APIClient, workspace: Any, settings: Any
+) -> None:
     settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = False
     settings.HERALD_DISABLED_PROVIDERS = []
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "discord_webhook", "fields": {"webhook_url": webhook_url},
-    }, format="json")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "discord_webhook",
+            "fields": {"webhook_url": webhook_url},
+        },
+        format="json",
+    )
     body = assert_invalid(response, "body.fields.webhook_url")
     assert "abcdef" not in response.content.decode()
     assert "discord.com/api/webhooks/<id>/<token>" in body["errors"][0]["message"]
 
 
-@pytest.mark.parametrize("instance_url", [
-    "http://mastodon.example",  # not https
-    "https://127.0.0.1:9",  # a private address
-    "https://localhost",
-    "https://10.1.2.3",
-    "https://user@mastodon.example",  # user info
-])
+@pytest.mark.parametrize(
+    "instance_url",
+    [
+        "http://mastodon.example",  # not https
+        "https://127.0.0.1:9",  # a private address
+        "https://localhost",
+        "https://10.1.2.3",
+        "https://user@mastodon.example",  # user info
+    ],
+)
 def test_instance_url_refused_by_local_checks_is_422_at_instance_url(
-    instance_url: str, owner_client: APIClient, workspace: Any, settings: Any,
+    instance_url: str,
+    owner_client: APIClient,
+    workspace: Any,
+    settings: Any,
 ) -> None:
     settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = False
     settings.HERALD_DISABLED_PROVIDERS = []
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": instance_url,
-    }, format="json")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "mastodon",
+            "instance_url": instance_url,
+        },
+        format="json",
+    )
     assert_invalid(response, "body.instance_url")
     assert not ProviderApp.objects.exists()
     assert not OAuthState.objects.exists()
 
 
-def test_instance_url_whose_name_does_not_exist_is_422(owner_client: APIClient, workspace: Any, settings: Any) -> None:
+def test_instance_url_whose_name_does_not_exist_is_422(
+    owner_client: APIClient, workspace: Any, settings: Any
+) -> None:
     import socket
 
     try:
@@ -431,34 +605,61 @@ def test_instance_url_whose_name_does_not_exist_is_422(owner_client: APIClient, 
             pytest.skip(f"this machine's resolver does not answer NXDOMAIN (errno {exc.errno})")
     settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = False
     settings.HERALD_DISABLED_PROVIDERS = []
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": "https://no-such-host.invalid",
-    }, format="json")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "mastodon",
+            "instance_url": "https://no-such-host.invalid",
+        },
+        format="json",
+    )
     assert_invalid(response, "body.instance_url")
 
 
 # --- List, get, disconnect ------------------------------------------------------------------------
 
 
-def test_list_pages_with_a_keyset_cursor(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
-                                         telegram: TelegramStandIn) -> None:
+def test_list_pages_with_a_keyset_cursor(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    telegram: TelegramStandIn,
+) -> None:
     first = connect(owner_client, workspace, "discord_webhook", discord)
     second = connect(owner_client, workspace, "telegram", telegram)
     page = ok(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk), "limit": 1}))
     assert [a["id"] for a in page["items"]] == [second["id"]]  # newest first
     assert page["next_cursor"]
-    rest = ok(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk), "limit": 1,
-                                                   "cursor": page["next_cursor"]}))
+    rest = ok(
+        owner_client.get(
+            f"{API}/accounts",
+            {"workspace_id": str(workspace.pk), "limit": 1, "cursor": page["next_cursor"]},
+        )
+    )
     assert [a["id"] for a in rest["items"]] == [first["id"]]
     assert rest["next_cursor"] is None
-    filtered = ok(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk), "provider": "telegram"}))
+    filtered = ok(
+        owner_client.get(
+            f"{API}/accounts", {"workspace_id": str(workspace.pk), "provider": "telegram"}
+        )
+    )
     assert [a["id"] for a in filtered["items"]] == [second["id"]]
-    assert_invalid(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk), "cursor": "garbage"}),
-                   "query.cursor")
-    assert_invalid(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk), "limit": 0}), "query.limit")
+    assert_invalid(
+        owner_client.get(
+            f"{API}/accounts", {"workspace_id": str(workspace.pk), "cursor": "garbage"}
+        ),
+        "query.cursor",
+    )
+    assert_invalid(
+        owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk), "limit": 0}),
+        "query.limit",
+    )
 
 
-def test_get_and_disconnect_revokes_at_the_provider(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn) -> None:
+def test_get_and_disconnect_revokes_at_the_provider(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
+) -> None:
     account = connect(owner_client, workspace, "mastodon", mastodon)
     got = ok(owner_client.get(f"{API}/accounts/{account['id']}"))
     assert got["id"] == account["id"]
@@ -470,27 +671,35 @@ def test_get_and_disconnect_revokes_at_the_provider(owner_client: APIClient, wor
     assert len(mastodon.tokens) == tokens_before - 1
     assert_problem(owner_client.get(f"{API}/accounts/{account['id']}"), 404, "not_found")
     assert_problem(owner_client.delete(f"{API}/accounts/{account['id']}"), 404, "not_found")
-    assert ok(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk)}))["items"] == []
+    assert (
+        ok(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk)}))["items"] == []
+    )
     stored = Account.objects.get(pk=account["id"])
     assert stored.status == "disconnected"
     assert stored.credentials_encrypted == ""
 
 
-def test_bluesky_disconnect_deletes_the_session(owner_client: APIClient, workspace: Any, bluesky: BlueskyStandIn) -> None:
+def test_bluesky_disconnect_deletes_the_session(
+    owner_client: APIClient, workspace: Any, bluesky: BlueskyStandIn
+) -> None:
     account = connect(owner_client, workspace, "bluesky", bluesky)
     refresh_tokens = len(bluesky.refresh)
     assert owner_client.delete(f"{API}/accounts/{account['id']}").status_code == 204
     assert len(bluesky.refresh) == refresh_tokens - 1
 
 
-def test_disconnect_succeeds_when_the_provider_is_down(owner_client: APIClient, workspace: Any, provider_settings: Any) -> None:
+def test_disconnect_succeeds_when_the_provider_is_down(
+    owner_client: APIClient, workspace: Any, provider_settings: Any
+) -> None:
     with MastodonStandIn() as server:
         account = connect(owner_client, workspace, "mastodon", server)
     assert owner_client.delete(f"{API}/accounts/{account['id']}").status_code == 204
     assert_problem(owner_client.get(f"{API}/accounts/{account['id']}"), 404, "not_found")
 
 
-def test_reconnect_after_disconnect_creates_a_new_account(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn) -> None:
+def test_reconnect_after_disconnect_creates_a_new_account(
+    owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn
+) -> None:
     first = connect(owner_client, workspace, "discord_webhook", discord)
     assert owner_client.delete(f"{API}/accounts/{first['id']}").status_code == 204
     second = connect(owner_client, workspace, "discord_webhook", discord)
@@ -498,20 +707,35 @@ def test_reconnect_after_disconnect_creates_a_new_account(owner_client: APIClien
 
 
 def test_unknown_and_malformed_ids_are_404(owner_client: APIClient, workspace: Any) -> None:
-    assert_problem(owner_client.get(f"{API}/accounts/00000000-0000-0000-0000-000000000000"), 404, "not_found")
+    assert_problem(
+        owner_client.get(f"{API}/accounts/00000000-0000-0000-0000-000000000000"), 404, "not_found"
+    )
     assert_problem(owner_client.get(f"{API}/accounts/not-an-id"), 404, "not_found")
-    assert_problem(owner_client.get(f"{API}/accounts/not-an-id/destination-options"), 404, "not_found")
+    assert_problem(
+        owner_client.get(f"{API}/accounts/not-an-id/destination-options"), 404, "not_found"
+    )
 
 
-def test_access_rules(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
-                      member_client: Callable[[str], APIClient], bearer_client: Callable[..., APIClient],
-                      make_user: Callable[..., User]) -> None:
+def test_access_rules(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    member_client: Callable[[str], APIClient],
+    bearer_client: Callable[..., APIClient],
+    make_user: Callable[..., User],
+) -> None:
     account = connect(owner_client, workspace, "discord_webhook", discord)
     viewer = member_client("viewer")
     assert ok(viewer.get(f"{API}/accounts/{account['id']}"))["id"] == account["id"]
-    response = viewer.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "discord_webhook", "fields": connect_fields("discord_webhook", discord),
-    }, format="json")
+    response = viewer.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "discord_webhook",
+            "fields": connect_fields("discord_webhook", discord),
+        },
+        format="json",
+    )
     assert_problem(response, 403, "role_too_low")
     assert_problem(viewer.delete(f"{API}/accounts/{account['id']}"), 403, "role_too_low")
 
@@ -523,36 +747,56 @@ def test_access_rules(owner_client: APIClient, workspace: Any, discord: DiscordW
     workspace_create(actor=Actor(user=other_user), organization_id=org.pk, name="Elsewhere")
     other = bearer_client(other_user)
     assert_problem(other.get(f"{API}/accounts/{account['id']}"), 403, "no_workspace_access")
-    assert_problem(other.get(f"{API}/accounts/{account['id']}/destination-options"), 403, "no_workspace_access")
+    assert_problem(
+        other.get(f"{API}/accounts/{account['id']}/destination-options"), 403, "no_workspace_access"
+    )
     assert_problem(other.delete(f"{API}/accounts/{account['id']}"), 403, "no_workspace_access")
-    assert_problem(other.get(f"{API}/accounts", {"workspace_id": str(workspace.pk)}), 403, "no_workspace_access")
+    assert_problem(
+        other.get(f"{API}/accounts", {"workspace_id": str(workspace.pk)}),
+        403,
+        "no_workspace_access",
+    )
 
     # Read-only tokens cannot connect.
-    read_only = bearer_client(User.objects.get(email="owner@example.com"), permissions=("api:read",))
-    response = read_only.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "discord_webhook", "fields": connect_fields("discord_webhook", discord),
-    }, format="json")
+    read_only = bearer_client(
+        User.objects.get(email="owner@example.com"), permissions=("api:read",)
+    )
+    response = read_only.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "discord_webhook",
+            "fields": connect_fields("discord_webhook", discord),
+        },
+        format="json",
+    )
     assert response.status_code == 403
 
 
 # --- Destination options and capabilities ---------------------------------------------------------
 
 
-def test_destination_options_defaults_and_validation(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn) -> None:
+def test_destination_options_defaults_and_validation(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
+) -> None:
     account = connect(owner_client, workspace, "mastodon", mastodon)
     url = f"{API}/accounts/{account['id']}/destination-options"
     body = ok(owner_client.get(url))
     assert body["$schema"].endswith(".json")
     assert set(body["options"]) == {"visibility", "language"}
     assert body["options"]["visibility"][0] == {"label": "Public", "value": "public"}
-    assert all(set(item) == {"label", "value"} for group in body["options"].values() for item in group)
+    assert all(
+        set(item) == {"label", "value"} for group in body["options"].values() for item in group
+    )
     german = ok(owner_client.get(url, {"language": "de", "region_code": "DE"}))
     assert german["options"]["visibility"][0] == {"label": "Öffentlich", "value": "public"}
     assert_invalid(owner_client.get(url, {"region_code": "usa"}), "query.region_code")
     assert_invalid(owner_client.get(url, {"language": "English!"}), "query.language")
 
 
-def test_destination_options_of_telegram_lists_chats(owner_client: APIClient, workspace: Any, telegram: TelegramStandIn) -> None:
+def test_destination_options_of_telegram_lists_chats(
+    owner_client: APIClient, workspace: Any, telegram: TelegramStandIn
+) -> None:
     account = connect(owner_client, workspace, "telegram", telegram)
     body = ok(owner_client.get(f"{API}/accounts/{account['id']}/destination-options"))
     chats = body["options"]["chat_id"]
@@ -560,8 +804,9 @@ def test_destination_options_of_telegram_lists_chats(owner_client: APIClient, wo
     assert BOT_TOKEN not in str(body)
 
 
-def test_destination_options_of_a_revoked_grant_is_502_and_marks_reconnect(owner_client: APIClient, workspace: Any,
-                                                                          telegram: TelegramStandIn) -> None:
+def test_destination_options_of_a_revoked_grant_is_502_and_marks_reconnect(
+    owner_client: APIClient, workspace: Any, telegram: TelegramStandIn
+) -> None:
     account = connect(owner_client, workspace, "telegram", telegram)
     telegram.set_faults(reject_tokens=True)
     response = owner_client.get(f"{API}/accounts/{account['id']}/destination-options")
@@ -570,26 +815,47 @@ def test_destination_options_of_a_revoked_grant_is_502_and_marks_reconnect(owner
     assert Account.objects.get(pk=account["id"]).status == "reconnect_required"
 
 
-def test_capabilities_resolution(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
-                                 telegram: TelegramStandIn) -> None:
+def test_capabilities_resolution(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    telegram: TelegramStandIn,
+) -> None:
     hook = connect(owner_client, workspace, "discord_webhook", discord)
     bot = connect(owner_client, workspace, "telegram", telegram)
     body = ok(owner_client.get(f"{API}/capabilities", {"workspace_id": str(workspace.pk)}))
     items = {item["account_id"]: item for item in body["items"]}
     assert set(items) == {hook["id"], bot["id"]}
-    assert [p["key"] for p in items[bot["id"]]["profiles"]] == ["telegram.message", "telegram.photo"]
+    assert [p["key"] for p in items[bot["id"]]["profiles"]] == [
+        "telegram.message",
+        "telegram.photo",
+    ]
     assert items[bot["id"]]["readiness"]["telegram.photo"]["immediate"]["state"] == "healthy"
     assert items[bot["id"]]["readiness"]["telegram.photo"]["scheduled"]["state"] == "healthy"
-    only = ok(owner_client.get(f"{API}/capabilities", {"workspace_id": str(workspace.pk), "account_ids": bot["id"],
-                                                       "content_profile": "telegram.photo"}))
+    only = ok(
+        owner_client.get(
+            f"{API}/capabilities",
+            {
+                "workspace_id": str(workspace.pk),
+                "account_ids": bot["id"],
+                "content_profile": "telegram.photo",
+            },
+        )
+    )
     assert [i["account_id"] for i in only["items"]] == [bot["id"]]
     assert [p["key"] for p in only["items"][0]["profiles"]] == ["telegram.photo"]
-    unknown = owner_client.get(f"{API}/capabilities", {"workspace_id": str(workspace.pk),
-                                                       "account_ids": "00000000-0000-0000-0000-000000000000"})
+    unknown = owner_client.get(
+        f"{API}/capabilities",
+        {"workspace_id": str(workspace.pk), "account_ids": "00000000-0000-0000-0000-000000000000"},
+    )
     assert_problem(unknown, 404, "not_found")
     # An account whose grant is invalid resolves as reconnect_required.
     Account.objects.filter(pk=hook["id"]).update(status="reconnect_required")
-    body = ok(owner_client.get(f"{API}/capabilities", {"workspace_id": str(workspace.pk), "account_ids": hook["id"]}))
+    body = ok(
+        owner_client.get(
+            f"{API}/capabilities", {"workspace_id": str(workspace.pk), "account_ids": hook["id"]}
+        )
+    )
     decision = body["items"][0]["readiness"]["discord_webhook.message"]["immediate"]
     assert decision["state"] == "reconnect_required"
     assert decision["executable"] is False
@@ -598,29 +864,49 @@ def test_capabilities_resolution(owner_client: APIClient, workspace: Any, discor
 # --- Plans --------------------------------------------------------------------------------------
 
 
-def test_plan_limit_on_connected_accounts(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
-                                          telegram: TelegramStandIn, mastodon: MastodonStandIn) -> None:
+def test_plan_limit_on_connected_accounts(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    telegram: TelegramStandIn,
+    mastodon: MastodonStandIn,
+) -> None:
     plan = Plan.objects.create(code="tiny", name="Tiny", max_connected_accounts=1)
     workspace.plan = plan
     workspace.save()
     connect(owner_client, workspace, "discord_webhook", discord)
-    response = owner_client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "telegram", "fields": connect_fields("telegram", telegram),
-    }, format="json")
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "telegram",
+            "fields": connect_fields("telegram", telegram),
+        },
+        format="json",
+    )
     assert_problem(response, 403, "plan_limit")
     assert_problem(start_mastodon_raw(owner_client, workspace, mastodon), 403, "plan_limit")
     assert Account.objects.count() == 1
 
 
 def start_mastodon_raw(client: APIClient, workspace: Any, server: MastodonStandIn) -> Any:
-    return client.post(f"{API}/accounts/connect", {
-        "workspace_id": str(workspace.pk), "provider": "mastodon", "instance_url": server.url,
-    }, format="json")
+    return client.post(
+        f"{API}/accounts/connect",
+        {
+            "workspace_id": str(workspace.pk),
+            "provider": "mastodon",
+            "instance_url": server.url,
+        },
+        format="json",
+    )
 
 
-def test_plan_limit_is_checked_again_when_the_oauth_callback_arrives(owner_client: APIClient, workspace: Any,
-                                                                     mastodon: MastodonStandIn,
-                                                                     discord: DiscordWebhookStandIn) -> None:
+def test_plan_limit_is_checked_again_when_the_oauth_callback_arrives(
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    discord: DiscordWebhookStandIn,
+) -> None:
     plan = Plan.objects.create(code="tiny", name="Tiny", max_connected_accounts=1)
     workspace.plan = plan
     workspace.save()
@@ -642,14 +928,20 @@ def raw_credentials() -> list[str]:
         return rows + [row[0] for row in cursor.fetchall()]
 
 
-def test_credentials_are_encrypted_at_rest_and_never_returned(owner_client: APIClient, workspace: Any,
-                                                              bluesky: BlueskyStandIn, telegram: TelegramStandIn,
-                                                              mastodon: MastodonStandIn) -> None:
+def test_credentials_are_encrypted_at_rest_and_never_returned(
+    owner_client: APIClient,
+    workspace: Any,
+    bluesky: BlueskyStandIn,
+    telegram: TelegramStandIn,
+    mastodon: MastodonStandIn,
+) -> None:
     app_password = connect_fields("bluesky", bluesky)["app_password"]
     connect(owner_client, workspace, "bluesky", bluesky)
     connect(owner_client, workspace, "telegram", telegram)
     masto = connect(owner_client, workspace, "mastodon", mastodon)
-    masto_token = credentials.decrypt(Account.objects.get(pk=masto["id"]).credentials_encrypted)["access_token"]
+    masto_token = credentials.decrypt(Account.objects.get(pk=masto["id"]).credentials_encrypted)[
+        "access_token"
+    ]
     client_secret = next(iter(mastodon.apps.values()))["client_secret"]
     secrets = [app_password, BOT_TOKEN, masto_token, client_secret, FIXTURE_TOKEN]
     stored = raw_credentials()
@@ -673,8 +965,13 @@ def test_credentials_are_encrypted_at_rest_and_never_returned(owner_client: APIC
     assert app_password not in str(credentials.decrypt(bsky.credentials_encrypted))
 
 
-def test_key_rotation(owner_client: APIClient, workspace: Any, settings: Any, telegram: TelegramStandIn,
-                      mastodon: MastodonStandIn) -> None:
+def test_key_rotation(
+    owner_client: APIClient,
+    workspace: Any,
+    settings: Any,
+    telegram: TelegramStandIn,
+    mastodon: MastodonStandIn,
+) -> None:
     old, new = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     settings.HERALD_CREDENTIALS_KEY = old
     connect(owner_client, workspace, "telegram", telegram)
@@ -701,10 +998,13 @@ def test_key_rotation(owner_client: APIClient, workspace: Any, settings: Any, te
         credentials.decrypt(Account.objects.get(provider="telegram").credentials_encrypted)
 
 
-def test_oauth_callback_rechecks_readiness(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn,
-                                           provider_settings: Any) -> None:
+def test_oauth_callback_rechecks_readiness(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, provider_settings: Any
+) -> None:
     started = start_mastodon(owner_client, workspace, mastodon)
     provider_settings.HERALD_DISABLED_PROVIDERS = ["mastodon"]
     grant = follow_authorization(started["authorization_url"])
-    assert_problem(APIClient().get(f"{API}/accounts/oauth/callback", grant), 409, "readiness_blocked")
+    assert_problem(
+        APIClient().get(f"{API}/accounts/oauth/callback", grant), 409, "readiness_blocked"
+    )
     assert not Account.objects.exists()

@@ -23,7 +23,10 @@ def test_delivery_overview_renders_dispatcher_state(admin_client):
 
 def test_account_admin_never_shows_credentials(admin_client, workspace):
     account = Account.objects.create(
-        workspace=workspace, provider="mastodon", external_id="1", username="herald",
+        workspace=workspace,
+        provider="mastodon",
+        external_id="1",
+        username="herald",
         credentials_encrypted=credentials.encrypt({"access_token": "super-secret-token"}),
     )
     response = admin_client.get(f"/admin/publishing/account/{account.pk}/change/")

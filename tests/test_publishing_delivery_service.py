@@ -62,19 +62,24 @@ def actor(user: User) -> Actor:
 
 
 @pytest.fixture
-def publish(actor: Actor, workspace: Any, delivery_queue: Any,
-            django_capture_on_commit_callbacks: Any) -> Callable[..., Publication]:
+def publish(
+    actor: Actor, workspace: Any, delivery_queue: Any, django_capture_on_commit_callbacks: Any
+) -> Callable[..., Publication]:
     """Create a publication for the given account IDs and publish it now (nothing is sent)."""
     counter = {"n": 0}
 
     def make(*account_ids: str, text: str | None = None) -> Publication:
         counter["n"] += 1
         publication = publications.publication_create(
-            actor=actor, workspace_id=workspace.pk, text=text or f"Delivery test {counter['n']}",
+            actor=actor,
+            workspace_id=workspace.pk,
+            text=text or f"Delivery test {counter['n']}",
             destinations=[{"account_id": a} for a in account_ids],
         )
         with django_capture_on_commit_callbacks(execute=True):
-            publications.publication_publish_now(actor=actor, publication_id=publication.pk, expected_revision=1)
+            publications.publication_publish_now(
+                actor=actor, publication_id=publication.pk, expected_revision=1
+            )
         return publication
 
     return make
@@ -106,15 +111,24 @@ def send(destination: Destination, django_capture_on_commit_callbacks: Any) -> D
 
 
 def kinds(publication: Publication) -> list[str]:
-    return list(PublicationEvent.objects.filter(publication=publication).order_by("id").values_list("kind", flat=True))
+    return list(
+        PublicationEvent.objects.filter(publication=publication)
+        .order_by("id")
+        .values_list("kind", flat=True)
+    )
 
 
 # --- Success --------------------------------------------------------------------------------------
 
 
-def test_success_records_the_provider_id(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn,
-                                         publish: Callable[..., Publication], delivery_queue: Any,
-                                         settle: Callable[[], None]) -> None:
+def test_success_records_the_provider_id(
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+    settle: Callable[[], None],
+) -> None:
     account = connect(owner_client, workspace, "mastodon", mastodon)
     publication = publish(account["id"], text="Hello https://example.com/page")
     destination = only_destination(publication)
@@ -138,9 +152,14 @@ def test_success_records_the_provider_id(owner_client: APIClient, workspace: Any
 # --- Transient failures ---------------------------------------------------------------------------
 
 
-def test_rate_limit_honours_retry_after(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn,
-                                       publish: Callable[..., Publication], delivery_queue: Any,
-                                       django_capture_on_commit_callbacks: Any) -> None:
+def test_rate_limit_honours_retry_after(
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     account = connect(owner_client, workspace, "mastodon", mastodon)
     publication = publish(account["id"])
     destination = only_destination(publication)
@@ -158,7 +177,11 @@ def test_rate_limit_honours_retry_after(owner_client: APIClient, workspace: Any,
         # A claim before that time does nothing (a duplicate or early message).
         clock.move_to(start + timedelta(seconds=119))
         destination = send(destination, django_capture_on_commit_callbacks)
-        assert (destination.status, destination.attempts, mastodon.posts_accepted) == ("retry_wait", 1, 0)
+        assert (destination.status, destination.attempts, mastodon.posts_accepted) == (
+            "retry_wait",
+            1,
+            0,
+        )
         clock.move_to(destination.next_attempt_at + timedelta(seconds=1))
         destination = send(destination, django_capture_on_commit_callbacks)
     assert destination.status == "published"
@@ -167,9 +190,13 @@ def test_rate_limit_honours_retry_after(owner_client: APIClient, workspace: Any,
     assert "destination.retry_scheduled" in kinds(publication)
 
 
-def test_retry_after_is_capped_at_30_minutes(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
-                                             publish: Callable[..., Publication],
-                                             django_capture_on_commit_callbacks: Any) -> None:
+def test_retry_after_is_capped_at_30_minutes(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    publish: Callable[..., Publication],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     account = connect(owner_client, workspace, "discord_webhook", discord)
     destination = only_destination(publish(account["id"]))
     discord.set_faults(rate_limit={"count": 1, "retry_after": 7200})
@@ -177,12 +204,20 @@ def test_retry_after_is_capped_at_30_minutes(owner_client: APIClient, workspace:
     with time_machine.travel(start, tick=False):
         destination = send(destination, django_capture_on_commit_callbacks)
     assert destination.status == "retry_wait"
-    assert start + timedelta(seconds=1799) <= destination.next_attempt_at <= start + timedelta(seconds=1801)
+    assert (
+        start + timedelta(seconds=1799)
+        <= destination.next_attempt_at
+        <= start + timedelta(seconds=1801)
+    )
 
 
-def test_server_errors_back_off_then_fail(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
-                                          publish: Callable[..., Publication],
-                                          django_capture_on_commit_callbacks: Any) -> None:
+def test_server_errors_back_off_then_fail(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    publish: Callable[..., Publication],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     account = connect(owner_client, workspace, "discord_webhook", discord)
     publication = publish(account["id"])
     destination = only_destination(publication)
@@ -219,9 +254,14 @@ def test_backoff_schedule() -> None:
     assert delivery.backoff_seconds(1, retry_after=99999) <= 1800
 
 
-def test_a_retry_past_the_deadline_fails_now(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
-                                             publish: Callable[..., Publication], settings: Any,
-                                             django_capture_on_commit_callbacks: Any) -> None:
+def test_a_retry_past_the_deadline_fails_now(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    publish: Callable[..., Publication],
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     settings.HERALD_DELIVERY_DEADLINE_SECONDS = 60
     account = connect(owner_client, workspace, "discord_webhook", discord)
     destination = only_destination(publish(account["id"]))
@@ -234,12 +274,18 @@ def test_a_retry_past_the_deadline_fails_now(owner_client: APIClient, workspace:
 # --- Permanent and auth failures ------------------------------------------------------------------
 
 
-def test_permanent_failure_asks_for_an_edit(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn,
-                                            publish: Callable[..., Publication],
-                                            django_capture_on_commit_callbacks: Any) -> None:
+def test_permanent_failure_asks_for_an_edit(
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    publish: Callable[..., Publication],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     account = connect(owner_client, workspace, "mastodon", mastodon)
     publication = publish(account["id"])
-    mastodon.set_faults(permanent={"count": 1, "status": 422, "message": "Validation failed: Text is spam"})
+    mastodon.set_faults(
+        permanent={"count": 1, "status": 422, "message": "Validation failed: Text is spam"}
+    )
     destination = send(only_destination(publication), django_capture_on_commit_callbacks)
     assert destination.status == "failed"
     assert destination.action == "edit"
@@ -251,10 +297,16 @@ def test_permanent_failure_asks_for_an_edit(owner_client: APIClient, workspace: 
     assert kinds(publication)[-2:] == ["destination.failed", "publication.failed"]
 
 
-def test_revoked_grant_asks_for_a_reconnect(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn,
-                                            publish: Callable[..., Publication], actor: Actor,
-                                            settle: Callable[[], None], delivery_queue: Any,
-                                            django_capture_on_commit_callbacks: Any) -> None:
+def test_revoked_grant_asks_for_a_reconnect(
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    publish: Callable[..., Publication],
+    actor: Actor,
+    settle: Callable[[], None],
+    delivery_queue: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     account = connect(owner_client, workspace, "mastodon", mastodon)
     first = publish(account["id"])
     second = publish(account["id"])  # queued before anyone knows the grant is gone
@@ -276,10 +328,16 @@ def test_revoked_grant_asks_for_a_reconnect(owner_client: APIClient, workspace: 
     second.refresh_from_db()
     assert second.status == "failed"
     # Queue actions are refused while the grant is invalid.
-    third = publications.publication_create(actor=actor, workspace_id=workspace.pk, text="third",
-                                            destinations=[{"account_id": account["id"]}])
+    third = publications.publication_create(
+        actor=actor,
+        workspace_id=workspace.pk,
+        text="third",
+        destinations=[{"account_id": account["id"]}],
+    )
     with pytest.raises(DomainError) as refused:
-        publications.publication_publish_now(actor=actor, publication_id=third.pk, expected_revision=1)
+        publications.publication_publish_now(
+            actor=actor, publication_id=third.pk, expected_revision=1
+        )
     assert (refused.value.status, refused.value.code) == (409, "readiness_blocked")
     with pytest.raises(DomainError) as refused:
         publications.publication_retry_failed(actor=actor, publication_id=first.pk)
@@ -299,8 +357,13 @@ def test_revoked_grant_asks_for_a_reconnect(owner_client: APIClient, workspace: 
     assert mastodon.posts_accepted == 2
 
 
-def test_rotated_bluesky_session_is_stored(owner_client: APIClient, workspace: Any, bluesky: BlueskyStandIn,
-                                           publish: Callable[..., Publication], settle: Callable[[], None]) -> None:
+def test_rotated_bluesky_session_is_stored(
+    owner_client: APIClient,
+    workspace: Any,
+    bluesky: BlueskyStandIn,
+    publish: Callable[..., Publication],
+    settle: Callable[[], None],
+) -> None:
     account = connect(owner_client, workspace, "bluesky", bluesky)
     for round_ in range(2):  # the second refresh needs the refresh token rotated by the first
         publication = publish(account["id"])
@@ -316,10 +379,16 @@ def test_rotated_bluesky_session_is_stored(owner_client: APIClient, workspace: A
 
 
 @pytest.mark.parametrize("provider", ["mastodon", "bluesky"])
-def test_timeout_after_accept_is_reconciled_not_resent(provider: str, owner_client: APIClient, workspace: Any,
-                                                       provider_settings: Any, publish: Callable[..., Publication],
-                                                       delivery_queue: Any, settle: Callable[[], None],
-                                                       django_capture_on_commit_callbacks: Any) -> None:
+def test_timeout_after_accept_is_reconciled_not_resent(
+    provider: str,
+    owner_client: APIClient,
+    workspace: Any,
+    provider_settings: Any,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+    settle: Callable[[], None],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     server = {"mastodon": MastodonStandIn, "bluesky": BlueskyStandIn}[provider]()
     with server:
         if provider == "bluesky":
@@ -341,15 +410,24 @@ def test_timeout_after_accept_is_reconciled_not_resent(provider: str, owner_clie
         assert server.posts_accepted == 1  # never re-sent blindly
     publication.refresh_from_db()
     assert publication.status == "published"
-    assert kinds(publication)[-4:] == ["destination.ambiguous", "destination.reconciled",
-                                       "destination.published", "publication.published"]
+    assert kinds(publication)[-4:] == [
+        "destination.ambiguous",
+        "destination.reconciled",
+        "destination.published",
+        "publication.published",
+    ]
 
 
-def test_reconcile_without_provider_support_settles_for_a_person(owner_client: APIClient, workspace: Any,
-                                                                 telegram: TelegramStandIn, provider_settings: Any,
-                                                                 publish: Callable[..., Publication],
-                                                                 delivery_queue: Any, settle: Callable[[], None],
-                                                                 django_capture_on_commit_callbacks: Any) -> None:
+def test_reconcile_without_provider_support_settles_for_a_person(
+    owner_client: APIClient,
+    workspace: Any,
+    telegram: TelegramStandIn,
+    provider_settings: Any,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+    settle: Callable[[], None],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     account = connect(owner_client, workspace, "telegram", telegram)
     publication = publish(account["id"])
     provider_settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 0.5
@@ -372,17 +450,27 @@ def test_reconcile_without_provider_support_settles_for_a_person(owner_client: A
     assert telegram.posts_accepted == 1
 
 
-def test_reconcile_finds_nothing_then_sends_once(owner_client: APIClient, workspace: Any,
-                                                 discord: DiscordWebhookStandIn, publish: Callable[..., Publication],
-                                                 delivery_queue: Any, settle: Callable[[], None]) -> None:
+def test_reconcile_finds_nothing_then_sends_once(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+    settle: Callable[[], None],
+) -> None:
     """An ambiguous write the provider confirms never arrived is sent again, exactly once."""
     account = connect(owner_client, workspace, "discord_webhook", discord)
     publication = publish(account["id"])
     destination = only_destination(publication)
     delivery_queue.clear()
     Destination.objects.filter(pk=destination.pk).update(
-        status="ambiguous", external_id="1234567890", write_started_at=timezone.now(),
-        first_attempt_at=timezone.now(), attempts=1, next_attempt_at=timezone.now())
+        status="ambiguous",
+        external_id="1234567890",
+        write_started_at=timezone.now(),
+        first_attempt_at=timezone.now(),
+        attempts=1,
+        next_attempt_at=timezone.now(),
+    )
     delivery_queue.reconciles.append(str(destination.pk))
     settle()
     destination.refresh_from_db()
@@ -391,10 +479,16 @@ def test_reconcile_finds_nothing_then_sends_once(owner_client: APIClient, worksp
     assert "destination.reconciled_absent" in kinds(publication)
 
 
-def test_reconcile_waits_while_readiness_blocks(owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn,
-                                               provider_settings: Any, publish: Callable[..., Publication],
-                                               delivery_queue: Any, settle: Callable[[], None],
-                                               django_capture_on_commit_callbacks: Any) -> None:
+def test_reconcile_waits_while_readiness_blocks(
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    provider_settings: Any,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+    settle: Callable[[], None],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     account = connect(owner_client, workspace, "mastodon", mastodon)
     publication = publish(account["id"])
     provider_settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 0.5
@@ -419,10 +513,15 @@ def test_reconcile_waits_while_readiness_blocks(owner_client: APIClient, workspa
     assert mastodon.posts_accepted == 1
 
 
-def test_unreadable_credentials_block_instead_of_guessing(owner_client: APIClient, workspace: Any,
-                                                          discord: DiscordWebhookStandIn, settings: Any, actor: Actor,
-                                                          publish: Callable[..., Publication],
-                                                          django_capture_on_commit_callbacks: Any) -> None:
+def test_unreadable_credentials_block_instead_of_guessing(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    settings: Any,
+    actor: Actor,
+    publish: Callable[..., Publication],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     from cryptography.fernet import Fernet
 
     account = connect(owner_client, workspace, "discord_webhook", discord)
@@ -434,10 +533,16 @@ def test_unreadable_credentials_block_instead_of_guessing(owner_client: APIClien
     assert destination.readiness["blockers"][0]["code"] == "credentials_unreadable"
     assert destination.write_started_at is None
     assert discord.posts_accepted == 0
-    other = publications.publication_create(actor=actor, workspace_id=workspace.pk, text="x",
-                                            destinations=[{"account_id": account["id"]}])
+    other = publications.publication_create(
+        actor=actor,
+        workspace_id=workspace.pk,
+        text="x",
+        destinations=[{"account_id": account["id"]}],
+    )
     with pytest.raises(DomainError) as refused:
-        publications.publication_publish_now(actor=actor, publication_id=other.pk, expected_revision=1)
+        publications.publication_publish_now(
+            actor=actor, publication_id=other.pk, expected_revision=1
+        )
     assert refused.value.code == "readiness_blocked"
 
 
@@ -448,20 +553,29 @@ def _worker_died_after_sending(destination: Destination, *, wrote: bool) -> None
     """What a SIGKILLed worker leaves: a claimed row whose lease ran out (and maybe a post)."""
     now = timezone.now()
     if wrote:
-        request = delivery._request_for(Destination.objects.select_related("publication").get(pk=destination.pk))
+        request = delivery._request_for(
+            Destination.objects.select_related("publication").get(pk=destination.pk)
+        )
         account = Account.objects.select_related("app").get(pk=destination.account_id)
         get_adapter(account.provider).publish(account=account_context(account), request=request)
     Destination.objects.filter(pk=destination.pk).update(
-        status="sending", attempts=1, claimed_at=now - timedelta(minutes=5),
+        status="sending",
+        attempts=1,
+        claimed_at=now - timedelta(minutes=5),
         claim_expires_at=now - timedelta(minutes=3),
         write_started_at=now - timedelta(minutes=5) if wrote else None,
         first_attempt_at=now - timedelta(minutes=5) if wrote else None,
     )
 
 
-def test_dispatcher_reconciles_a_dead_workers_write(owner_client: APIClient, workspace: Any,
-                                                    mastodon: MastodonStandIn, publish: Callable[..., Publication],
-                                                    delivery_queue: Any, settle: Callable[[], None]) -> None:
+def test_dispatcher_reconciles_a_dead_workers_write(
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+    settle: Callable[[], None],
+) -> None:
     account = connect(owner_client, workspace, "mastodon", mastodon)
     publication = publish(account["id"])
     destination = only_destination(publication)
@@ -482,11 +596,14 @@ def test_dispatcher_reconciles_a_dead_workers_write(owner_client: APIClient, wor
     assert "destination.ambiguous" in kinds(publication)
 
 
-def test_dispatcher_requeues_a_dead_workers_claim_before_the_write(owner_client: APIClient, workspace: Any,
-                                                                   discord: DiscordWebhookStandIn,
-                                                                   publish: Callable[..., Publication],
-                                                                   delivery_queue: Any,
-                                                                   settle: Callable[[], None]) -> None:
+def test_dispatcher_requeues_a_dead_workers_claim_before_the_write(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+    settle: Callable[[], None],
+) -> None:
     account = connect(owner_client, workspace, "discord_webhook", discord)
     publication = publish(account["id"])
     destination = only_destination(publication)
@@ -502,22 +619,34 @@ def test_dispatcher_requeues_a_dead_workers_claim_before_the_write(owner_client:
     assert discord.posts_accepted == 1
 
 
-def test_dispatcher_leaves_a_live_claim_alone(owner_client: APIClient, workspace: Any,
-                                              discord: DiscordWebhookStandIn, publish: Callable[..., Publication],
-                                              delivery_queue: Any) -> None:
+def test_dispatcher_leaves_a_live_claim_alone(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+) -> None:
     account = connect(owner_client, workspace, "discord_webhook", discord)
     destination = only_destination(publish(account["id"]))
     delivery_queue.clear()
     Destination.objects.filter(pk=destination.pk).update(
-        status="sending", claim_expires_at=timezone.now() + timedelta(minutes=1), write_started_at=timezone.now())
+        status="sending",
+        claim_expires_at=timezone.now() + timedelta(minutes=1),
+        write_started_at=timezone.now(),
+    )
     assert delivery.delivery_dispatch()["expired_claims"] == 0
     assert only_destination(destination.publication).status == "sending"
     assert delivery_queue.sends == delivery_queue.reconciles == []
 
 
-def test_dispatcher_nudges_lost_messages(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
-                                         publish: Callable[..., Publication], delivery_queue: Any,
-                                         settle: Callable[[], None]) -> None:
+def test_dispatcher_nudges_lost_messages(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+    settle: Callable[[], None],
+) -> None:
     account = connect(owner_client, workspace, "discord_webhook", discord)
     publication = publish(account["id"])
     delivery_queue.clear()  # the broker lost the message
@@ -529,10 +658,14 @@ def test_dispatcher_nudges_lost_messages(owner_client: APIClient, workspace: Any
     assert discord.posts_accepted == 1
 
 
-def test_dispatcher_fails_overdue_work_with_a_reason(owner_client: APIClient, workspace: Any,
-                                                     discord: DiscordWebhookStandIn, settings: Any,
-                                                     publish: Callable[..., Publication],
-                                                     delivery_queue: Any) -> None:
+def test_dispatcher_fails_overdue_work_with_a_reason(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    settings: Any,
+    publish: Callable[..., Publication],
+    delivery_queue: Any,
+) -> None:
     settings.HERALD_DELIVERY_DEADLINE_SECONDS = 600
     account = connect(owner_client, workspace, "discord_webhook", discord)
     publication = publish(account["id"])
@@ -562,9 +695,13 @@ def test_dispatcher_records_its_tick(workspace: Any) -> None:
 # --- Exactly once, partial results ----------------------------------------------------------------
 
 
-def test_a_duplicate_send_message_sends_nothing(owner_client: APIClient, workspace: Any,
-                                                discord: DiscordWebhookStandIn, publish: Callable[..., Publication],
-                                                django_capture_on_commit_callbacks: Any) -> None:
+def test_a_duplicate_send_message_sends_nothing(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    publish: Callable[..., Publication],
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     account = connect(owner_client, workspace, "discord_webhook", discord)
     destination = only_destination(publish(account["id"]))
     send(destination, django_capture_on_commit_callbacks)
@@ -575,8 +712,14 @@ def test_a_duplicate_send_message_sends_nothing(owner_client: APIClient, workspa
 
 
 def test_partial_results_and_retry_of_the_failed_destination_only(
-    owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn, mastodon: MastodonStandIn,
-    publish: Callable[..., Publication], actor: Actor, delivery_queue: Any, settle: Callable[[], None],
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    mastodon: MastodonStandIn,
+    publish: Callable[..., Publication],
+    actor: Actor,
+    delivery_queue: Any,
+    settle: Callable[[], None],
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     hook = connect(owner_client, workspace, "discord_webhook", discord)
@@ -586,9 +729,15 @@ def test_partial_results_and_retry_of_the_failed_destination_only(
     settle()
     publication.refresh_from_db()
     assert publication.status == "partially_published"
-    statuses = dict(Destination.objects.filter(publication=publication).values_list("account__provider", "status"))
+    statuses = dict(
+        Destination.objects.filter(publication=publication).values_list(
+            "account__provider", "status"
+        )
+    )
     assert statuses == {"discord_webhook": "published", "mastodon": "failed"}
-    published_before = Destination.objects.get(publication=publication, account__provider="discord_webhook")
+    published_before = Destination.objects.get(
+        publication=publication, account__provider="discord_webhook"
+    )
     with django_capture_on_commit_callbacks(execute=True):
         publications.publication_retry_failed(actor=actor, publication_id=publication.pk)
     failed_one = Destination.objects.get(publication=publication, account__provider="mastodon")
@@ -596,7 +745,9 @@ def test_partial_results_and_retry_of_the_failed_destination_only(
     settle()
     publication.refresh_from_db()
     assert publication.status == "published"
-    published_after = Destination.objects.get(publication=publication, account__provider="discord_webhook")
+    published_after = Destination.objects.get(
+        publication=publication, account__provider="discord_webhook"
+    )
     assert published_after.external_id == published_before.external_id
     assert published_after.attempts == 1
     assert (discord.posts_accepted, mastodon.posts_accepted) == (1, 1)
@@ -604,8 +755,12 @@ def test_partial_results_and_retry_of_the_failed_destination_only(
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_duplicate_sends_post_once(owner_client: APIClient, workspace: Any, discord: DiscordWebhookStandIn,
-                                              publish: Callable[..., Publication]) -> None:
+def test_concurrent_duplicate_sends_post_once(
+    owner_client: APIClient,
+    workspace: Any,
+    discord: DiscordWebhookStandIn,
+    publish: Callable[..., Publication],
+) -> None:
     import threading
 
     from django.db import connection
@@ -643,12 +798,17 @@ def test_ambiguous_past_its_deadline_goes_to_a_person(workspace, user):
     from tests.publishing_support import make_account
 
     account = make_account(workspace, "telegram")
-    publication = Publication.objects.create(workspace=workspace, created_by=user, text="hi",
-                                             status=Publication.Status.PUBLISHING)
+    publication = Publication.objects.create(
+        workspace=workspace, created_by=user, text="hi", status=Publication.Status.PUBLISHING
+    )
     past = timezone.now() - timedelta(minutes=1)
     destination = Destination.objects.create(
-        publication=publication, account=account, profile="telegram.message", idempotency_key="k-deadline",
-        status=Destination.Status.AMBIGUOUS, next_attempt_at=timezone.now() + timedelta(hours=1),
+        publication=publication,
+        account=account,
+        profile="telegram.message",
+        idempotency_key="k-deadline",
+        status=Destination.Status.AMBIGUOUS,
+        next_attempt_at=timezone.now() + timedelta(hours=1),
         deadline_at=past,
     )
     delivery.delivery_dispatch()
@@ -657,4 +817,6 @@ def test_ambiguous_past_its_deadline_goes_to_a_person(workspace, user):
     assert destination.status == Destination.Status.AMBIGUOUS
     assert destination.action == "contact_support"
     assert publication.status == Publication.Status.FAILED
-    assert publication.events.filter(kind="destination.unconfirmable", destination=destination).exists()
+    assert publication.events.filter(
+        kind="destination.unconfirmable", destination=destination
+    ).exists()

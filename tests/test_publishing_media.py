@@ -54,8 +54,9 @@ def test_upload_png_and_jpeg(owner_client: APIClient, workspace: Any, media_stor
     assert (next(p for p in stored_files(media_storage) if p.suffix == ".png")).read_bytes() == png
 
 
-def test_media_url_is_on_the_public_url_when_set(owner_client: APIClient, workspace: Any, media_storage: Path,
-                                                settings: Any) -> None:
+def test_media_url_is_on_the_public_url_when_set(
+    owner_client: APIClient, workspace: Any, media_storage: Path, settings: Any
+) -> None:
     """Asset URLs use HERALD_PUBLIC_URL, not the Host a reverse proxy forwards."""
     settings.HERALD_PUBLIC_URL = "https://herald.example.com:8443"
     body = upload(owner_client, workspace)
@@ -63,16 +64,24 @@ def test_media_url_is_on_the_public_url_when_set(owner_client: APIClient, worksp
     assert ok(owner_client.get(f"{API}/media/{body['id']}"))["url"] == body["url"]
 
 
-def test_upload_answers_201_with_location(owner_client: APIClient, workspace: Any, media_storage: Path) -> None:
+def test_upload_answers_201_with_location(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
     handle = io.BytesIO(tiny_png())
     handle.name = "a.png"
-    response = owner_client.post(f"{API}/media", {"workspace_id": str(workspace.pk), "file": handle}, format="multipart")
+    response = owner_client.post(
+        f"{API}/media", {"workspace_id": str(workspace.pk), "file": handle}, format="multipart"
+    )
     body = ok(response, 201)
     assert response["Location"].endswith(f"/api/v1/media/{body['id']}")
 
 
-def test_type_comes_from_the_bytes_not_the_name(owner_client: APIClient, workspace: Any, media_storage: Path) -> None:
-    response = upload(owner_client, workspace, b"just some text, not an image\n", name="x.png", status=422)
+def test_type_comes_from_the_bytes_not_the_name(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    response = upload(
+        owner_client, workspace, b"just some text, not an image\n", name="x.png", status=422
+    )
     assert_invalid(response, "body.file")
     # A JPEG named .png is a JPEG.
     assert upload(owner_client, workspace, jpeg_bytes(), name="x.png")["mime_type"] == "image/jpeg"
@@ -81,22 +90,38 @@ def test_type_comes_from_the_bytes_not_the_name(owner_client: APIClient, workspa
     assert Media.objects.count() == 2
 
 
-def test_damaged_images_are_refused(owner_client: APIClient, workspace: Any, media_storage: Path) -> None:
+def test_damaged_images_are_refused(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
     png = tiny_png(40, 40)
-    assert_invalid(upload(owner_client, workspace, png[: len(png) // 2], name="cut.png", status=422), "body.file")
-    assert_invalid(upload(owner_client, workspace, png[:12], name="cut.png", status=422), "body.file")
-    assert_invalid(upload(owner_client, workspace, b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, status=422), "body.file")
+    assert_invalid(
+        upload(owner_client, workspace, png[: len(png) // 2], name="cut.png", status=422),
+        "body.file",
+    )
+    assert_invalid(
+        upload(owner_client, workspace, png[:12], name="cut.png", status=422), "body.file"
+    )
+    assert_invalid(
+        upload(owner_client, workspace, b"\x89PNG\r\n\x1a\n" + b"\x00" * 40, status=422),
+        "body.file",
+    )
     assert not Media.objects.exists()
     assert stored_files(media_storage) == []
 
 
-def test_empty_and_missing_files(owner_client: APIClient, workspace: Any, media_storage: Path) -> None:
+def test_empty_and_missing_files(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
     assert_invalid(upload(owner_client, workspace, b"", name="empty.png", status=422), "body.file")
-    response = owner_client.post(f"{API}/media", {"workspace_id": str(workspace.pk)}, format="multipart")
+    response = owner_client.post(
+        f"{API}/media", {"workspace_id": str(workspace.pk)}, format="multipart"
+    )
     assert_invalid(response, "body.file")
 
 
-def test_size_limit(owner_client: APIClient, workspace: Any, media_storage: Path, settings: Any) -> None:
+def test_size_limit(
+    owner_client: APIClient, workspace: Any, media_storage: Path, settings: Any
+) -> None:
     png = tiny_png(30, 30)
     settings.HERALD_MAX_MEDIA_BYTES = len(png) - 1
     assert_invalid(upload(owner_client, workspace, png, status=422), "body.file")
@@ -104,27 +129,43 @@ def test_size_limit(owner_client: APIClient, workspace: Any, media_storage: Path
     upload(owner_client, workspace, png)
 
 
-def test_pixel_limit(owner_client: APIClient, workspace: Any, media_storage: Path, settings: Any) -> None:
+def test_pixel_limit(
+    owner_client: APIClient, workspace: Any, media_storage: Path, settings: Any
+) -> None:
     settings.HERALD_MAX_IMAGE_PIXELS = 100
     assert_invalid(upload(owner_client, workspace, tiny_png(11, 10), status=422), "body.file")
 
 
-def test_list_newest_first_with_cursor(owner_client: APIClient, workspace: Any, media_storage: Path) -> None:
+def test_list_newest_first_with_cursor(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
     ids = [upload(owner_client, workspace, tiny_png(2, 2, (i, i, i)))["id"] for i in range(3)]
     first = ok(owner_client.get(f"{API}/media", {"workspace_id": str(workspace.pk), "limit": 2}))
     assert [m["id"] for m in first["items"]] == [ids[2], ids[1]]
     assert first["next_cursor"]
-    second = ok(owner_client.get(f"{API}/media", {"workspace_id": str(workspace.pk), "limit": 2,
-                                                  "cursor": first["next_cursor"]}))
+    second = ok(
+        owner_client.get(
+            f"{API}/media",
+            {"workspace_id": str(workspace.pk), "limit": 2, "cursor": first["next_cursor"]},
+        )
+    )
     assert [m["id"] for m in second["items"]] == [ids[0]]
     assert second["next_cursor"] is None
     # A cursor of another list is refused.
-    assert_invalid(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk),
-                                                        "cursor": first["next_cursor"]}), "query.cursor")
+    assert_invalid(
+        owner_client.get(
+            f"{API}/accounts", {"workspace_id": str(workspace.pk), "cursor": first["next_cursor"]}
+        ),
+        "query.cursor",
+    )
 
 
-def test_get_and_delete_removes_the_file(owner_client: APIClient, workspace: Any, media_storage: Path,
-                                         django_capture_on_commit_callbacks: Any) -> None:
+def test_get_and_delete_removes_the_file(
+    owner_client: APIClient,
+    workspace: Any,
+    media_storage: Path,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     item = upload(owner_client, workspace)
     assert ok(owner_client.get(f"{API}/media/{item['id']}"))["id"] == item["id"]
     assert len(stored_files(media_storage)) == 1
@@ -141,25 +182,51 @@ def _discord_account(workspace: Any) -> Account:
     from publishing import credentials
 
     return Account.objects.create(
-        workspace=workspace, provider="discord_webhook", external_id="1", username="Herald Hook",
+        workspace=workspace,
+        provider="discord_webhook",
+        external_id="1",
+        username="Herald Hook",
         account_kind="webhook",
-        credentials_encrypted=credentials.encrypt({"webhook_url": "https://discord.com/api/webhooks/1/x"}),
+        credentials_encrypted=credentials.encrypt(
+            {"webhook_url": "https://discord.com/api/webhooks/1/x"}
+        ),
     )
 
 
-def test_media_in_use_by_a_draft_cannot_be_deleted(owner_client: APIClient, workspace: Any, media_storage: Path,
-                                                   django_capture_on_commit_callbacks: Any) -> None:
+def test_media_in_use_by_a_draft_cannot_be_deleted(
+    owner_client: APIClient,
+    workspace: Any,
+    media_storage: Path,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     account = _discord_account(workspace)
     shared = upload(owner_client, workspace)
     override = upload(owner_client, workspace, tiny_png(2, 2))
-    publication = ok(owner_client.post(f"{API}/publications", {
-        "workspace_id": str(workspace.pk), "text": "hi", "media_ids": [shared["id"]],
-        "destinations": [{"account_id": str(account.pk)}],
-    }, format="json"), 201)
-    other = ok(owner_client.post(f"{API}/publications", {
-        "workspace_id": str(workspace.pk), "text": "hi",
-        "destinations": [{"account_id": str(account.pk), "media_ids": [override["id"]]}],
-    }, format="json"), 201)
+    publication = ok(
+        owner_client.post(
+            f"{API}/publications",
+            {
+                "workspace_id": str(workspace.pk),
+                "text": "hi",
+                "media_ids": [shared["id"]],
+                "destinations": [{"account_id": str(account.pk)}],
+            },
+            format="json",
+        ),
+        201,
+    )
+    other = ok(
+        owner_client.post(
+            f"{API}/publications",
+            {
+                "workspace_id": str(workspace.pk),
+                "text": "hi",
+                "destinations": [{"account_id": str(account.pk), "media_ids": [override["id"]]}],
+            },
+            format="json",
+        ),
+        201,
+    )
     assert_problem(owner_client.delete(f"{API}/media/{shared['id']}"), 409, "media_in_use")
     assert_problem(owner_client.delete(f"{API}/media/{override['id']}"), 409, "media_in_use")
     assert len(stored_files(media_storage)) == 2
@@ -172,8 +239,13 @@ def test_media_in_use_by_a_draft_cannot_be_deleted(owner_client: APIClient, work
     assert stored_files(media_storage) == []
 
 
-def test_access(owner_client: APIClient, workspace: Any, media_storage: Path, make_user: Callable[..., User],
-                bearer_client: Callable[..., APIClient]) -> None:
+def test_access(
+    owner_client: APIClient,
+    workspace: Any,
+    media_storage: Path,
+    make_user: Callable[..., User],
+    bearer_client: Callable[..., APIClient],
+) -> None:
     item = upload(owner_client, workspace)
     viewer = make_user()
     WorkspaceMembership.objects.create(workspace=workspace, user=viewer, role="viewer")
@@ -189,9 +261,15 @@ def test_access(owner_client: APIClient, workspace: Any, media_storage: Path, ma
     workspace_create(actor=Actor(user=stranger), organization_id=org.pk, name="Elsewhere")
     stranger_client = bearer_client(stranger)
     assert_problem(stranger_client.get(f"{API}/media/{item['id']}"), 403, "no_workspace_access")
-    assert_problem(stranger_client.get(f"{API}/media", {"workspace_id": str(workspace.pk)}), 403, "no_workspace_access")
+    assert_problem(
+        stranger_client.get(f"{API}/media", {"workspace_id": str(workspace.pk)}),
+        403,
+        "no_workspace_access",
+    )
     assert_problem(upload(stranger_client, workspace, status=403), 403, "no_workspace_access")
-    read_only = bearer_client(User.objects.get(email="owner@example.com"), permissions=("api:read",))
+    read_only = bearer_client(
+        User.objects.get(email="owner@example.com"), permissions=("api:read",)
+    )
     assert upload(read_only, workspace, status=403).status_code == 403
 
 
@@ -201,23 +279,45 @@ def png_header_only(width: int, height: int) -> bytes:
     import zlib
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", ihdr)
+        + chunk(b"IDAT", zlib.compress(b""))
+        + chunk(b"IEND", b"")
+    )
 
 
 @pytest.mark.parametrize(
     ("width", "height", "limit"),
     [
-        (20000, 10000, None),  # past Pillow's DecompressionBombError threshold (2x its MAX_IMAGE_PIXELS)
+        (
+            20000,
+            10000,
+            None,
+        ),  # past Pillow's DecompressionBombError threshold (2x its MAX_IMAGE_PIXELS)
         (12000, 10000, None),  # past Pillow's DecompressionBombWarning threshold only
-        (20000, 10000, 10**12),  # Herald's own limit raised above Pillow's: still refused, never a 500
+        (
+            20000,
+            10000,
+            10**12,
+        ),  # Herald's own limit raised above Pillow's: still refused, never a 500
         (12000, 10000, 10**12),
     ],
 )
-def test_decompression_bomb_headers_are_a_422(owner_client: APIClient, workspace: Any, media_storage: Path,
-                                              settings: Any, width: int, height: int, limit: int | None) -> None:
+def test_decompression_bomb_headers_are_a_422(
+    owner_client: APIClient,
+    workspace: Any,
+    media_storage: Path,
+    settings: Any,
+    width: int,
+    height: int,
+    limit: int | None,
+) -> None:
     if limit is not None:
         settings.HERALD_MAX_IMAGE_PIXELS = limit
     payload = png_header_only(width, height)
@@ -231,10 +331,13 @@ def test_decompression_bomb_headers_are_a_422(owner_client: APIClient, workspace
     assert stored_files(media_storage) == []
 
 
-def test_an_image_whose_pixels_cannot_be_decoded_is_a_422(owner_client: APIClient, workspace: Any,
-                                                          media_storage: Path) -> None:
+def test_an_image_whose_pixels_cannot_be_decoded_is_a_422(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
     # Well-formed chunks (verify() alone accepts it) but no pixel data behind the header.
-    response = upload(owner_client, workspace, png_header_only(10, 10), name="hollow.png", status=422)
+    response = upload(
+        owner_client, workspace, png_header_only(10, 10), name="hollow.png", status=422
+    )
     assert_invalid(response, "body.file")
     assert not Media.objects.exists()
     upload(owner_client, workspace, tiny_png(10, 10))

@@ -23,7 +23,13 @@ def add_rows(kind: str, workspace: Any, count: int) -> None:
             make_account(workspace, "mastodon", external_id=uuid.uuid4().hex)
     elif kind == "media":
         for _ in range(count):
-            media = Media(workspace=workspace, name="a.png", mime_type="image/png", size_bytes=3, checksum_sha256="0")
+            media = Media(
+                workspace=workspace,
+                name="a.png",
+                mime_type="image/png",
+                size_bytes=3,
+                checksum_sha256="0",
+            )
             media.file.save(f"{media.pk}.png", ContentFile(b"png"), save=False)
             media.save()
     else:
@@ -33,11 +39,18 @@ def add_rows(kind: str, workspace: Any, count: int) -> None:
         ]
         for _ in range(count):
             publication = Publication.objects.create(workspace=workspace, text="x")
-            Destination.objects.bulk_create([
-                Destination(publication=publication, account=account, position=i, profile=f"{account.provider}.x",
-                            idempotency_key=uuid.uuid4().hex)
-                for i, account in enumerate(accounts)
-            ])
+            Destination.objects.bulk_create(
+                [
+                    Destination(
+                        publication=publication,
+                        account=account,
+                        position=i,
+                        profile=f"{account.provider}.x",
+                        idempotency_key=uuid.uuid4().hex,
+                    )
+                    for i, account in enumerate(accounts)
+                ]
+            )
 
 
 def count_queries(client: APIClient, url: str, params: dict[str, Any]) -> tuple[int, int]:
@@ -49,8 +62,9 @@ def count_queries(client: APIClient, url: str, params: dict[str, Any]) -> tuple[
 
 
 @pytest.mark.parametrize("kind", ["publications", "accounts", "media"])
-def test_list_queries_do_not_grow_with_the_page(kind: str, owner_client: APIClient, workspace: Any,
-                                                media_storage: Any) -> None:
+def test_list_queries_do_not_grow_with_the_page(
+    kind: str, owner_client: APIClient, workspace: Any, media_storage: Any
+) -> None:
     url = f"{API}/{kind}"
     params = {"workspace_id": str(workspace.pk), "limit": 100}
     add_rows(kind, workspace, 1)
@@ -66,8 +80,12 @@ def test_list_queries_do_not_grow_with_the_page(kind: str, owner_client: APIClie
 def test_publication_list_filtered_by_account(owner_client: APIClient, workspace: Any) -> None:
     add_rows("publications", workspace, 1)
     account = Account.objects.get(provider="telegram")
-    params = {"workspace_id": str(workspace.pk), "account_id": str(account.pk), "status": "draft",
-              "limit": 100}
+    params = {
+        "workspace_id": str(workspace.pk),
+        "account_id": str(account.pk),
+        "status": "draft",
+        "limit": 100,
+    }
     one, items = count_queries(owner_client, f"{API}/publications", params)
     assert items == 1
     add_rows("publications", workspace, 29)

@@ -43,8 +43,15 @@ class Case:
     deployment_environment: str = "production"
     provider_environment: str = "production"
     app_source: str = ""  # "" = the provider's real app identity
-    account: AccountFacts | None = dataclasses.field(default_factory=lambda: AccountFacts(
-        status="active", has_credentials=True, credentials_readable=True, has_app=True, granted_scopes=()))
+    account: AccountFacts | None = dataclasses.field(
+        default_factory=lambda: AccountFacts(
+            status="active",
+            has_credentials=True,
+            credentials_readable=True,
+            has_app=True,
+            granted_scopes=(),
+        )
+    )
     local: str | None = "passed"  # passed | failed | expired | None (no run)
     live: str | None = "passed"
     live_scopes: tuple[str, ...] = ()
@@ -68,10 +75,15 @@ class Case:
         if self.app_source:
             app = AppIdentity(self.app_source, app.fingerprint)
         subject = make_subject(
-            provider=self.provider, app=app, operation=self.operation, output_profile=self.output_profile,
-            account_kind=caps.account_kind if caps else "", federated=bool(caps and caps.federated),
+            provider=self.provider,
+            app=app,
+            operation=self.operation,
+            output_profile=self.output_profile,
+            account_kind=caps.account_kind if caps else "",
+            federated=bool(caps and caps.federated),
             instance_url="https://mastodon.example" if caps and caps.federated else "",
-            deployment_environment=self.deployment_environment, provider_environment=self.provider_environment,
+            deployment_environment=self.deployment_environment,
+            provider_environment=self.provider_environment,
             policy_mode=self.policy_mode,
         )
         contract = contract_digest(caps, subject)
@@ -79,24 +91,49 @@ class Case:
         for kind, outcome in (("local", self.local), ("live", self.live)):
             if outcome is not None:
                 evidence.runs[(subject.digest, kind, contract)] = RunFact(
-                    outcome="failed" if outcome == "failed" else "passed", tested_at=EARLIER,
+                    outcome="failed" if outcome == "failed" else "passed",
+                    tested_at=EARLIER,
                     expires_at=EARLIER if outcome == "expired" else LATER,
-                    required_scopes=self.live_scopes if kind == "live" else (), granted_scopes=())
+                    required_scopes=self.live_scopes if kind == "live" else (),
+                    granted_scopes=(),
+                )
         if self.approval is not None:
-            evidence.approvals[(subject.provider, subject.app_fingerprint, subject.provider_environment)] = ApprovalFact(
+            evidence.approvals[
+                (subject.provider, subject.app_fingerprint, subject.provider_environment)
+            ] = ApprovalFact(
                 outcome="approved" if self.approval == "expired" else self.approval,
                 operations=self.approval_operations,
-                expires_at=EARLIER if self.approval == "expired" else None)
+                expires_at=EARLIER if self.approval == "expired" else None,
+            )
         evidence.controls[subject.provider] = [ControlFact(p, o, m) for p, o, m in self.controls]
-        policy = Policy(enforced=self.enforced, deployment=self.deployment, disabled_providers=self.disabled,
-                        restrictions=self.restrictions, claims=self.claims)
-        return evaluate(subject=subject, caps=caps, app=app, contract=contract, evidence=evidence, policy=policy,
-                        now=NOW, account=self.account, intent=self.intent)
+        policy = Policy(
+            enforced=self.enforced,
+            deployment=self.deployment,
+            disabled_providers=self.disabled,
+            restrictions=self.restrictions,
+            claims=self.claims,
+        )
+        return evaluate(
+            subject=subject,
+            caps=caps,
+            app=app,
+            contract=contract,
+            evidence=evidence,
+            policy=policy,
+            now=NOW,
+            account=self.account,
+            intent=self.intent,
+        )
 
 
 def account(**changes: Any) -> AccountFacts:
-    base = AccountFacts(status="active", has_credentials=True, credentials_readable=True, has_app=True,
-                        granted_scopes=())
+    base = AccountFacts(
+        status="active",
+        has_credentials=True,
+        credentials_readable=True,
+        has_app=True,
+        granted_scopes=(),
+    )
     return dataclasses.replace(base, **changes)
 
 
@@ -105,26 +142,49 @@ MASTODON_SCOPES = tuple(get_adapter("mastodon").capabilities.required_scopes)
 
 # blocker code -> (the change that causes it, the expected state)
 SCENARIOS: dict[str, tuple[dict[str, Any], str]] = {
-    "unsupported_provider": ({"provider": "pinterest", "output_profile": "pinterest.pin"}, "unsupported"),
+    "unsupported_provider": (
+        {"provider": "pinterest", "output_profile": "pinterest.pin"},
+        "unsupported",
+    ),
     "unsupported_profile": ({"output_profile": "discord_webhook.poll"}, "unsupported"),
     "unsupported_operation": ({"operation": "revoke", "output_profile": ""}, "unsupported"),
     "provider_disabled": ({"disabled": frozenset({"discord_webhook"})}, "disabled"),
-    "control_disabled": ({"controls": (("", "", "enabled"), ("discord_webhook.message", "", "disabled"))}, "disabled"),
+    "control_disabled": (
+        {"controls": (("", "", "enabled"), ("discord_webhook.message", "", "disabled"))},
+        "disabled",
+    ),
     "control_missing": ({"controls": ()}, "degraded"),
-    "app_missing": ({**MASTODON, "account": account(has_app=False, granted_scopes=MASTODON_SCOPES)},
-                    "needs_configuration"),
-    "credentials_unreadable": ({"account": account(credentials_readable=False)}, "needs_configuration"),
+    "app_missing": (
+        {**MASTODON, "account": account(has_app=False, granted_scopes=MASTODON_SCOPES)},
+        "needs_configuration",
+    ),
+    "credentials_unreadable": (
+        {"account": account(credentials_readable=False)},
+        "needs_configuration",
+    ),
     "grant_invalid": ({"account": account(status="reconnect_required")}, "reconnect_required"),
     "credentials_missing": ({"account": account(has_credentials=False)}, "reconnect_required"),
-    "scope_missing": ({**MASTODON, "account": account(granted_scopes=("read",))}, "reconnect_required"),
-    "control_degraded": ({"controls": (("", "", "enabled"), ("", "publish_immediate", "degraded"))}, "degraded"),
+    "scope_missing": (
+        {**MASTODON, "account": account(granted_scopes=("read",))},
+        "reconnect_required",
+    ),
+    "control_degraded": (
+        {"controls": (("", "", "enabled"), ("", "publish_immediate", "degraded"))},
+        "degraded",
+    ),
     "readiness_unavailable": ({"unavailable": True}, "degraded"),
     "approval_missing": ({"approval": None}, "approval_required"),
     "approval_rejected": ({"approval": "rejected"}, "approval_required"),
     "approval_expired": ({"approval": "expired"}, "approval_required"),
-    "approval_operation_not_permitted": ({"approval_operations": ("connect",)}, "approval_required"),
+    "approval_operation_not_permitted": (
+        {"approval_operations": ("connect",)},
+        "approval_required",
+    ),
     "approval_trial": ({"approval": "trial"}, "trial_only"),
-    "policy_restricted": ({"restrictions": frozenset({"discord_webhook.message"})}, "policy_restricted"),
+    "policy_restricted": (
+        {"restrictions": frozenset({"discord_webhook.message"})},
+        "policy_restricted",
+    ),
     "non_production_identity": ({"provider_environment": "sandbox"}, "policy_restricted"),
     "local_test_expired": ({"local": "expired"}, "expired_proof"),
     "live_certification_expired": ({"live": "expired"}, "expired_proof"),
@@ -149,8 +209,13 @@ def test_baseline_is_healthy_without_any_warning() -> None:
     assert decision.blockers == ()
     assert decision.as_dict()["blockers"] == []
     assert {name: fact["status"] for name, fact in decision.as_dict()["facts"].items()} == {
-        "configuration": "present", "local_test": "passed", "live_certification": "passed",
-        "approval": "approved", "authorization": "valid", "policy": "allowed", "control": "enabled",
+        "configuration": "present",
+        "local_test": "passed",
+        "live_certification": "passed",
+        "approval": "approved",
+        "authorization": "valid",
+        "policy": "allowed",
+        "control": "enabled",
     }
     assert decision.contract_digest.startswith("sha256:")
     assert not decision.advertisable  # no public claim in the (empty) claims
@@ -196,15 +261,20 @@ PAIRS = [
 def test_precedence_pairs(first: str, second: str) -> None:
     changes = {**SCENARIOS[second][0], **SCENARIOS[first][0]}
     if "account" in SCENARIOS[first][0] and "account" in SCENARIOS[second][0]:
-        changes["account"] = dataclasses.replace(SCENARIOS[first][0]["account"],
-                                                 status=SCENARIOS[second][0]["account"].status)
+        changes["account"] = dataclasses.replace(
+            SCENARIOS[first][0]["account"], status=SCENARIOS[second][0]["account"].status
+        )
     decision = Case(**changes).decide()
     assert decision.state == SCENARIOS[first][1]
     assert {first, second} <= {b.code for b in decision.blockers}  # every blocker is listed
 
 
-@pytest.mark.parametrize("reported", ["app_missing", "credentials_unreadable", "grant_invalid", "credentials_missing"])
-def test_a_missing_runtime_control_never_hides_configuration_or_grant_problems(reported: str) -> None:
+@pytest.mark.parametrize(
+    "reported", ["app_missing", "credentials_unreadable", "grant_invalid", "credentials_missing"]
+)
+def test_a_missing_runtime_control_never_hides_configuration_or_grant_problems(
+    reported: str,
+) -> None:
     """Enforced, no control is a gated gap ranked as the control's ``degraded`` state: it is no
     explicit disable, and missing configuration or an invalid grant is still the state shown."""
     changes = {**SCENARIOS[reported][0], "controls": ()}
@@ -218,11 +288,17 @@ def test_a_missing_runtime_control_never_hides_configuration_or_grant_problems(r
 def test_policy_mode_is_part_of_the_policy_fact() -> None:
     """The server permits the account, the format and the policy mode (spec §1, Policy)."""
     for restriction in ("mode:standard", "discord_webhook@standard"):
-        decision = Case(restrictions=frozenset({restriction}), enforced=False, deployment="self_hosted").decide()
+        decision = Case(
+            restrictions=frozenset({restriction}), enforced=False, deployment="self_hosted"
+        ).decide()
         assert decision.state == "policy_restricted", restriction
         assert decision.facts["policy"] == {"status": "restricted", "mode": "standard"}
-    assert Case(restrictions=frozenset({"mode:strict", "discord_webhook@strict", "bluesky@standard"})
-                ).decide().state == HEALTHY
+    assert (
+        Case(restrictions=frozenset({"mode:strict", "discord_webhook@strict", "bluesky@standard"}))
+        .decide()
+        .state
+        == HEALTHY
+    )
     strict = Case(policy_mode="strict", restrictions=frozenset({"mode:strict"})).decide()
     assert strict.state == "policy_restricted"
     assert strict.subject is not None
@@ -230,24 +306,50 @@ def test_policy_mode_is_part_of_the_policy_fact() -> None:
 
 
 def test_disabled_with_missing_configuration_is_disabled() -> None:
-    decision = Case(**MASTODON, disabled=frozenset({"mastodon"}),
-                    account=account(has_app=False, granted_scopes=MASTODON_SCOPES)).decide()
+    decision = Case(
+        **MASTODON,
+        disabled=frozenset({"mastodon"}),
+        account=account(has_app=False, granted_scopes=MASTODON_SCOPES),
+    ).decide()
     assert decision.state == "disabled"
     assert [b.code for b in decision.blockers] == ["provider_disabled", "app_missing"]
 
 
 def test_explicit_disable_wins_over_everything_else() -> None:
-    decision = Case(disabled=frozenset({"discord_webhook"}), account=account(status="reconnect_required"),
-                    approval=None, local=None, live="failed", restrictions=frozenset({"discord_webhook"})).decide()
+    decision = Case(
+        disabled=frozenset({"discord_webhook"}),
+        account=account(status="reconnect_required"),
+        approval=None,
+        local=None,
+        live="failed",
+        restrictions=frozenset({"discord_webhook"}),
+    ).decide()
     assert decision.state == "disabled"
 
 
 def test_the_most_restrictive_control_wins() -> None:
-    assert Case(controls=(("", "", "enabled"), ("discord_webhook.message", "publish_immediate", "disabled"))
-                ).decide().state == "disabled"
-    assert Case(controls=(("", "", "degraded"), ("discord_webhook.message", "", "enabled"))).decide().state == "degraded"
+    assert (
+        Case(
+            controls=(
+                ("", "", "enabled"),
+                ("discord_webhook.message", "publish_immediate", "disabled"),
+            )
+        )
+        .decide()
+        .state
+        == "disabled"
+    )
+    assert (
+        Case(controls=(("", "", "degraded"), ("discord_webhook.message", "", "enabled")))
+        .decide()
+        .state
+        == "degraded"
+    )
     # a control of another format or operation does not cover this subject
-    assert Case(controls=(("", "", "enabled"), ("", "publish_scheduled", "disabled"))).decide().state == HEALTHY
+    assert (
+        Case(controls=(("", "", "enabled"), ("", "publish_scheduled", "disabled"))).decide().state
+        == HEALTHY
+    )
 
 
 # --- Enforcement flag by deployment --------------------------------------------------------------
@@ -255,8 +357,10 @@ def test_the_most_restrictive_control_wins() -> None:
 ALWAYS_BLOCKING = {
     "explicit disable": ({"disabled": frozenset({"discord_webhook"})}, "disabled"),
     "ledger disable": ({"controls": (("", "", "disabled"),)}, "disabled"),
-    "missing configuration": ({**MASTODON, "account": account(has_app=False, granted_scopes=MASTODON_SCOPES)},
-                              "needs_configuration"),
+    "missing configuration": (
+        {**MASTODON, "account": account(has_app=False, granted_scopes=MASTODON_SCOPES)},
+        "needs_configuration",
+    ),
     "revoked grant": ({"account": account(status="reconnect_required")}, "reconnect_required"),
     "policy restriction": ({"restrictions": frozenset({"discord_webhook"})}, "policy_restricted"),
 }
@@ -265,8 +369,11 @@ GAPS = {
     "runtime control": {"controls": ()},
     "local test": {"local": None},
     "live test": {"live": None},
-    "scope evidence": {**MASTODON, "account": account(granted_scopes=()),
-                       "live_scopes": MASTODON_SCOPES},
+    "scope evidence": {
+        **MASTODON,
+        "account": account(granted_scopes=()),
+        "live_scopes": MASTODON_SCOPES,
+    },
 }
 CELLS = [(deployment, flag) for deployment in ("cloud", "self_hosted") for flag in (True, False)]
 
@@ -274,8 +381,9 @@ CELLS = [(deployment, flag) for deployment in ("cloud", "self_hosted") for flag 
 @pytest.mark.parametrize(("deployment", "flag"), CELLS)
 def test_flag_matrix_in_the_evaluator(deployment: str, flag: bool) -> None:
     enforced = deployment == "cloud" and flag
-    everything_missing = Case(deployment=deployment, enforced=enforced, approval=None, controls=(), local=None,
-                              live=None).decide()
+    everything_missing = Case(
+        deployment=deployment, enforced=enforced, approval=None, controls=(), local=None, live=None
+    ).decide()
     assert everything_missing.executable is (not enforced)
     for name, changes in GAPS.items():
         decision = Case(deployment=deployment, enforced=enforced, **changes).decide()
@@ -286,18 +394,36 @@ def test_flag_matrix_in_the_evaluator(deployment: str, flag: bool) -> None:
         # with complete evidence, and with no evidence at all: blocked either way
         decision = Case(deployment=deployment, enforced=enforced, **changes).decide()
         assert decision.state == state, (name, deployment, flag)
-        bare = Case(deployment=deployment, enforced=enforced, approval=None, controls=changes.get("controls", ()),
-                    local=None, live=None, **{k: v for k, v in changes.items() if k != "controls"}).decide()
+        bare = Case(
+            deployment=deployment,
+            enforced=enforced,
+            approval=None,
+            controls=changes.get("controls", ()),
+            local=None,
+            live=None,
+            **{k: v for k, v in changes.items() if k != "controls"},
+        ).decide()
         assert not bare.executable, (name, deployment, flag)
         assert {b.code for b in decision.blockers} <= {b.code for b in bare.blockers}
 
 
 def test_production_identity_applies_on_cloud_regardless_of_the_flag() -> None:
     for flag in (True, False):
-        assert Case(provider_environment="sandbox", enforced=flag).decide().state == "policy_restricted"
-    assert Case(provider_environment="sandbox", deployment="self_hosted", enforced=False).decide().state == HEALTHY
+        assert (
+            Case(provider_environment="sandbox", enforced=flag).decide().state
+            == "policy_restricted"
+        )
+    assert (
+        Case(provider_environment="sandbox", deployment="self_hosted", enforced=False)
+        .decide()
+        .state
+        == HEALTHY
+    )
     # a cloud staging deployment may use a sandbox app
-    assert Case(provider_environment="sandbox", deployment_environment="staging").decide().state == HEALTHY
+    assert (
+        Case(provider_environment="sandbox", deployment_environment="staging").decide().state
+        == HEALTHY
+    )
 
 
 # --- certification_test -------------------------------------------------------------------------
@@ -310,10 +436,22 @@ def test_certification_test_bypasses_only_prior_local_and_live_evidence() -> Non
         assert decision.facts["local_test"]["status"].startswith("bypassed_")
         assert not decision.advertisable  # never claimable
     # trial permission is enough for a certification test, not for normal work
-    assert Case(intent=CERTIFICATION_TEST, approval="trial", local=None, live=None).decide().state == HEALTHY
+    assert (
+        Case(intent=CERTIFICATION_TEST, approval="trial", local=None, live=None).decide().state
+        == HEALTHY
+    )
     assert Case(approval="trial").decide().state == "trial_only"
-    for code in ("approval_missing", "approval_rejected", "control_disabled", "control_missing", "provider_disabled",
-                 "grant_invalid", "scope_missing", "policy_restricted", "app_missing"):
+    for code in (
+        "approval_missing",
+        "approval_rejected",
+        "control_disabled",
+        "control_missing",
+        "provider_disabled",
+        "grant_invalid",
+        "scope_missing",
+        "policy_restricted",
+        "app_missing",
+    ):
         changes, state = SCENARIOS[code]
         decision = Case(intent=CERTIFICATION_TEST, local=None, live=None, **changes).decide()
         assert decision.state == state, code
@@ -324,11 +462,23 @@ def test_certification_test_is_strict_whatever_the_flag(deployment: str, flag: b
     """Only prior local and live evidence is bypassed: approval (or trial permission), every
     scope and an enabled runtime control are required in every cell of the matrix."""
     enforced = deployment == "cloud" and flag
-    base = {"deployment": deployment, "enforced": enforced, "intent": CERTIFICATION_TEST, "local": None, "live": None}
+    base = {
+        "deployment": deployment,
+        "enforced": enforced,
+        "intent": CERTIFICATION_TEST,
+        "local": None,
+        "live": None,
+    }
     assert Case(**base).decide().state == HEALTHY
     assert Case(**base, approval="trial").decide().state == HEALTHY
-    for code in ("approval_missing", "approval_rejected", "approval_expired", "approval_operation_not_permitted",
-                 "control_missing", "scope_missing"):
+    for code in (
+        "approval_missing",
+        "approval_rejected",
+        "approval_expired",
+        "approval_operation_not_permitted",
+        "control_missing",
+        "scope_missing",
+    ):
         changes, state = SCENARIOS[code]
         decision = Case(**{**base, **changes}).decide()
         assert decision.state == state, (code, deployment, flag)
@@ -351,20 +501,30 @@ def test_connect_decision_has_no_account_and_is_connectable() -> None:
     assert decision.connectable
     assert not decision.publishable
     assert decision.facts["authorization"]["status"] == "not_applicable"
-    blocked = Case(operation="publish_immediate", account=account(status="reconnect_required")).decide()
+    blocked = Case(
+        operation="publish_immediate", account=account(status="reconnect_required")
+    ).decide()
     assert blocked.connectable  # a reconnect is possible; the provider itself is fine
     assert not Case(disabled=frozenset({"discord_webhook"})).decide().connectable
     # a ledger control that stops connects makes a publish decision not connectable either
     assert not Case(controls=(("", "", "disabled"),)).decide().connectable
-    assert not Case(controls=(("", "", "enabled"), ("", "connect", "degraded"))).decide().connectable
-    assert Case(controls=(("", "", "enabled"), ("discord_webhook.message", "", "disabled"))).decide().connectable
+    assert (
+        not Case(controls=(("", "", "enabled"), ("", "connect", "degraded"))).decide().connectable
+    )
+    assert (
+        Case(controls=(("", "", "enabled"), ("discord_webhook.message", "", "disabled")))
+        .decide()
+        .connectable
+    )
     assert not Case(controls=()).decide().connectable  # enforced: no control enables a connect
     assert Case(controls=(), enforced=False, deployment="self_hosted").decide().connectable
 
 
 def _claimed(case: Case) -> frozenset[tuple[str, str, str, str]]:
     decision = case.decide()
-    return frozenset({(case.provider, case.output_profile, case.operation, decision.contract_digest)})
+    return frozenset(
+        {(case.provider, case.output_profile, case.operation, decision.contract_digest)}
+    )
 
 
 @pytest.mark.parametrize("deployment", ["cloud", "self_hosted"])
@@ -378,10 +538,14 @@ def test_advertisable_needs_a_bound_claim_and_never_for_the_three_kinds(deployme
     claimed = dataclasses.replace(hook, claims=_claimed(hook))
     assert claimed.decide().advertisable  # webhooks stay supported: a claim advertises them
     assert not dataclasses.replace(claimed, intent=CERTIFICATION_TEST).decide().advertisable
-    assert not dataclasses.replace(claimed, operation="publish_scheduled").decide().advertisable  # other subject
+    assert (
+        not dataclasses.replace(claimed, operation="publish_scheduled").decide().advertisable
+    )  # other subject
     assert not dataclasses.replace(claimed, local="expired").decide().advertisable  # not healthy
     stale = {(p, f, o, "sha256:" + "0" * 64) for p, f, o, _ in claimed.claims}
-    assert not dataclasses.replace(hook, claims=frozenset(stale)).decide().advertisable  # old contract
+    assert (
+        not dataclasses.replace(hook, claims=frozenset(stale)).decide().advertisable
+    )  # old contract
     telegram = Case(provider="telegram", output_profile="telegram.message", deployment=deployment)
     telegram = dataclasses.replace(telegram, claims=_claimed(telegram))
     decision = telegram.decide()

@@ -67,9 +67,17 @@ def test_raw_sql_update_and_delete_fail(model: Any, rows: dict[type, Any]) -> No
     updates = f"UPDATE {table} SET created_at = created_at WHERE id = %s"  # noqa: S608
     deletes = f"DELETE FROM {table} WHERE id = %s"  # noqa: S608
     for sql in (updates, deletes):
-        with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+        with (
+            pytest.raises(DatabaseError, match="append-only"),
+            transaction.atomic(),
+            connection.cursor() as cursor,
+        ):
             cursor.execute(sql, [row.pk])
-    with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
+    with (
+        pytest.raises(DatabaseError, match="append-only"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute(f"DELETE FROM {table}")  # noqa: S608
     assert model.objects.filter(pk=row.pk).values().get() == before
 
@@ -77,8 +85,10 @@ def test_raw_sql_update_and_delete_fail(model: Any, rows: dict[type, Any]) -> No
 @pytest.mark.postgres
 def test_postgresql_triggers_exist_on_every_ledger() -> None:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT event_object_table, event_manipulation FROM information_schema.triggers "
-                       "WHERE trigger_name LIKE 'readiness_%%_append_only'")
+        cursor.execute(
+            "SELECT event_object_table, event_manipulation FROM information_schema.triggers "
+            "WHERE trigger_name LIKE 'readiness_%%_append_only'"
+        )
         found = set(cursor.fetchall())
     for model in LEDGER_MODELS:
         assert {(model._meta.db_table, "UPDATE"), (model._meta.db_table, "DELETE")} <= found
@@ -103,8 +113,9 @@ def test_django_refuses_updates_and_deletes(model: Any, rows: dict[type, Any]) -
 # --- What a row holds ---------------------------------------------------------------------------
 
 
-def test_server_fills_fingerprints_digests_revision_and_scope_snapshots(rows: dict[type, Any], admin_user: Any,
-                                                                         workspace: Any) -> None:
+def test_server_fills_fingerprints_digests_revision_and_scope_snapshots(
+    rows: dict[type, Any], admin_user: Any, workspace: Any
+) -> None:
     run = rows[CertificationRun]
     assert run.operator_fingerprint.startswith("operator:sha256:")
     assert run.account_fingerprint.startswith("account:sha256:")
@@ -115,12 +126,19 @@ def test_server_fills_fingerprints_digests_revision_and_scope_snapshots(rows: di
     assert run.tested_revision
     assert run.tested_revision != ""
     assert run.outcome == "passed"
-    assert (run.deployment_environment, run.provider_environment, run.policy_mode) == ("local", "production", "standard")
+    assert (run.deployment_environment, run.provider_environment, run.policy_mode) == (
+        "local",
+        "production",
+        "standard",
+    )
     assert run.expires_at > run.tested_at
     assert sorted(run.checks.values_list("name", "outcome")) == sorted(
-        (c["name"], c["outcome"]) for c in checks_for("discord_webhook", "publish_immediate"))
+        (c["name"], c["outcome"]) for c in checks_for("discord_webhook", "publish_immediate")
+    )
     review = rows[ApprovalReview]
-    assert review.operator_fingerprint == run.operator_fingerprint  # stable per operator, never the identity
+    assert (
+        review.operator_fingerprint == run.operator_fingerprint
+    )  # stable per operator, never the identity
     assert review.reference_fingerprint.startswith("result:sha256:")
     mastodon = make_account(workspace, "mastodon")
     (live,) = certify(admin_user, mastodon, profile="mastodon.post", kinds=("live",))
@@ -131,8 +149,13 @@ def test_server_fills_fingerprints_digests_revision_and_scope_snapshots(rows: di
 
 def test_a_run_outcome_comes_from_its_checks(admin_user: Any, workspace: Any) -> None:
     account = make_account(workspace)
-    (failed,) = certify(admin_user, account, profile="discord_webhook.message", kinds=("local",),
-                        failed=("reconciled_outcome",))
+    (failed,) = certify(
+        admin_user,
+        account,
+        profile="discord_webhook.message",
+        kinds=("local",),
+        failed=("reconciled_outcome",),
+    )
     assert failed.outcome == "failed"
     # A grant without the contract's scopes is no proof, whatever the checks say.
     mastodon = make_account(workspace, "mastodon", granted_scopes=["read"])
@@ -145,18 +168,28 @@ def test_incomplete_or_unapproved_checks_are_refused(admin_user: Any, workspace:
     checks = checks_for("discord_webhook", "publish_immediate")
 
     def append(given: list[dict[str, str]]) -> Any:
-        return ledgers.certification_append(operator=admin_user, kind="local", provider="discord_webhook",
-                                            operation="publish_immediate", output_profile="discord_webhook.message",
-                                            account_id=account.pk, checks=given,
-                                            external_result_reference="message 1")
+        return ledgers.certification_append(
+            operator=admin_user,
+            kind="local",
+            provider="discord_webhook",
+            operation="publish_immediate",
+            output_profile="discord_webhook.message",
+            account_id=account.pk,
+            checks=given,
+            external_result_reference="message 1",
+        )
 
     with pytest.raises(DomainError) as missing:
         append(checks[:-1])
     assert missing.value.status == 422
     assert [e["location"] for e in missing.value.errors] == ["body.checks"]
     # refresh is implemented for webhooks: not applicable is not a permitted result for it
-    refresh = [c if c["name"] != "refresh" else {"name": "refresh", "outcome": "not_applicable",
-                                                 "reason": "provider_has_no_refresh"} for c in checks]
+    refresh = [
+        c
+        if c["name"] != "refresh"
+        else {"name": "refresh", "outcome": "not_applicable", "reason": "provider_has_no_refresh"}
+        for c in checks
+    ]
     with pytest.raises(DomainError) as not_allowed:
         append(refresh)
     assert any(e["location"].endswith(".reason") for e in not_allowed.value.errors)
@@ -172,35 +205,58 @@ def test_a_run_cannot_carry_free_text_identities(admin_user: Any, workspace: Any
 
     def append(**extra: Any) -> Any:
         return ledgers.certification_append(
-            operator=admin_user, kind="local", provider="bluesky", operation="connect",
-            checks=checks_for("bluesky", "connect"), **extra)
+            operator=admin_user,
+            kind="local",
+            provider="bluesky",
+            operation="connect",
+            checks=checks_for("bluesky", "connect"),
+            **extra,
+        )
 
-    for extra, location in (({"account_kind": "ops@example.com"}, "body.account_kind"),
-                            ({"account_kind": "https://x.example"}, "body.account_kind"),
-                            ({"instance_url": "https://bsky.example"}, "body.instance_url")):
+    for extra, location in (
+        ({"account_kind": "ops@example.com"}, "body.account_kind"),
+        ({"account_kind": "https://x.example"}, "body.account_kind"),
+        ({"instance_url": "https://bsky.example"}, "body.instance_url"),
+    ):
         with pytest.raises(DomainError) as refused:
             append(**extra)
         assert refused.value.status == 422
         assert [e["location"] for e in refused.value.errors] == [location]
     with pytest.raises(DomainError) as mismatch:
         ledgers.certification_append(
-            operator=admin_user, kind="local", provider="discord_webhook", operation="connect",
-            account_id=account.pk, account_kind="bot", checks=checks_for("discord_webhook", "connect"))
+            operator=admin_user,
+            kind="local",
+            provider="discord_webhook",
+            operation="connect",
+            account_id=account.pk,
+            account_kind="bot",
+            checks=checks_for("discord_webhook", "connect"),
+        )
     assert [e["location"] for e in mismatch.value.errors] == ["body.account_kind"]
     assert append(account_kind="bot").account_kind == "bot"
-    scopes = [*get_adapter("mastodon").capabilities.required_scopes, "https://evil.example/scope",
-              "someone@example.com", "follow"]
+    scopes = [
+        *get_adapter("mastodon").capabilities.required_scopes,
+        "https://evil.example/scope",
+        "someone@example.com",
+        "follow",
+    ]
     mastodon = make_account(workspace, "mastodon", granted_scopes=scopes)
     (live,) = certify(admin_user, mastodon, profile="mastodon.post", kinds=("live",))
-    assert live.granted_scopes == sorted(["follow", *get_adapter("mastodon").capabilities.required_scopes])
+    assert live.granted_scopes == sorted(
+        ["follow", *get_adapter("mastodon").capabilities.required_scopes]
+    )
     assert live.outcome == "passed"
 
 
 def test_only_an_instance_administrator_appends(make_user: Any) -> None:
     member = make_user("member@example.com")
     for append in (
-        lambda: ledgers.approval_review_append(operator=member, provider="bluesky", outcome="approved"),
-        lambda: ledgers.runtime_control_append(operator=member, provider="bluesky", mode="enabled", reason="rollout"),
+        lambda: ledgers.approval_review_append(
+            operator=member, provider="bluesky", outcome="approved"
+        ),
+        lambda: ledgers.runtime_control_append(
+            operator=member, provider="bluesky", mode="enabled", reason="rollout"
+        ),
     ):
         with pytest.raises(DomainError) as refused:
             append()
@@ -212,16 +268,23 @@ def test_only_an_instance_administrator_appends(make_user: Any) -> None:
 # --- Evidence through the real service (enforced) -----------------------------------------------
 
 
-def _decide(account: Any, profile: str = "discord_webhook.message", operation: str = "publish_immediate",
-            intent: str = "normal") -> Any:
+def _decide(
+    account: Any,
+    profile: str = "discord_webhook.message",
+    operation: str = "publish_immediate",
+    intent: str = "normal",
+) -> Any:
     from publishing.models import Account
 
     fresh = Account.objects.get(pk=account.pk)
-    return readiness.decide_account(account=fresh, operation=operation, profile=profile, intent=intent)
+    return readiness.decide_account(
+        account=fresh, operation=operation, profile=profile, intent=intent
+    )
 
 
 def test_evidence_makes_an_enforced_subject_healthy_and_a_later_failed_run_supersedes(
-        settings: Any, admin_user: Any, workspace: Any) -> None:
+    settings: Any, admin_user: Any, workspace: Any
+) -> None:
     enforce(settings)
     account = make_account(workspace)
     unreleased = _decide(account)  # no runtime control: fail closed, but no explicit disable
@@ -234,7 +297,13 @@ def test_evidence_makes_an_enforced_subject_healthy_and_a_later_failed_run_super
     assert healthy.state == "healthy"
     assert healthy.blockers == ()
     # a later failed live run supersedes the older passing proof
-    certify(admin_user, account, profile="discord_webhook.message", kinds=("live",), failed=("provider_result",))
+    certify(
+        admin_user,
+        account,
+        profile="discord_webhook.message",
+        kinds=("live",),
+        failed=("provider_result",),
+    )
     superseded = _decide(account)
     assert superseded.state == "certification_required"
     assert [b.code for b in superseded.blockers] == ["live_certification_failed"]
@@ -247,8 +316,14 @@ def test_expired_proof(settings: Any, admin_user: Any, workspace: Any) -> None:
     account = make_account(workspace)
     approve_and_enable(admin_user, "discord_webhook")
     certify(admin_user, account, profile="discord_webhook.message", kinds=("local",))
-    certify(admin_user, account, profile="discord_webhook.message", kinds=("live",),
-            tested_at=timezone.now() - timedelta(days=3), retest_days=2)
+    certify(
+        admin_user,
+        account,
+        profile="discord_webhook.message",
+        kinds=("live",),
+        tested_at=timezone.now() - timedelta(days=3),
+        retest_days=2,
+    )
     decision = _decide(account)
     assert decision.state == "expired_proof"
     assert [b.code for b in decision.blockers] == ["live_certification_expired"]
@@ -265,23 +340,32 @@ def certified(settings: Any, admin_user: Any, workspace: Any) -> Any:
 
 
 SUBJECT_CHANGES = {
-    "app identity": lambda s, a, mp: setattr(s, "HERALD_TELEGRAM_API_URL", "https://bot-api.internal.example"),
+    "app identity": lambda s, a, mp: setattr(
+        s, "HERALD_TELEGRAM_API_URL", "https://bot-api.internal.example"
+    ),
     "deployment environment": lambda s, a, mp: setattr(s, "HERALD_ENVIRONMENT", "staging"),
     "provider environment": lambda s, a, mp: setattr(s, "HERALD_PROVIDER_ENVIRONMENT", "sandbox"),
     "policy mode": lambda s, a, mp: setattr(s, "HERALD_PROVIDER_POLICY_MODE", "strict"),
     "account kind": lambda s, a, mp: type(a).objects.filter(pk=a.pk).update(account_kind="channel"),
     "capability": lambda s, a, mp: mp.setattr(
-        get_adapter("telegram"), "capabilities", dataclasses.replace(
+        get_adapter("telegram"),
+        "capabilities",
+        dataclasses.replace(
             get_adapter("telegram").capabilities,
-            profiles=tuple(dataclasses.replace(p, text_limit=p.text_limit - 1)
-                           for p in get_adapter("telegram").capabilities.profiles))),
+            profiles=tuple(
+                dataclasses.replace(p, text_limit=p.text_limit - 1)
+                for p in get_adapter("telegram").capabilities.profiles
+            ),
+        ),
+    ),
     "contract requirement": lambda s, a, mp: mp.setattr("readiness.subjects.CONTRACT_VERSION", 2),
 }
 
 
 @pytest.mark.parametrize("change", sorted(SUBJECT_CHANGES))
-def test_changing_a_subject_key_makes_earlier_evidence_unusable(change: str, certified: Any, settings: Any,
-                                                                 monkeypatch: Any) -> None:
+def test_changing_a_subject_key_makes_earlier_evidence_unusable(
+    change: str, certified: Any, settings: Any, monkeypatch: Any
+) -> None:
     from readiness import subjects
 
     subjects._contract.cache_clear()
@@ -295,10 +379,14 @@ def test_changing_a_subject_key_makes_earlier_evidence_unusable(change: str, cer
     subjects._contract.cache_clear()
 
 
-def test_other_format_operation_or_instance_is_another_subject(certified: Any, admin_user: Any,
-                                                               workspace: Any) -> None:
+def test_other_format_operation_or_instance_is_another_subject(
+    certified: Any, admin_user: Any, workspace: Any
+) -> None:
     assert _decide(certified, "telegram.photo").state == "certification_required"
-    assert _decide(certified, "telegram.message", operation="publish_scheduled").state == "certification_required"
+    assert (
+        _decide(certified, "telegram.message", operation="publish_scheduled").state
+        == "certification_required"
+    )
     approve_and_enable(admin_user, "mastodon")
     one = make_account(workspace, "mastodon", instance_url="https://one.example")
     other = make_account(workspace, "mastodon", instance_url="https://other.example")
@@ -307,38 +395,56 @@ def test_other_format_operation_or_instance_is_another_subject(certified: Any, a
     assert _decide(other, "mastodon.post").state == "certification_required"
 
 
-def test_certification_test_needs_approval_and_an_enabled_control(settings: Any, admin_user: Any,
-                                                                  workspace: Any) -> None:
+def test_certification_test_needs_approval_and_an_enabled_control(
+    settings: Any, admin_user: Any, workspace: Any
+) -> None:
     enforce(settings)
     account = make_account(workspace)
     no_control = _decide(account, intent="certification_test")
     assert no_control.state == "degraded"  # no control enables it
     assert "control_missing" in {b.code for b in no_control.blockers}
-    ledgers.runtime_control_append(operator=admin_user, provider="discord_webhook", mode="enabled", reason="rollout")
+    ledgers.runtime_control_append(
+        operator=admin_user, provider="discord_webhook", mode="enabled", reason="rollout"
+    )
     assert _decide(account, intent="certification_test").state == "approval_required"
     ledgers.approval_review_append(operator=admin_user, provider="discord_webhook", outcome="trial")
     decision = _decide(account, intent="certification_test")
     assert decision.state == "healthy"  # evidence gaps pass; trial permission suffices
     assert not decision.advertisable
     assert _decide(account).state == "trial_only"
-    ledgers.runtime_control_append(operator=admin_user, provider="discord_webhook", mode="disabled",
-                                   reason="security")
+    ledgers.runtime_control_append(
+        operator=admin_user, provider="discord_webhook", mode="disabled", reason="security"
+    )
     assert _decide(account, intent="certification_test").state == "disabled"
 
 
-def test_a_runtime_control_applies_to_the_next_decision(settings: Any, admin_user: Any, workspace: Any) -> None:
+def test_a_runtime_control_applies_to_the_next_decision(
+    settings: Any, admin_user: Any, workspace: Any
+) -> None:
     """No caching: a disable appended now blocks the very next decision, even unenforced."""
     account = make_account(workspace)
     assert _decide(account).state == "healthy"
-    ledgers.runtime_control_append(operator=admin_user, provider="discord_webhook", mode="disabled",
-                                   reason="provider_incident", output_profile="discord_webhook.message")
+    ledgers.runtime_control_append(
+        operator=admin_user,
+        provider="discord_webhook",
+        mode="disabled",
+        reason="provider_incident",
+        output_profile="discord_webhook.message",
+    )
     assert _decide(account).state == "disabled"
-    ledgers.runtime_control_append(operator=admin_user, provider="discord_webhook", mode="enabled",
-                                   reason="restored", output_profile="discord_webhook.message")
+    ledgers.runtime_control_append(
+        operator=admin_user,
+        provider="discord_webhook",
+        mode="enabled",
+        reason="restored",
+        output_profile="discord_webhook.message",
+    )
     assert _decide(account).state == "healthy"
 
 
-def test_single_decision_is_a_few_queries(workspace: Any, django_assert_max_num_queries: Any) -> None:
+def test_single_decision_is_a_few_queries(
+    workspace: Any, django_assert_max_num_queries: Any
+) -> None:
     account = make_account(workspace)
     from publishing.models import Account
 
@@ -346,7 +452,9 @@ def test_single_decision_is_a_few_queries(workspace: Any, django_assert_max_num_
     # runs, approvals, controls: one statement of three indexed look-ups; inside a caller's
     # transaction (as in this test) a savepoint pair keeps a failing ledger read from poisoning it.
     with django_assert_max_num_queries(3) as captured:
-        readiness.decide_account(account=fresh, operation="publish_immediate", profile="discord_webhook.message")
+        readiness.decide_account(
+            account=fresh, operation="publish_immediate", profile="discord_webhook.message"
+        )
     statements = [q["sql"] for q in captured.captured_queries if "SAVEPOINT" not in q["sql"]]
     assert len(statements) == 1
     assert statements[0].count("MAX(") == 3
@@ -364,7 +472,9 @@ def test_unreadable_ledgers_fail_closed(workspace: Any, monkeypatch: Any) -> Non
     assert [b.code for b in decision.blockers] == ["readiness_unavailable"]
 
 
-def test_a_federated_connect_is_decided_for_its_instance(settings: Any, admin_user: Any, workspace: Any) -> None:
+def test_a_federated_connect_is_decided_for_its_instance(
+    settings: Any, admin_user: Any, workspace: Any
+) -> None:
     enforce(settings)
     approve_and_enable(admin_user, "mastodon")
     one = make_account(workspace, "mastodon", instance_url="https://one.example")
@@ -372,5 +482,6 @@ def test_a_federated_connect_is_decided_for_its_instance(settings: Any, admin_us
     decided = readiness.decide_provider(provider="mastodon", instance_url="https://ONE.example/")
     assert decided.state == "healthy"
     assert decided.connectable
-    assert readiness.decide_provider(provider="mastodon", instance_url="https://two.example").state == (
-        "certification_required")
+    assert readiness.decide_provider(
+        provider="mastodon", instance_url="https://two.example"
+    ).state == ("certification_required")

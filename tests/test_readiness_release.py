@@ -34,12 +34,21 @@ def release_check(claims: Path = CLAIMS_FILE, manifest: Path = MANIFEST_FILE) ->
     from io import StringIO
 
     out = StringIO()
-    call_command("release_check", "provider-certification", "--claims", str(claims), "--manifest", str(manifest),
-                 stdout=out)
+    call_command(
+        "release_check",
+        "provider-certification",
+        "--claims",
+        str(claims),
+        "--manifest",
+        str(manifest),
+        stdout=out,
+    )
     return out.getvalue()
 
 
-def write_claims(folder: Path, claims: list[dict[str, str]], *, bind: bool = True) -> tuple[Path, Path]:
+def write_claims(
+    folder: Path, claims: list[dict[str, str]], *, bind: bool = True
+) -> tuple[Path, Path]:
     claims_path = folder / "public-claims.json"
     claims_path.write_text(json.dumps({"schema_version": 1, "claims": claims}) + "\n")
     manifest_path = folder / "release-manifest.json"
@@ -50,13 +59,26 @@ def write_claims(folder: Path, claims: list[dict[str, str]], *, bind: bool = Tru
     return claims_path, manifest_path
 
 
-def production_claim(provider: str, profile: str, operation: str = "publish_immediate") -> dict[str, str]:
+def production_claim(
+    provider: str, profile: str, operation: str = "publish_immediate"
+) -> dict[str, str]:
     caps = get_adapter(provider).capabilities
-    subject = make_subject(provider=provider, app=app_identity(provider, caps), operation=operation,
-                           output_profile=profile, account_kind=caps.account_kind, federated=caps.federated,
-                           deployment_environment="production", provider_environment="production")
-    return {"provider": provider, "output_profile": profile, "operation": operation,
-            "contract_digest": contract_digest(caps, subject)}
+    subject = make_subject(
+        provider=provider,
+        app=app_identity(provider, caps),
+        operation=operation,
+        output_profile=profile,
+        account_kind=caps.account_kind,
+        federated=caps.federated,
+        deployment_environment="production",
+        provider_environment="production",
+    )
+    return {
+        "provider": provider,
+        "output_profile": profile,
+        "operation": operation,
+        "contract_digest": contract_digest(caps, subject),
+    }
 
 
 def test_shipped_files_claim_nothing_and_are_bound() -> None:
@@ -105,7 +127,9 @@ def production_evidence(settings: Any, make_user: Any, workspace: Any) -> Any:
     return account
 
 
-def test_the_trusted_ledger_projection_supplies_current_digests(tmp_path: Path, production_evidence: Any) -> None:
+def test_the_trusted_ledger_projection_supplies_current_digests(
+    tmp_path: Path, production_evidence: Any
+) -> None:
     claims, manifest = write_claims(tmp_path, [production_claim("bluesky", "bluesky.post")])
     assert "passed: manifest binds 1 claim(s)" in release_check(claims, manifest)
     stale = {**production_claim("bluesky", "bluesky.post"), "contract_digest": "sha256:" + "0" * 64}
@@ -120,11 +144,17 @@ def test_the_trusted_ledger_projection_supplies_current_digests(tmp_path: Path, 
     assert "telegram has no public hosted claim" in message
 
 
-@pytest.mark.parametrize(("name", "value"), [("HERALD_DEPLOYMENT", "self_hosted"),
-                                             ("HERALD_ENVIRONMENT", "staging"),
-                                             ("HERALD_PROVIDER_ENVIRONMENT", "sandbox")])
-def test_only_the_hosted_production_ledger_is_a_trusted_projection(tmp_path: Path, production_evidence: Any,
-                                                                    settings: Any, name: str, value: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("HERALD_DEPLOYMENT", "self_hosted"),
+        ("HERALD_ENVIRONMENT", "staging"),
+        ("HERALD_PROVIDER_ENVIRONMENT", "sandbox"),
+    ],
+)
+def test_only_the_hosted_production_ledger_is_a_trusted_projection(
+    tmp_path: Path, production_evidence: Any, settings: Any, name: str, value: str
+) -> None:
     """A developer's, staging or self-hosted database is no trusted projection, whatever its
     ledgers hold: a build or a local run cannot add a claim."""
     claims, manifest = write_claims(tmp_path, [production_claim("bluesky", "bluesky.post")])
@@ -134,26 +164,41 @@ def test_only_the_hosted_production_ledger_is_a_trusted_projection(tmp_path: Pat
         release_check(claims, manifest)
 
 
-def test_a_bound_claim_makes_only_its_healthy_subject_advertisable(tmp_path: Path, production_evidence: Any,
-                                                                   monkeypatch: Any) -> None:
-    claims, _ = write_claims(tmp_path, [production_claim("bluesky", "bluesky.post"),
-                                        production_claim("telegram", "telegram.message")])
+def test_a_bound_claim_makes_only_its_healthy_subject_advertisable(
+    tmp_path: Path, production_evidence: Any, monkeypatch: Any
+) -> None:
+    claims, _ = write_claims(
+        tmp_path,
+        [
+            production_claim("bluesky", "bluesky.post"),
+            production_claim("telegram", "telegram.message"),
+        ],
+    )
     monkeypatch.setattr("readiness.services.advertised_claims", lambda: advertised_claims(claims))
     from publishing.models import Account
 
     account = Account.objects.get(pk=production_evidence.pk)
-    assert readiness.decide_account(account=account, operation="publish_immediate", profile="bluesky.post").advertisable
-    assert not readiness.decide_account(account=account, operation="publish_scheduled",
-                                        profile="bluesky.post").advertisable
-    assert not readiness.decide_account(account=account, operation="publish_immediate", profile="bluesky.post",
-                                        intent="certification_test").advertisable
+    assert readiness.decide_account(
+        account=account, operation="publish_immediate", profile="bluesky.post"
+    ).advertisable
+    assert not readiness.decide_account(
+        account=account, operation="publish_scheduled", profile="bluesky.post"
+    ).advertisable
+    assert not readiness.decide_account(
+        account=account,
+        operation="publish_immediate",
+        profile="bluesky.post",
+        intent="certification_test",
+    ).advertisable
     bot = make_account(production_evidence.workspace, "telegram")
-    assert not readiness.decide_account(account=bot, operation="publish_immediate",
-                                        profile="telegram.message").advertisable
+    assert not readiness.decide_account(
+        account=bot, operation="publish_immediate", profile="telegram.message"
+    ).advertisable
     Account.objects.filter(pk=account.pk).update(status="reconnect_required")
     account.refresh_from_db()
-    assert not readiness.decide_account(account=account, operation="publish_immediate",
-                                        profile="bluesky.post").advertisable
+    assert not readiness.decide_account(
+        account=account, operation="publish_immediate", profile="bluesky.post"
+    ).advertisable
     # an unbound claims file claims nothing
     (tmp_path / "release-manifest.json").write_text(MANIFEST_FILE.read_text())
     assert advertised_claims(claims) == frozenset()

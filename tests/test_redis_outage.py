@@ -160,10 +160,15 @@ def test_publish_now_with_the_broker_down_is_accepted_stored_and_quick(
     are logged once, and after the first failure the process stops paying Celery's publish
     retries (about 0.7 s a message) for every other destination of the request."""
     accounts = [make_account(workspace, "discord_webhook", external_id=str(n)) for n in range(6)]
-    created = owner_client.post("/api/v1/publications", {
-        "workspace_id": str(workspace.pk), "text": "Broker down",
-        "destinations": [{"account_id": str(a.pk)} for a in accounts],
-    }, format="json")  # fmt: skip
+    created = owner_client.post(
+        "/api/v1/publications",
+        {
+            "workspace_id": str(workspace.pk),
+            "text": "Broker down",
+            "destinations": [{"account_id": str(a.pk)} for a in accounts],
+        },
+        format="json",
+    )
     assert created.status_code == 201, created.content
     publication_id = created.json()["id"]
     with use_broker(Broker.redis(down_redis_url)), caplog.at_level(logging.WARNING):
@@ -202,9 +207,17 @@ def _keys() -> dict[str, str]:
 def _start_web(stack: DeliveryStack, tmp_path: Path) -> tuple[ManagedProcess, str]:
     port = free_port()
     argv = [
-        str(BIN / "gunicorn"), "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
-        "--workers", "1", "--threads", "2", "--graceful-timeout", "2",
-    ]  # fmt: skip
+        str(BIN / "gunicorn"),
+        "config.wsgi:application",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        "1",
+        "--threads",
+        "2",
+        "--graceful-timeout",
+        "2",
+    ]
     web = ManagedProcess("web", argv, stack.env(), tmp_path / "web.log").start()
     stack.processes.append(web)  # stopped with the stack, whatever happens
     base = f"http://127.0.0.1:{port}"
@@ -268,10 +281,15 @@ def _outage_scenario(
     ready = requests.get(f"{base}{READY}", timeout=10)
     assert ready.status_code == 200, ready.text
     assert ready.json()["redis"] == "ok"
-    connected = call("POST", "/accounts/connect", json={
-        "workspace_id": str(workspace.pk), "provider": "discord_webhook",
-        "fields": {"webhook_url": discord.webhook_url()},
-    })  # fmt: skip
+    connected = call(
+        "POST",
+        "/accounts/connect",
+        json={
+            "workspace_id": str(workspace.pk),
+            "provider": "discord_webhook",
+            "fields": {"webhook_url": discord.webhook_url()},
+        },
+    )
     assert connected.status_code == 201, connected.text
     account_id = connected.json()["account"]["id"]
 
@@ -290,10 +308,15 @@ def _outage_scenario(
     assert me.status_code != 500, me.text
     assert me.status_code == 200, me.text  # the rate counters fail open
 
-    created = call("POST", "/publications", json={
-        "workspace_id": str(workspace.pk), "text": "Sent while Redis was down",
-        "destinations": [{"account_id": account_id}],
-    })  # fmt: skip
+    created = call(
+        "POST",
+        "/publications",
+        json={
+            "workspace_id": str(workspace.pk),
+            "text": "Sent while Redis was down",
+            "destinations": [{"account_id": account_id}],
+        },
+    )
     assert created.status_code != 500, created.text
     assert created.status_code == 201, created.text
     publication_id = created.json()["id"]

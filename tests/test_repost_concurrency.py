@@ -51,10 +51,19 @@ def test_concurrent_replacements_with_one_revision_let_exactly_one_win(
 
     def replace(n: int) -> Any:
         return services.repost_settings_replace(
-            actor=Actor(user=user), workspace_id=workspace.pk, expected_revision=0,
-            policies=[{"name": f"P{n}", "enabled": True, "source_account_ids": [],
-                       "target_account_ids": [str(target.pk)], "rule": rule()}],
-        )  # fmt: skip
+            actor=Actor(user=user),
+            workspace_id=workspace.pk,
+            expected_revision=0,
+            policies=[
+                {
+                    "name": f"P{n}",
+                    "enabled": True,
+                    "source_account_ids": [],
+                    "target_account_ids": [str(target.pk)],
+                    "rule": rule(),
+                }
+            ],
+        )
 
     results = in_threads(4, replace)
 
@@ -68,10 +77,19 @@ def test_concurrent_workers_on_one_execution_repost_once(
     source = mastodon_account(workspace, mastodon)
     target = mastodon_account(workspace, mastodon, friend=True)
     services.repost_settings_replace(
-        actor=Actor(user=user), workspace_id=workspace.pk, expected_revision=0,
-        policies=[{"name": "P", "enabled": True, "source_account_ids": [str(source.pk)],
-                   "target_account_ids": [str(target.pk)], "rule": rule(delay_seconds=0)}],
-    )  # fmt: skip
+        actor=Actor(user=user),
+        workspace_id=workspace.pk,
+        expected_revision=0,
+        policies=[
+            {
+                "name": "P",
+                "enabled": True,
+                "source_account_ids": [str(source.pk)],
+                "target_account_ids": [str(target.pk)],
+                "rule": rule(delay_seconds=0),
+            }
+        ],
+    )
     post = published(source)
     now = post.published_at + timedelta(seconds=60)
     assert engine.executions_create(now=now) == 1

@@ -64,8 +64,14 @@ def test_repost_operations_declare_schemas_and_problems(contract: dict[str, Any]
             }
     settings = components["RepostSettings"]
     assert set(settings["required"]) >= {
-        "$schema", "workspace_id", "can_manage", "supported_platforms", "accounts", "grants", "policies",
-    }  # fmt: skip
+        "$schema",
+        "workspace_id",
+        "can_manage",
+        "supported_platforms",
+        "accounts",
+        "grants",
+        "policies",
+    }
     assert components["RepostStageRule"]["required"] == ["delay_seconds", "unrepost_previous"]
 
 
@@ -79,13 +85,28 @@ def test_repost_responses_validate_against_their_schemas(
     )
     partner_account = make_account(partner, "mastodon", "9")
     own = make_account(workspace, "mastodon", "1")
-    created = owner_client.post(f"{API}/repost-account-grants", {
-        "source_workspace_id": str(workspace.pk), "target_account_id": str(partner_account.pk),
-    }, format="json")  # fmt: skip
+    created = owner_client.post(
+        f"{API}/repost-account-grants",
+        {
+            "source_workspace_id": str(workspace.pk),
+            "target_account_id": str(partner_account.pk),
+        },
+        format="json",
+    )
     assert checker.validate(created.json()) == "RepostGrant"
-    replaced = put_policies(owner_client, workspace, [policy([own, partner_account], stages=[
-        {"delay_seconds": 3600, "unrepost_previous": False}, {"delay_seconds": 7200, "unrepost_previous": True},
-    ])])  # fmt: skip
+    replaced = put_policies(
+        owner_client,
+        workspace,
+        [
+            policy(
+                [own, partner_account],
+                stages=[
+                    {"delay_seconds": 3600, "unrepost_previous": False},
+                    {"delay_seconds": 7200, "unrepost_previous": True},
+                ],
+            )
+        ],
+    )
     assert checker.validate(replaced.json()) == "RepostSettings"
     assert checker.validate(owner_client.get(settings_url(workspace)).json()) == "RepostSettings"
     problem = put_policies(owner_client, workspace, [], revision=0)

@@ -126,8 +126,10 @@ def test_all_mode_waits_for_every_non_zero_gate(
     mastodon.set_counts(post.external_id, favourites=5, reblogs=1)
     execution = run(t0, HOUR)
     assert (execution.status, execution.checks, execution.last_metrics) == (
-        S.PENDING, 1, {"likes": 5, "comments": 0, "reposts": 1, "views": 0},
-    )  # fmt: skip
+        S.PENDING,
+        1,
+        {"likes": 5, "comments": 0, "reposts": 1, "views": 0},
+    )
     assert execution.next_check_at == t0 + timedelta(seconds=HOUR + INTERVAL)
 
     mastodon.set_counts(post.external_id, favourites=5, reblogs=2)
@@ -153,8 +155,13 @@ def test_any_mode_needs_one_gate_and_zero_disables_a_gate(
     source: Account,
     target: Account,
 ) -> None:
-    save(owner_client, workspace, policy([target], [source], threshold_mode="any", min_likes=100, min_comments=2,
-                                         min_reposts=0))  # fmt: skip
+    save(
+        owner_client,
+        workspace,
+        policy(
+            [target], [source], threshold_mode="any", min_likes=100, min_comments=2, min_reposts=0
+        ),
+    )
     post = published(source)
     t0 = post.published_at
 
@@ -206,8 +213,13 @@ def test_plateau_waits_for_unchanged_consecutive_checks(
         statuses.append((execution.status, execution.stable_checks))
 
     assert statuses == [
-        (S.PENDING, 1), (S.PENDING, 1), (S.PENDING, 2), (S.PENDING, 1), (S.PENDING, 2), (S.SUCCEEDED, 3),
-    ]  # fmt: skip
+        (S.PENDING, 1),
+        (S.PENDING, 1),
+        (S.PENDING, 2),
+        (S.PENDING, 1),
+        (S.PENDING, 2),
+        (S.SUCCEEDED, 3),
+    ]
     assert live_mastodon_boosts(mastodon, "2", post.external_id) == 1
 
 
@@ -274,19 +286,27 @@ def test_two_stages_with_unrepost_previous_leave_one_live_repost_on_bluesky(
 
 
 def test_each_stage_runs_at_its_own_delay_whatever_the_rule_delay(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
     target: Account,
-) -> None:  # fmt: skip
+) -> None:
     """delay_seconds is the schedule of a rule without stages; a staged rule is eligible from
     its first stage (here 1 h, although delay_seconds says 1 day) and no stage is lost."""
-    save(owner_client, workspace, policy([target], [source], delay_seconds=86_400, stages=TWO_STAGES))
+    save(
+        owner_client, workspace, policy([target], [source], delay_seconds=86_400, stages=TWO_STAGES)
+    )
     post = published(source)
     t0 = post.published_at
 
     execution = run(t0, HOUR - 1)
     assert (execution.status, execution.evaluate_from) == (S.PENDING, t0 + timedelta(seconds=HOUR))
     execution = run(t0, HOUR)
-    assert [s.status for s in stages(execution)] == [RepostStage.Status.SUCCEEDED, RepostStage.Status.PENDING]
+    assert [s.status for s in stages(execution)] == [
+        RepostStage.Status.SUCCEEDED,
+        RepostStage.Status.PENDING,
+    ]
     execution = run(t0, 3 * HOUR)
 
     assert execution.status == S.SUCCEEDED
@@ -414,9 +434,14 @@ def test_revoked_grant_skips_pending_executions_with_the_reason(
     partner_account = mastodon_account(partner, mastodon, friend=True)
     assert_refused = put_policies(owner_client, workspace, [policy([partner_account], [source])])
     assert assert_refused.status_code == 422  # no grant yet
-    grant = owner_client.post(f"{API}/repost-account-grants", {
-        "source_workspace_id": str(workspace.pk), "target_account_id": str(partner_account.pk),
-    }, format="json").json()  # fmt: skip
+    grant = owner_client.post(
+        f"{API}/repost-account-grants",
+        {
+            "source_workspace_id": str(workspace.pk),
+            "target_account_id": str(partner_account.pk),
+        },
+        format="json",
+    ).json()
     save(owner_client, workspace, policy([partner_account], [source], min_likes=1))
     post = published(source)
     t0 = post.published_at
@@ -443,9 +468,13 @@ def test_revoked_grant_skips_pending_executions_with_the_reason(
 
 
 def test_readiness_is_asked_before_the_repost(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account,
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
     settings: Any,
-) -> None:  # fmt: skip
+) -> None:
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))
     post = published(source)
     settings.HERALD_DISABLED_PROVIDERS = ["mastodon"]
@@ -482,9 +511,13 @@ def test_readiness_is_asked_before_reading_metrics(
 
 
 def test_readiness_is_asked_before_the_unrepost(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account,
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
     settings: Any,
-) -> None:  # fmt: skip
+) -> None:
     save(owner_client, workspace, policy([target], [source], delay_seconds=0, stages=TWO_STAGES))
     post = published(source)
     t0 = post.published_at
@@ -495,14 +528,22 @@ def test_readiness_is_asked_before_the_unrepost(
 
     assert (execution.status, execution.skip_reason) == (S.SKIPPED, "target_unavailable")
     assert Requests(mastodon).count("POST", "/unreblog") == 0
-    assert [s.status for s in stages(execution)] == [RepostStage.Status.SUCCEEDED, RepostStage.Status.SKIPPED]
+    assert [s.status for s in stages(execution)] == [
+        RepostStage.Status.SUCCEEDED,
+        RepostStage.Status.SKIPPED,
+    ]
     assert live_mastodon_boosts(mastodon, "2", post.external_id) == 1  # the first boost stays
 
 
 def test_readiness_is_asked_before_looking_up_an_in_flight_repost(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account,
-    settings: Any, provider_settings: Any,
-) -> None:  # fmt: skip
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
+    settings: Any,
+    provider_settings: Any,
+) -> None:
     provider_settings.HERALD_REPOST_MAX_FAILURES = 2
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))
     post = published(source)
@@ -555,13 +596,21 @@ def test_removing_the_policy_skips_its_pending_executions(
 
 
 def test_removing_a_source_or_target_skips_its_pending_executions(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
     target: Account,
-) -> None:  # fmt: skip
+) -> None:
     third = Account.objects.create(
-        workspace=workspace, provider="mastodon", external_id="3", username="third@127.0.0.1",
-        instance_url=mastodon.url, app=target.app, credentials_encrypted=target.credentials_encrypted,
-    )  # fmt: skip
+        workspace=workspace,
+        provider="mastodon",
+        external_id="3",
+        username="third@127.0.0.1",
+        instance_url=mastodon.url,
+        app=target.app,
+        credentials_encrypted=target.credentials_encrypted,
+    )
     save(owner_client, workspace, policy([target, third], [source], min_likes=1))
     post = published(source)
     run_all = tick(post.published_at + timedelta(seconds=60))
@@ -571,7 +620,10 @@ def test_removing_a_source_or_target_skips_its_pending_executions(
     saved["target_account_ids"] = [str(target.pk)]  # third removed as a target
     save(owner_client, workspace, saved)
     by_target = {e.target_account_id: e for e in RepostExecution.objects.all()}
-    assert (by_target[third.pk].status, by_target[third.pk].skip_reason) == (S.SKIPPED, "target_removed")
+    assert (by_target[third.pk].status, by_target[third.pk].skip_reason) == (
+        S.SKIPPED,
+        "target_removed",
+    )
     assert by_target[target.pk].status == S.PENDING
 
     saved["source_account_ids"] = [str(third.pk)]  # the post's account is no longer a source
@@ -584,13 +636,22 @@ def test_removing_a_source_or_target_skips_its_pending_executions(
 
 
 def test_an_empty_source_list_means_every_compatible_account_of_the_workspace(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, bluesky: BlueskyStandIn,
-    source: Account, target: Account,
-) -> None:  # fmt: skip
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    bluesky: BlueskyStandIn,
+    source: Account,
+    target: Account,
+) -> None:
     third = Account.objects.create(
-        workspace=workspace, provider="mastodon", external_id="3", username="third@127.0.0.1",
-        instance_url=mastodon.url, app=target.app, credentials_encrypted=target.credentials_encrypted,
-    )  # fmt: skip
+        workspace=workspace,
+        provider="mastodon",
+        external_id="3",
+        username="third@127.0.0.1",
+        instance_url=mastodon.url,
+        app=target.app,
+        credentials_encrypted=target.credentials_encrypted,
+    )
     sky = bluesky_account(workspace, bluesky)
     save(owner_client, workspace, policy([target], min_likes=1))
     from_source, from_third = published(source), published(third)
@@ -600,8 +661,9 @@ def test_an_empty_source_list_means_every_compatible_account_of_the_workspace(
     assert tick(from_source.published_at + timedelta(seconds=60))["created"] == 2
 
     assert set(RepostExecution.objects.values_list("destination_id", "target_account_id")) == {
-        (from_source.pk, target.pk), (from_third.pk, target.pk),
-    }  # fmt: skip
+        (from_source.pk, target.pk),
+        (from_third.pk, target.pk),
+    }
 
 
 def test_one_execution_per_destination_and_target(
@@ -612,8 +674,12 @@ def test_one_execution_per_destination_and_target(
     target: Account,
 ) -> None:
     third = make_account(workspace, "bluesky", "did:plc:other")  # another platform: no execution
-    save(owner_client, workspace, policy([target, third], min_likes=1),
-         policy([target], [source], name="Twin", min_likes=1))  # fmt: skip
+    save(
+        owner_client,
+        workspace,
+        policy([target, third], min_likes=1),
+        policy([target], [source], name="Twin", min_likes=1),
+    )
     post = published(source)
     tick(post.published_at)
     tick(post.published_at + timedelta(seconds=1))
@@ -751,8 +817,9 @@ def test_executions_are_shown_with_their_stage_history(
     )
     assert shown["last_metrics"] == {"likes": 1, "comments": 0, "reposts": 0, "views": 0}
     assert [(s["index"], s["status"], s["unrepost_previous"]) for s in shown["stages"]] == [
-        (0, "succeeded", False), (1, "pending", True),
-    ]  # fmt: skip
+        (0, "succeeded", False),
+        (1, "pending", True),
+    ]
     assert shown["stages"][0]["repost_url"] == post.external_url
     assert shown["next_check_at"] is not None
 
@@ -809,13 +876,22 @@ def test_the_engine_clock_defaults_to_now(
 
 
 def test_one_post_is_read_once_per_interval_for_all_its_targets(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, bluesky: BlueskyStandIn, source: Account,
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    bluesky: BlueskyStandIn,
+    source: Account,
     target: Account,
-) -> None:  # fmt: skip
+) -> None:
     third = Account.objects.create(
-        workspace=workspace, provider="mastodon", external_id="3", username="third@127.0.0.1",
-        instance_url=mastodon.url, app=target.app, credentials_encrypted=target.credentials_encrypted,
-    )  # fmt: skip
+        workspace=workspace,
+        provider="mastodon",
+        external_id="3",
+        username="third@127.0.0.1",
+        instance_url=mastodon.url,
+        app=target.app,
+        credentials_encrypted=target.credentials_encrypted,
+    )
     save(owner_client, workspace, policy([target, third], [source], min_likes=1))
     post = published(source)
     reads = Requests(mastodon)
@@ -828,9 +904,13 @@ def test_one_post_is_read_once_per_interval_for_all_its_targets(
 
 
 def test_a_timed_out_boost_is_retried_by_asking_first(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account, target: Account,
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
     provider_settings: Any,
-) -> None:  # fmt: skip
+) -> None:
     provider_settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))
     post = published(source)
@@ -921,8 +1001,17 @@ def test_reading_the_settings_costs_the_same_queries_for_more_executions(
         ("all", {"min_views": 1}, {"likes": 9}, False),  # a platform without views never meets it
     ],
 )
-def test_threshold_modes(mode: str, gates: dict[str, int], metrics: dict[str, int], met: bool) -> None:
-    rule = {"threshold_mode": mode, "min_likes": 0, "min_comments": 0, "min_reposts": 0, "min_views": 0, **gates}
+def test_threshold_modes(
+    mode: str, gates: dict[str, int], metrics: dict[str, int], met: bool
+) -> None:
+    rule = {
+        "threshold_mode": mode,
+        "min_likes": 0,
+        "min_comments": 0,
+        "min_reposts": 0,
+        "min_views": 0,
+        **gates,
+    }
     assert rules.thresholds_met(rule, metrics) is met
 
 
@@ -941,16 +1030,25 @@ def _die_after_repost(provider: str, *, made: bool) -> Any:
 
 
 def test_a_repost_in_flight_when_the_grant_is_revoked_is_settled_with_the_provider(
-    owner_client: APIClient, user: Any, organization: Any, workspace: Any, mastodon: MastodonStandIn,
+    owner_client: APIClient,
+    user: Any,
+    organization: Any,
+    workspace: Any,
+    mastodon: MastodonStandIn,
     source: Account,
-) -> None:  # fmt: skip
+) -> None:
     partner = workspace_create(
         actor=Actor(user=user), organization_id=organization.pk, name="Partner"
     )
     partner_account = mastodon_account(partner, mastodon, friend=True)
-    grant = owner_client.post(f"{API}/repost-account-grants", {
-        "source_workspace_id": str(workspace.pk), "target_account_id": str(partner_account.pk),
-    }, format="json").json()  # fmt: skip
+    grant = owner_client.post(
+        f"{API}/repost-account-grants",
+        {
+            "source_workspace_id": str(workspace.pk),
+            "target_account_id": str(partner_account.pk),
+        },
+        format="json",
+    ).json()
     save(owner_client, workspace, policy([partner_account], [source], delay_seconds=0))
     post = published(source)
     t0 = post.published_at
@@ -978,9 +1076,12 @@ def test_a_repost_in_flight_when_the_grant_is_revoked_is_settled_with_the_provid
 
 
 def test_a_repost_in_flight_when_the_policy_is_removed_is_settled_as_not_made(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
     target: Account,
-) -> None:  # fmt: skip
+) -> None:
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))
     post = published(source)
     t0 = post.published_at
@@ -1001,9 +1102,12 @@ def test_a_repost_in_flight_when_the_policy_is_removed_is_settled_as_not_made(
 
 
 def test_an_in_flight_repost_that_cannot_be_asked_about_is_marked_unknown(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
     target: Account,
-) -> None:  # fmt: skip
+) -> None:
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))
     post = published(source)
     t0 = post.published_at
@@ -1024,9 +1128,13 @@ def test_an_in_flight_repost_that_cannot_be_asked_about_is_marked_unknown(
 
 
 def test_giving_up_on_an_in_flight_repost_still_settles_it(
-    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, source: Account,
-    target: Account, provider_settings: Any,
-) -> None:  # fmt: skip
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    source: Account,
+    target: Account,
+    provider_settings: Any,
+) -> None:
     provider_settings.HERALD_REPOST_MAX_FAILURES = 2
     provider_settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
     save(owner_client, workspace, policy([target], [source], delay_seconds=0))

@@ -54,15 +54,34 @@ def world(make_user: Any) -> World:
     own = make_account(workspace, "mastodon", "1")
     theirs = make_account(partner, "bluesky", "did:plc:fuzz")
     other = make_account(partner, "mastodon", "2")
-    grant = services.repost_grant_create(actor=actor, source_workspace_id=workspace.pk, target_account_id=theirs.pk)
+    grant = services.repost_grant_create(
+        actor=actor, source_workspace_id=workspace.pk, target_account_id=theirs.pk
+    )
     services.repost_settings_replace(
-        actor=actor, workspace_id=workspace.pk, expected_revision=0,
-        policies=[{"name": "Fuzz", "enabled": True, "source_account_ids": [str(own.pk)],
-                   "target_account_ids": [str(theirs.pk)],
-                   "rule": {"delay_seconds": 0, "evaluation_window_seconds": 900, "threshold_mode": "all",
-                            "min_comments": 0, "min_likes": 1, "min_reposts": 0, "min_views": 0,
-                            "plateau_checks": 2, "require_plateau": False, "stages": []}}],
-    )  # fmt: skip
+        actor=actor,
+        workspace_id=workspace.pk,
+        expected_revision=0,
+        policies=[
+            {
+                "name": "Fuzz",
+                "enabled": True,
+                "source_account_ids": [str(own.pk)],
+                "target_account_ids": [str(theirs.pk)],
+                "rule": {
+                    "delay_seconds": 0,
+                    "evaluation_window_seconds": 900,
+                    "threshold_mode": "all",
+                    "min_comments": 0,
+                    "min_likes": 1,
+                    "min_reposts": 0,
+                    "min_views": 0,
+                    "plateau_checks": 2,
+                    "require_plateau": False,
+                    "stages": [],
+                },
+            }
+        ],
+    )
     _, full = api_token_create(user=owner, name="fuzz", permissions=["api:read", "api:write"])
     return World(
         authorization=f"Bearer {full}",
@@ -81,7 +100,11 @@ def _strategy(operation: Any, world: World) -> st.SearchStrategy[Any]:
 
     names = [p.name for p in operation.path_parameters]
     fixed = {name: world.values[name] for name in names} or None
-    query = {"workspace_id": world.values["workspace_id"]} if operation.method.upper() == "GET" else None
+    query = (
+        {"workspace_id": world.values["workspace_id"]}
+        if operation.method.upper() == "GET"
+        else None
+    )
     strategies = [
         operation.as_strategy(GenerationMode.POSITIVE),
         operation.as_strategy(GenerationMode.NEGATIVE),

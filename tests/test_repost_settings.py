@@ -26,13 +26,32 @@ from workspaces.services import workspace_create
 pytestmark = pytest.mark.django_db
 
 ACCOUNT_FIELDS = {
-    "id", "platform", "username", "avatar_url", "instance_url", "workspace_id", "workspace_name",
-    "unavailable_reason", "cross_workspace", "grant_active", "grant_required", "supports_repost",
-}  # fmt: skip
+    "id",
+    "platform",
+    "username",
+    "avatar_url",
+    "instance_url",
+    "workspace_id",
+    "workspace_name",
+    "unavailable_reason",
+    "cross_workspace",
+    "grant_active",
+    "grant_required",
+    "supports_repost",
+}
 GRANT_FIELDS = {
-    "$schema", "id", "created_at", "platform", "source_workspace_id", "source_workspace_name",
-    "target_account_id", "target_username", "target_workspace_id", "target_workspace_name", "direction",
-}  # fmt: skip
+    "$schema",
+    "id",
+    "created_at",
+    "platform",
+    "source_workspace_id",
+    "source_workspace_name",
+    "target_account_id",
+    "target_username",
+    "target_workspace_id",
+    "target_workspace_name",
+    "direction",
+}
 POLICY_FIELDS = {
     "id",
     "name",
@@ -44,9 +63,17 @@ POLICY_FIELDS = {
     "rule",
 }
 RULE_FIELDS = {
-    "delay_seconds", "evaluation_window_seconds", "min_comments", "min_likes", "min_reposts", "min_views",
-    "plateau_checks", "require_plateau", "threshold_mode", "stages",
-}  # fmt: skip
+    "delay_seconds",
+    "evaluation_window_seconds",
+    "min_comments",
+    "min_likes",
+    "min_reposts",
+    "min_views",
+    "plateau_checks",
+    "require_plateau",
+    "threshold_mode",
+    "stages",
+}
 
 
 @pytest.fixture
@@ -89,21 +116,36 @@ def test_settings_response_has_the_spec_shape(
         other, "bluesky", "did:plc:partner", avatar_url="https://img.example/a.png"
     )
     assert grant(owner_client, workspace, partner_account).status_code == 201
-    response = put_policies(owner_client, workspace, [
-        policy([accounts["mastodon2"]], [accounts["mastodon"]], stages=[
-            {"delay_seconds": 3600, "unrepost_previous": False},
-            {"delay_seconds": 7200, "unrepost_previous": True},
-        ]),
-        policy([partner_account], name="Partner boost"),
-    ])  # fmt: skip
+    response = put_policies(
+        owner_client,
+        workspace,
+        [
+            policy(
+                [accounts["mastodon2"]],
+                [accounts["mastodon"]],
+                stages=[
+                    {"delay_seconds": 3600, "unrepost_previous": False},
+                    {"delay_seconds": 7200, "unrepost_previous": True},
+                ],
+            ),
+            policy([partner_account], name="Partner boost"),
+        ],
+    )
     assert response.status_code == 200, response.content
 
     body = owner_client.get(settings_url(workspace)).json()
 
     assert set(body) == {
-        "$schema", "workspace_id", "can_manage", "supported_platforms", "accounts", "grants", "policies",
-        "revision", "executions",
-    }  # fmt: skip
+        "$schema",
+        "workspace_id",
+        "can_manage",
+        "supported_platforms",
+        "accounts",
+        "grants",
+        "policies",
+        "revision",
+        "executions",
+    }
     assert body["$schema"].endswith("/api/v1/schemas/RepostSettings.json")
     assert body["workspace_id"] == str(workspace.pk)
     assert body["can_manage"] is True
@@ -113,9 +155,17 @@ def test_settings_response_has_the_spec_shape(
     by_id = {a["id"]: a for a in body["accounts"]}
     assert all(set(a) == ACCOUNT_FIELDS for a in body["accounts"])
     own = by_id[str(accounts["mastodon"].pk)]
-    assert (own["cross_workspace"], own["grant_required"], own["grant_active"], own["supports_repost"]) == (
-        False, False, False, True,
-    )  # fmt: skip
+    assert (
+        own["cross_workspace"],
+        own["grant_required"],
+        own["grant_active"],
+        own["supports_repost"],
+    ) == (
+        False,
+        False,
+        False,
+        True,
+    )
     assert own["unavailable_reason"] == ""
     assert (own["workspace_id"], own["workspace_name"]) == (str(workspace.pk), "Main")
     telegram = by_id[str(accounts["telegram"].pk)]
@@ -164,18 +214,28 @@ def test_defaults_fill_a_rule_that_is_left_out(
     assert response.status_code == 200, response.content
     rule = response.json()["policies"][0]["rule"]
     assert rule == {
-        "delay_seconds": 86_400, "evaluation_window_seconds": 604_800, "threshold_mode": "all",
-        "min_comments": 0, "min_likes": 0, "min_reposts": 0, "min_views": 0, "plateau_checks": 3,
-        "require_plateau": False, "stages": [],
-    }  # fmt: skip
+        "delay_seconds": 86_400,
+        "evaluation_window_seconds": 604_800,
+        "threshold_mode": "all",
+        "min_comments": 0,
+        "min_likes": 0,
+        "min_reposts": 0,
+        "min_views": 0,
+        "plateau_checks": 3,
+        "require_plateau": False,
+        "stages": [],
+    }
     assert response.json()["policies"][0]["enabled"] is True
 
 
 @pytest.mark.parametrize("role", ["editor", "viewer"])
 def test_members_below_admin_read_but_cannot_manage(
-    bearer_client: Callable[..., APIClient], make_user: Callable[..., User], workspace: Any,
-    accounts: dict[str, Account], role: str,
-) -> None:  # fmt: skip
+    bearer_client: Callable[..., APIClient],
+    make_user: Callable[..., User],
+    workspace: Any,
+    accounts: dict[str, Account],
+    role: str,
+) -> None:
     someone = make_user()
     member(workspace, someone, role)
     client = bearer_client(someone)
@@ -207,56 +267,138 @@ def _stages(n: int) -> list[dict[str, Any]]:
 
 
 BOUNDS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
-    ("delay below 0", lambda p: p["rule"].update(delay_seconds=-1), "body.policies[0].rule.delay_seconds"),
-    ("delay above 30 days", lambda p: p["rule"].update(delay_seconds=2_592_001), "body.policies[0].rule.delay_seconds"),
-    ("window below 900", lambda p: p["rule"].update(evaluation_window_seconds=899, delay_seconds=0),
-     "body.policies[0].rule.evaluation_window_seconds"),
-    ("window above 30 days", lambda p: p["rule"].update(evaluation_window_seconds=2_592_001),
-     "body.policies[0].rule.evaluation_window_seconds"),
-    ("window ends before the delay", lambda p: p["rule"].update(delay_seconds=7200, evaluation_window_seconds=7200),
-     "body.policies[0].rule.evaluation_window_seconds"),
-    ("window ends before the last stage", lambda p: p["rule"].update(
-        evaluation_window_seconds=3600, delay_seconds=0, stages=[{"delay_seconds": 3600, "unrepost_previous": False}]),
-     "body.policies[0].rule.evaluation_window_seconds"),
-    ("unknown threshold mode", lambda p: p["rule"].update(threshold_mode="most"), "body.policies[0].rule.threshold_mode"),
+    (
+        "delay below 0",
+        lambda p: p["rule"].update(delay_seconds=-1),
+        "body.policies[0].rule.delay_seconds",
+    ),
+    (
+        "delay above 30 days",
+        lambda p: p["rule"].update(delay_seconds=2_592_001),
+        "body.policies[0].rule.delay_seconds",
+    ),
+    (
+        "window below 900",
+        lambda p: p["rule"].update(evaluation_window_seconds=899, delay_seconds=0),
+        "body.policies[0].rule.evaluation_window_seconds",
+    ),
+    (
+        "window above 30 days",
+        lambda p: p["rule"].update(evaluation_window_seconds=2_592_001),
+        "body.policies[0].rule.evaluation_window_seconds",
+    ),
+    (
+        "window ends before the delay",
+        lambda p: p["rule"].update(delay_seconds=7200, evaluation_window_seconds=7200),
+        "body.policies[0].rule.evaluation_window_seconds",
+    ),
+    (
+        "window ends before the last stage",
+        lambda p: p["rule"].update(
+            evaluation_window_seconds=3600,
+            delay_seconds=0,
+            stages=[{"delay_seconds": 3600, "unrepost_previous": False}],
+        ),
+        "body.policies[0].rule.evaluation_window_seconds",
+    ),
+    (
+        "unknown threshold mode",
+        lambda p: p["rule"].update(threshold_mode="most"),
+        "body.policies[0].rule.threshold_mode",
+    ),
     ("negative likes", lambda p: p["rule"].update(min_likes=-1), "body.policies[0].rule.min_likes"),
-    ("comments above 10^12", lambda p: p["rule"].update(min_comments=10**12 + 1), "body.policies[0].rule.min_comments"),
-    ("reposts above 10^12", lambda p: p["rule"].update(min_reposts=10**12 + 1), "body.policies[0].rule.min_reposts"),
-    ("views above 10^12", lambda p: p["rule"].update(min_views=10**12 + 1), "body.policies[0].rule.min_views"),
-    ("plateau checks below 2", lambda p: p["rule"].update(plateau_checks=1), "body.policies[0].rule.plateau_checks"),
-    ("plateau checks above 12", lambda p: p["rule"].update(plateau_checks=13), "body.policies[0].rule.plateau_checks"),
-    ("more than 20 stages", lambda p: p["rule"].update(stages=_stages(21), evaluation_window_seconds=86_400),
-     "body.policies[0].rule.stages"),
-    ("stage delays not increasing", lambda p: p["rule"].update(stages=[
-        {"delay_seconds": 3600, "unrepost_previous": False}, {"delay_seconds": 3600, "unrepost_previous": True}]),
-     "body.policies[0].rule.stages[1].delay_seconds"),
-    ("first stage unreposts", lambda p: p["rule"].update(stages=[{"delay_seconds": 3600, "unrepost_previous": True}]),
-     "body.policies[0].rule.stages[0].unrepost_previous"),
-    ("stage delay above 30 days", lambda p: p["rule"].update(stages=[{"delay_seconds": 2_592_001}]),
-     "body.policies[0].rule.stages[0].delay_seconds"),
-    ("unknown stage field", lambda p: p["rule"].update(stages=[{"delay_seconds": 60, "boost": True}]),
-     "body.policies[0].rule.stages[0].boost"),
+    (
+        "comments above 10^12",
+        lambda p: p["rule"].update(min_comments=10**12 + 1),
+        "body.policies[0].rule.min_comments",
+    ),
+    (
+        "reposts above 10^12",
+        lambda p: p["rule"].update(min_reposts=10**12 + 1),
+        "body.policies[0].rule.min_reposts",
+    ),
+    (
+        "views above 10^12",
+        lambda p: p["rule"].update(min_views=10**12 + 1),
+        "body.policies[0].rule.min_views",
+    ),
+    (
+        "plateau checks below 2",
+        lambda p: p["rule"].update(plateau_checks=1),
+        "body.policies[0].rule.plateau_checks",
+    ),
+    (
+        "plateau checks above 12",
+        lambda p: p["rule"].update(plateau_checks=13),
+        "body.policies[0].rule.plateau_checks",
+    ),
+    (
+        "more than 20 stages",
+        lambda p: p["rule"].update(stages=_stages(21), evaluation_window_seconds=86_400),
+        "body.policies[0].rule.stages",
+    ),
+    (
+        "stage delays not increasing",
+        lambda p: p["rule"].update(
+            stages=[
+                {"delay_seconds": 3600, "unrepost_previous": False},
+                {"delay_seconds": 3600, "unrepost_previous": True},
+            ]
+        ),
+        "body.policies[0].rule.stages[1].delay_seconds",
+    ),
+    (
+        "first stage unreposts",
+        lambda p: p["rule"].update(stages=[{"delay_seconds": 3600, "unrepost_previous": True}]),
+        "body.policies[0].rule.stages[0].unrepost_previous",
+    ),
+    (
+        "stage delay above 30 days",
+        lambda p: p["rule"].update(stages=[{"delay_seconds": 2_592_001}]),
+        "body.policies[0].rule.stages[0].delay_seconds",
+    ),
+    (
+        "unknown stage field",
+        lambda p: p["rule"].update(stages=[{"delay_seconds": 60, "boost": True}]),
+        "body.policies[0].rule.stages[0].boost",
+    ),
     ("empty name", lambda p: p.update(name=""), "body.policies[0].name"),
     ("name of 81 characters", lambda p: p.update(name="n" * 81), "body.policies[0].name"),
     ("no target", lambda p: p.update(target_account_ids=[]), "body.policies[0].target_account_ids"),
-    ("51 targets", lambda p: p.update(target_account_ids=p["target_account_ids"] * 51),
-     "body.policies[0].target_account_ids"),
-    ("51 sources", lambda p: p.update(source_account_ids=p["target_account_ids"] * 51),
-     "body.policies[0].source_account_ids"),
-    ("a target listed twice", lambda p: p.update(target_account_ids=p["target_account_ids"] * 2),
-     "body.policies[0].target_account_ids[1]"),
-    ("unknown rule field", lambda p: p["rule"].update(min_shares=3), "body.policies[0].rule.min_shares"),
+    (
+        "51 targets",
+        lambda p: p.update(target_account_ids=p["target_account_ids"] * 51),
+        "body.policies[0].target_account_ids",
+    ),
+    (
+        "51 sources",
+        lambda p: p.update(source_account_ids=p["target_account_ids"] * 51),
+        "body.policies[0].source_account_ids",
+    ),
+    (
+        "a target listed twice",
+        lambda p: p.update(target_account_ids=p["target_account_ids"] * 2),
+        "body.policies[0].target_account_ids[1]",
+    ),
+    (
+        "unknown rule field",
+        lambda p: p["rule"].update(min_shares=3),
+        "body.policies[0].rule.min_shares",
+    ),
     ("unknown policy field", lambda p: p.update(colour="red"), "body.policies[0].colour"),
-]  # fmt: skip
+]
 
 
 @pytest.mark.parametrize(
     ("mutation", "location"), [(m, loc) for _, m, loc in BOUNDS], ids=[b[0] for b in BOUNDS]
 )
 def test_every_rule_bound_is_rejected_at_its_location(
-    owner_client: APIClient, workspace: Any, accounts: dict[str, Account],
-    mutation: Callable[[dict[str, Any]], None], location: str,
-) -> None:  # fmt: skip
+    owner_client: APIClient,
+    workspace: Any,
+    accounts: dict[str, Account],
+    mutation: Callable[[dict[str, Any]], None],
+    location: str,
+) -> None:
     body = policy([accounts["mastodon"]])
     mutation(body)
     assert_invalid(put_policies(owner_client, workspace, [body], revision=0), location)
@@ -269,9 +411,17 @@ def test_bounds_are_inclusive(
     lowest = policy(
         [accounts["mastodon"]], delay_seconds=0, evaluation_window_seconds=900, plateau_checks=2
     )
-    highest = policy([accounts["mastodon"]], name="High", delay_seconds=2_591_999, evaluation_window_seconds=2_592_000,
-                     min_likes=10**12, min_comments=10**12, min_reposts=10**12, plateau_checks=12,
-                     stages=_stages(20))  # fmt: skip
+    highest = policy(
+        [accounts["mastodon"]],
+        name="High",
+        delay_seconds=2_591_999,
+        evaluation_window_seconds=2_592_000,
+        min_likes=10**12,
+        min_comments=10**12,
+        min_reposts=10**12,
+        plateau_checks=12,
+        stages=_stages(20),
+    )
     assert put_policies(owner_client, workspace, [lowest, highest], revision=0).status_code == 200
     # A delay of 30 days is within its own bound; the window then cannot end after it.
     longest = policy(
@@ -291,15 +441,30 @@ def test_a_views_gate_is_refused_for_posts_that_report_no_views(
     for sources in ([], [accounts["mastodon"]], [accounts["bluesky"]]):
         for views in (1, 10**12):
             body = assert_invalid(
-                put_policies(owner_client, workspace, [policy([accounts["mastodon2"]], sources,
-                                                              threshold_mode="any", min_likes=3, min_views=views)],
-                             revision=0),
+                put_policies(
+                    owner_client,
+                    workspace,
+                    [
+                        policy(
+                            [accounts["mastodon2"]],
+                            sources,
+                            threshold_mode="any",
+                            min_likes=3,
+                            min_views=views,
+                        )
+                    ],
+                    revision=0,
+                ),
                 "body.policies[0].rule.min_views",
-            )  # fmt: skip
+            )
             assert "report no views" in body["errors"][0]["message"]
     assert not RepostPolicy.objects.exists()
-    assert put_policies(owner_client, workspace, [policy([accounts["mastodon2"]], min_views=0)],
-                        revision=0).status_code == 200  # fmt: skip
+    assert (
+        put_policies(
+            owner_client, workspace, [policy([accounts["mastodon2"]], min_views=0)], revision=0
+        ).status_code
+        == 200
+    )
 
 
 def test_stages_set_the_schedule_and_the_window_ends_after_the_last_stage(
@@ -307,10 +472,14 @@ def test_stages_set_the_schedule_and_the_window_ends_after_the_last_stage(
 ) -> None:
     """With stages, each stage's delay is its time; delay_seconds (here its default, 1 day)
     plays no part, so a window that ends after the last stage is enough."""
-    staged = policy([accounts["mastodon"]], evaluation_window_seconds=3 * 3600, stages=[
-        {"delay_seconds": 3600, "unrepost_previous": False},
-        {"delay_seconds": 2 * 3600, "unrepost_previous": True},
-    ])  # fmt: skip
+    staged = policy(
+        [accounts["mastodon"]],
+        evaluation_window_seconds=3 * 3600,
+        stages=[
+            {"delay_seconds": 3600, "unrepost_previous": False},
+            {"delay_seconds": 2 * 3600, "unrepost_previous": True},
+        ],
+    )
     del staged["rule"]["delay_seconds"]
     response = put_policies(owner_client, workspace, [staged], revision=0)
     assert response.status_code == 200, response.content
@@ -390,9 +559,12 @@ def test_stale_revision_is_a_conflict(
         == 200
     )
     body = assert_problem(
-        put_policies(owner_client, workspace, [policy([accounts["bluesky"]], name="Other")], revision=0),
-        409, "revision_conflict",
-    )  # fmt: skip
+        put_policies(
+            owner_client, workspace, [policy([accounts["bluesky"]], name="Other")], revision=0
+        ),
+        409,
+        "revision_conflict",
+    )
     assert body["current_revision"] == 1
     assert list(RepostPolicy.objects.values_list("name", flat=True)) == ["Best posts"]
     assert put_policies(owner_client, workspace, [], revision=1).json()["revision"] == 2
@@ -402,9 +574,15 @@ def test_stale_revision_is_a_conflict(
 def test_replacing_keeps_policies_by_id_and_swaps_names(
     owner_client: APIClient, workspace: Any, accounts: dict[str, Account]
 ) -> None:
-    first = put_policies(owner_client, workspace, [
-        policy([accounts["mastodon"]], name="A"), policy([accounts["bluesky"]], name="B"),
-    ], revision=0).json()["policies"]  # fmt: skip
+    first = put_policies(
+        owner_client,
+        workspace,
+        [
+            policy([accounts["mastodon"]], name="A"),
+            policy([accounts["bluesky"]], name="B"),
+        ],
+        revision=0,
+    ).json()["policies"]
     a, b = copy.deepcopy(first)  # sent back as read, timestamps included
     a["name"], b["name"] = "B", "A"
     response = put_policies(owner_client, workspace, [b, a], revision=1)
@@ -425,10 +603,14 @@ def test_replacing_costs_one_query_per_policy_at_most(
     def replace(count: int) -> int:
         current = owner_client.get(settings_url(workspace)).json()
         kept = current["policies"][:count]
-        new = [policy([accounts["mastodon"]], [accounts["mastodon2"]], name=f"P{i}")
-               for i in range(len(kept), count)]  # fmt: skip
+        new = [
+            policy([accounts["mastodon"]], [accounts["mastodon2"]], name=f"P{i}")
+            for i in range(len(kept), count)
+        ]
         with CaptureQueriesContext(connection) as captured:
-            response = put_policies(owner_client, workspace, kept + new, revision=current["revision"])
+            response = put_policies(
+                owner_client, workspace, kept + new, revision=current["revision"]
+            )
         assert response.status_code == 200, response.content
         return len(captured)
 
@@ -441,13 +623,20 @@ def test_replacing_costs_one_query_per_policy_at_most(
 def test_disabling_a_policy_skips_its_pending_executions(
     owner_client: APIClient, workspace: Any, accounts: dict[str, Account]
 ) -> None:
-    put_policies(owner_client, workspace, [policy([accounts["mastodon2"]], min_likes=1)], revision=0)
+    put_policies(
+        owner_client, workspace, [policy([accounts["mastodon2"]], min_likes=1)], revision=0
+    )
     (saved,) = owner_client.get(settings_url(workspace)).json()["policies"]
     publication = Publication.objects.create(workspace=workspace, status="published", text="x")
     destination = Destination.objects.create(
-        publication=publication, account=accounts["mastodon"], profile="mastodon.post",
-        status="published", idempotency_key="k", external_id="1", published_at=saved["created_at"],
-    )  # fmt: skip
+        publication=publication,
+        account=accounts["mastodon"],
+        profile="mastodon.post",
+        status="published",
+        idempotency_key="k",
+        external_id="1",
+        published_at=saved["created_at"],
+    )
 
     assert executions_create(now=timezone.now()) == 1
     saved["enabled"] = False
@@ -461,9 +650,13 @@ def test_disabling_a_policy_skips_its_pending_executions(
 
 
 def test_grant_needs_an_admin_of_both_workspaces_and_is_audited(
-    owner_client: APIClient, bearer_client: Callable[..., APIClient], make_user: Callable[..., User],
-    user: User, workspace: Any, other: Any,
-) -> None:  # fmt: skip
+    owner_client: APIClient,
+    bearer_client: Callable[..., APIClient],
+    make_user: Callable[..., User],
+    user: User,
+    workspace: Any,
+    other: Any,
+) -> None:
     partner = make_account(other, "bluesky", "did:plc:partner")
     half = make_user()
     member(workspace, half, "admin")
@@ -496,9 +689,14 @@ def test_grant_input_is_checked(
     )  # own account
     telegram = make_account(other, "telegram", "5")
     assert_invalid(grant(owner_client, workspace, telegram), "body.target_account_id")
-    missing = owner_client.post(f"{API}/repost-account-grants", {
-        "source_workspace_id": str(workspace.pk), "target_account_id": "00000000-0000-0000-0000-000000000000",
-    }, format="json")  # fmt: skip
+    missing = owner_client.post(
+        f"{API}/repost-account-grants",
+        {
+            "source_workspace_id": str(workspace.pk),
+            "target_account_id": "00000000-0000-0000-0000-000000000000",
+        },
+        format="json",
+    )
     assert_problem(missing, 404, "not_found")
     assert_invalid(
         owner_client.post(f"{API}/repost-account-grants", {"extra": 1}, format="json"),
@@ -509,9 +707,12 @@ def test_grant_input_is_checked(
 
 
 def test_revoking_a_grant(
-    owner_client: APIClient, bearer_client: Callable[..., APIClient], make_user: Callable[..., User],
-    workspace: Any, other: Any,
-) -> None:  # fmt: skip
+    owner_client: APIClient,
+    bearer_client: Callable[..., APIClient],
+    make_user: Callable[..., User],
+    workspace: Any,
+    other: Any,
+) -> None:
     partner = make_account(other, "mastodon", "9")
     grant_id = grant(owner_client, workspace, partner).json()["id"]
     assert put_policies(owner_client, workspace, [policy([partner])], revision=0).status_code == 200
@@ -533,8 +734,9 @@ def test_revoking_a_grant(
     assert_problem(owner_client.delete(f"{API}/repost-account-grants/nope"), 404, "not_found")
     revoked = AccessAuditEvent.objects.filter(action="repost_grant.revoked")
     assert {(str(e.workspace_id), e.previous_status, e.status) for e in revoked} == {
-        (str(workspace.pk), "active", "revoked"), (str(other.pk), "active", "revoked"),
-    }  # fmt: skip
+        (str(workspace.pk), "active", "revoked"),
+        (str(other.pk), "active", "revoked"),
+    }
     body = owner_client.get(settings_url(workspace)).json()
     assert body["grants"] == []
     (listed,) = [
@@ -547,14 +749,21 @@ def test_revoking_a_grant(
     )
     assert listed["unavailable_reason"]
     # The policy can be saved again only without the ungranted target.
-    assert_invalid(put_policies(owner_client, workspace, body["policies"], revision=1),
-                   "body.policies[0].target_account_ids[0]")  # fmt: skip
+    assert_invalid(
+        put_policies(owner_client, workspace, body["policies"], revision=1),
+        "body.policies[0].target_account_ids[0]",
+    )
 
 
 def test_workspace_deletion_names_the_repost_data_and_keeps_the_grant_audit(
-    owner_client: APIClient, make_session_client: Callable[..., APIClient], csrf_headers: Callable[[Any], dict[str, str]],
-    user: User, workspace: Any, other: Any, accounts: dict[str, Account],
-) -> None:  # fmt: skip
+    owner_client: APIClient,
+    make_session_client: Callable[..., APIClient],
+    csrf_headers: Callable[[Any], dict[str, str]],
+    user: User,
+    workspace: Any,
+    other: Any,
+    accounts: dict[str, Account],
+) -> None:
     partner = make_account(other, "mastodon", "9")
     assert grant(owner_client, workspace, partner).status_code == 201
     assert (
@@ -575,8 +784,12 @@ def test_workspace_deletion_names_the_repost_data_and_keeps_the_grant_audit(
         == 1
     )
 
-    response = session.delete(f"{API}/workspaces/{other.pk}", {"confirm_name": "Partner"}, format="json",
-                              **csrf_headers(session))  # fmt: skip
+    response = session.delete(
+        f"{API}/workspaces/{other.pk}",
+        {"confirm_name": "Partner"},
+        format="json",
+        **csrf_headers(session),
+    )
     assert response.status_code == 204, response.content
     assert not RepostGrant.objects.exists()
     (kept,) = (
@@ -603,7 +816,16 @@ def test_reading_the_settings_costs_the_same_queries_for_more_accounts(
     for n in range(3):
         make_account(workspace, "mastodon", f"more-{n}")
         make_account(workspace, "bluesky", f"did:plc:more-{n}")
-        assert grant(owner_client, workspace, make_account(other, "mastodon", f"theirs-{n}")).status_code == 201
-    put_policies(owner_client, workspace, [policy([accounts["mastodon"]]), policy([accounts["bluesky"]], name="B")])
+        assert (
+            grant(
+                owner_client, workspace, make_account(other, "mastodon", f"theirs-{n}")
+            ).status_code
+            == 201
+        )
+    put_policies(
+        owner_client,
+        workspace,
+        [policy([accounts["mastodon"]]), policy([accounts["bluesky"]], name="B")],
+    )
     assert len(owner_client.get(settings_url(workspace)).json()["accounts"]) == 13
     assert queries() == before

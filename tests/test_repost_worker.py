@@ -51,13 +51,16 @@ def stack(worker_database_url: str, tmp_path: Any) -> Iterator[DeliveryStack]:
     redis_url = django_settings.REDIS_URL
     broker = Broker.redis(redis_url) if redis_url else Broker.filesystem(tmp_path)
     own = DeliveryStack(
-        database_url=worker_database_url, broker=broker, data_dir=tmp_path, settings_env=_keys(),
+        database_url=worker_database_url,
+        broker=broker,
+        data_dir=tmp_path,
+        settings_env=_keys(),
         overrides={
             "HERALD_REPOST_TICK_SECONDS": "1",
             "HERALD_REPOST_LEASE_SECONDS": "3",
             "HERALD_PROVIDER_TIMEOUT_SECONDS": "10",  # the boost is slow on purpose; never time out
         },
-    )  # fmt: skip
+    )
     with use_broker(broker):
         try:
             yield own
@@ -98,9 +101,12 @@ def test_worker_killed_between_the_boost_and_its_record_boosts_once(
 
     stack.start_worker("replacement")
     stack.wait_until(
-        lambda: RepostExecution.objects.filter(pk=execution.pk, status=RepostExecution.Status.SUCCEEDED).exists(),
-        timeout=60, what="the execution to succeed",
-    )  # fmt: skip
+        lambda: RepostExecution.objects.filter(
+            pk=execution.pk, status=RepostExecution.Status.SUCCEEDED
+        ).exists(),
+        timeout=60,
+        what="the execution to succeed",
+    )
 
     stage.refresh_from_db()
     assert (stage.status, stage.reconciled) == (RepostStage.Status.SUCCEEDED, True)

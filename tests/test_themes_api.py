@@ -21,14 +21,43 @@ pytestmark = pytest.mark.django_db
 
 THEME_FIELDS = {"$schema", "draft", "latest_published", "summary"}
 DRAFT_FIELDS = {"$schema", "manifest", "revision", "theme_id", "updated_at", "updated_by"}
-PUBLISHED_FIELDS = {"$schema", "manifest", "published_at", "published_by", "revision", "source_revision", "theme_id"}
-SUMMARY_FIELDS = {
-    "$schema", "assigned_workspace_count", "built_in", "created_at", "description", "draft_revision",
-    "icon_pack", "is_organization_default", "name", "organization_id", "published_revision", "reference",
-    "supported_schemes", "updated_at",
+PUBLISHED_FIELDS = {
+    "$schema",
+    "manifest",
+    "published_at",
+    "published_by",
+    "revision",
+    "source_revision",
+    "theme_id",
 }
-MANIFEST_FIELDS = {"id", "name", "description", "revision", "schemaVersion", "iconPack", "supportedSchemes",
-                   "schemes", "fonts", "assets"}
+SUMMARY_FIELDS = {
+    "$schema",
+    "assigned_workspace_count",
+    "built_in",
+    "created_at",
+    "description",
+    "draft_revision",
+    "icon_pack",
+    "is_organization_default",
+    "name",
+    "organization_id",
+    "published_revision",
+    "reference",
+    "supported_schemes",
+    "updated_at",
+}
+MANIFEST_FIELDS = {
+    "id",
+    "name",
+    "description",
+    "revision",
+    "schemaVersion",
+    "iconPack",
+    "supportedSchemes",
+    "schemes",
+    "fonts",
+    "assets",
+}
 
 
 @pytest.fixture
@@ -43,8 +72,11 @@ def org_query(organization: Any) -> dict[str, str]:
 def test_create_with_only_name_and_organization_starts_from_the_default_built_in(
     owner: APIClient, organization: Any, user: User
 ) -> None:
-    response = owner.post("/api/v1/themes", {"name": "Acme Brand", "organization_id": str(organization.pk)},
-                          format="json")
+    response = owner.post(
+        "/api/v1/themes",
+        {"name": "Acme Brand", "organization_id": str(organization.pk)},
+        format="json",
+    )
     assert response.status_code == 201, response.content[:300]
     body = response.json()
     theme_id = body["draft"]["theme_id"]
@@ -80,24 +112,40 @@ def test_create_with_only_name_and_organization_starts_from_the_default_built_in
 def test_create_from_another_built_in_and_name_clash(owner: APIClient, organization: Any) -> None:
     response = owner.post(
         "/api/v1/themes",
-        {"name": "Paper", "organization_id": str(organization.pk), "description": "Ours",
-         "base_reference": {"kind": "built_in", "id": "paper"}},
+        {
+            "name": "Paper",
+            "organization_id": str(organization.pk),
+            "description": "Ours",
+            "base_reference": {"kind": "built_in", "id": "paper"},
+        },
         format="json",
     )
     assert response.status_code == 201
     assert response.json()["draft"]["manifest"]["schemes"] == built_in_manifest("paper")["schemes"]
     assert response.json()["summary"]["description"] == "Ours"
-    clash = owner.post("/api/v1/themes", {"name": "Paper", "organization_id": str(organization.pk)}, format="json")
+    clash = owner.post(
+        "/api/v1/themes", {"name": "Paper", "organization_id": str(organization.pk)}, format="json"
+    )
     assert_problem(clash, 409, "theme_name_taken")
     unknown = owner.post(
         "/api/v1/themes",
-        {"name": "X", "organization_id": str(organization.pk), "base_reference": {"kind": "built_in", "id": "nope"}},
+        {
+            "name": "X",
+            "organization_id": str(organization.pk),
+            "base_reference": {"kind": "built_in", "id": "nope"},
+        },
         format="json",
     )
     assert_invalid(unknown, "body.base_reference.id")
-    assert_invalid(owner.post("/api/v1/themes", {"name": "X"}, format="json"), "body.organization_id")
     assert_invalid(
-        owner.post("/api/v1/themes", {"name": "X", "organization_id": str(organization.pk), "x": 1}, format="json"),
+        owner.post("/api/v1/themes", {"name": "X"}, format="json"), "body.organization_id"
+    )
+    assert_invalid(
+        owner.post(
+            "/api/v1/themes",
+            {"name": "X", "organization_id": str(organization.pk), "x": 1},
+            format="json",
+        ),
         "body.x",
     )
 
@@ -129,11 +177,15 @@ def test_publishing_twice_yields_revisions_1_and_2_and_revision_1_is_unchanged(
     revision_1 = owner.get(f"/api/v1/themes/{theme_id}/revisions/1", org_query(organization)).json()
 
     replace_draft(owner, organization, theme, manifest("midnight", id="b", name="Night"))
-    replace_draft(owner, organization, theme, manifest("studio", id="b", name="Studio"), expected_revision=2)
+    replace_draft(
+        owner, organization, theme, manifest("studio", id="b", name="Studio"), expected_revision=2
+    )
     conflict = publish(owner, organization, theme_id, draft=3, published=None)
     body = assert_problem(conflict, 409, "revision_conflict")
     assert body["current_published_revision"] == 1
-    assert_problem(publish(owner, organization, theme_id, draft=2, published=1), 409, "revision_conflict")
+    assert_problem(
+        publish(owner, organization, theme_id, draft=2, published=1), 409, "revision_conflict"
+    )
     second = publish(owner, organization, theme_id, draft=3, published=1)
     assert second.status_code == 201
     assert (second.json()["revision"], second.json()["source_revision"]) == (2, 3)
@@ -149,26 +201,48 @@ def test_publishing_twice_yields_revisions_1_and_2_and_revision_1_is_unchanged(
     assert detail["summary"]["reference"]["version"] == 2
     assert detail["summary"]["icon_pack"] == built_in_manifest("studio")["iconPack"]
 
-    page = owner.get(f"/api/v1/themes/{theme_id}/revisions", {**org_query(organization), "limit": 1}).json()
+    page = owner.get(
+        f"/api/v1/themes/{theme_id}/revisions", {**org_query(organization), "limit": 1}
+    ).json()
     assert [item["revision"] for item in page["items"]] == [2]
     assert "manifest" not in page["items"][0]
-    rest = owner.get(f"/api/v1/themes/{theme_id}/revisions",
-                     {**org_query(organization), "cursor": page["next_cursor"]}).json()
+    rest = owner.get(
+        f"/api/v1/themes/{theme_id}/revisions",
+        {**org_query(organization), "cursor": page["next_cursor"]},
+    ).json()
     assert [(i["revision"], i["source_revision"]) for i in rest["items"]] == [(1, 1)]
     assert rest["next_cursor"] is None
 
 
 def test_revision_path_and_query_rules(owner: APIClient, organization: Any) -> None:
     theme_id = create_theme(owner, organization)["draft"]["theme_id"]
-    assert_invalid(owner.get(f"/api/v1/themes/{theme_id}/revisions/0", org_query(organization)), "path.revision")
-    assert_invalid(owner.get(f"/api/v1/themes/{theme_id}/revisions/abc", org_query(organization)), "path.revision")
-    assert_invalid(owner.get(f"/api/v1/themes/{theme_id}/revisions/{2**63}", org_query(organization)), "path.revision")
+    assert_invalid(
+        owner.get(f"/api/v1/themes/{theme_id}/revisions/0", org_query(organization)),
+        "path.revision",
+    )
+    assert_invalid(
+        owner.get(f"/api/v1/themes/{theme_id}/revisions/abc", org_query(organization)),
+        "path.revision",
+    )
+    assert_invalid(
+        owner.get(f"/api/v1/themes/{theme_id}/revisions/{2**63}", org_query(organization)),
+        "path.revision",
+    )
     # int64's largest value is a valid revision number that simply does not exist (not a 500).
-    assert_problem(owner.get(f"/api/v1/themes/{theme_id}/revisions/{2**63 - 1}", org_query(organization)),
-                   404, "not_found")
+    assert_problem(
+        owner.get(f"/api/v1/themes/{theme_id}/revisions/{2**63 - 1}", org_query(organization)),
+        404,
+        "not_found",
+    )
     assert_invalid(owner.get(f"/api/v1/themes/{theme_id}/revisions/1"), "query.organization_id")
-    assert_problem(owner.get(f"/api/v1/themes/{theme_id}/revisions/1", org_query(organization)), 404, "not_found")
-    assert_problem(owner.get("/api/v1/themes/not-a-theme", org_query(organization)), 404, "not_found")
+    assert_problem(
+        owner.get(f"/api/v1/themes/{theme_id}/revisions/1", org_query(organization)),
+        404,
+        "not_found",
+    )
+    assert_problem(
+        owner.get("/api/v1/themes/not-a-theme", org_query(organization)), 404, "not_found"
+    )
 
 
 def test_summaries_page_newest_first(owner: APIClient, organization: Any) -> None:
@@ -180,7 +254,9 @@ def test_summaries_page_newest_first(owner: APIClient, organization: Any) -> Non
     body = first.json()
     assert [item["name"] for item in body["items"]] == names[::-1][:3]
     assert all(set(item) == SUMMARY_FIELDS for item in body["items"])
-    second = owner.get("/api/v1/themes", {**org_query(organization), "limit": 3, "cursor": body["next_cursor"]})
+    second = owner.get(
+        "/api/v1/themes", {**org_query(organization), "limit": 3, "cursor": body["next_cursor"]}
+    )
     assert [item["name"] for item in second.json()["items"]] == names[::-1][3:]
     assert second.json()["next_cursor"] is None
     assert "manifest" not in body["items"][0]
@@ -197,7 +273,11 @@ def test_available_page_lists_built_ins_then_published_themes_only(
     seen: list[dict[str, Any]] = []
     cursor = None
     while True:
-        query = {"workspace_id": str(workspace.pk), "limit": 4, **({"cursor": cursor} if cursor else {})}
+        query = {
+            "workspace_id": str(workspace.pk),
+            "limit": 4,
+            **({"cursor": cursor} if cursor else {}),
+        }
         response = owner.get("/api/v1/themes/available", query)
         assert response.status_code == 200, response.content[:300]
         seen += response.json()["items"]
@@ -211,61 +291,116 @@ def test_available_page_lists_built_ins_then_published_themes_only(
     org_item = seen[-1]
     assert org_item["built_in"] is False
     assert org_item["draft_revision"] is None  # no drafts here
-    assert org_item["icon_pack"] == built_in_manifest(DEFAULT_BUILT_IN_ID)["iconPack"]  # the published one
+    assert (
+        org_item["icon_pack"] == built_in_manifest(DEFAULT_BUILT_IN_ID)["iconPack"]
+    )  # the published one
     assert draft_only["draft"]["theme_id"] not in {item["reference"]["id"] for item in seen}
     assert all("manifest" not in item for item in seen)
     assert seen[0]["is_organization_default"] is True  # Herald's default until one is set
 
 
 def test_available_page_needs_a_workspace_admin(
-    bearer_client: Callable[..., APIClient], make_user: Callable[..., User], workspace: Any, organization: Any
+    bearer_client: Callable[..., APIClient],
+    make_user: Callable[..., User],
+    workspace: Any,
+    organization: Any,
 ) -> None:
     editor = make_user()
     WorkspaceMembership.objects.create(workspace=workspace, user=editor, role="editor")
     OrganizationMembership.objects.create(organization=organization, user=editor, role="member")
-    response = bearer_client(editor).get("/api/v1/themes/available", {"workspace_id": str(workspace.pk)})
+    response = bearer_client(editor).get(
+        "/api/v1/themes/available", {"workspace_id": str(workspace.pk)}
+    )
     assert_problem(response, 403, "role_too_low")
 
 
-def test_default_assignment_and_delete_guards(owner: APIClient, organization: Any, workspace: Any) -> None:
+def test_default_assignment_and_delete_guards(
+    owner: APIClient, organization: Any, workspace: Any
+) -> None:
     theme = create_theme(owner, organization)
     theme_id = theme["draft"]["theme_id"]
     reference = {"kind": "organization", "id": theme_id}
 
-    not_published = owner.put("/api/v1/theme-settings/organization",
-                              {"organization_id": str(organization.pk), "default_reference": reference}, format="json")
+    not_published = owner.put(
+        "/api/v1/theme-settings/organization",
+        {"organization_id": str(organization.pk), "default_reference": reference},
+        format="json",
+    )
     assert_problem(not_published, 409, "theme_not_published")
     publish(owner, organization, theme_id, draft=1, published=None)
 
-    response = owner.put("/api/v1/theme-settings/organization",
-                         {"organization_id": str(organization.pk), "default_reference": reference}, format="json")
+    response = owner.put(
+        "/api/v1/theme-settings/organization",
+        {"organization_id": str(organization.pk), "default_reference": reference},
+        format="json",
+    )
     assert response.status_code == 200, response.content[:300]
-    assert response.json()["default_reference"] == {"kind": "organization", "id": theme_id, "version": None}
-    assert owner.get(f"/api/v1/themes/{theme_id}", org_query(organization)).json()["summary"][
-        "is_organization_default"] is True
-    body = assert_problem(owner.delete(f"/api/v1/themes/{theme_id}?organization_id={organization.pk}"), 409, "theme_in_use")
+    assert response.json()["default_reference"] == {
+        "kind": "organization",
+        "id": theme_id,
+        "version": None,
+    }
+    assert (
+        owner.get(f"/api/v1/themes/{theme_id}", org_query(organization)).json()["summary"][
+            "is_organization_default"
+        ]
+        is True
+    )
+    body = assert_problem(
+        owner.delete(f"/api/v1/themes/{theme_id}?organization_id={organization.pk}"),
+        409,
+        "theme_in_use",
+    )
     assert body["is_organization_default"] is True
 
-    owner.put("/api/v1/theme-settings/organization",
-              {"organization_id": str(organization.pk), "default_reference": None}, format="json")
-    assigned = owner.put(f"/api/v1/theme-assignments/{workspace.pk}",
-                         {"reference": {**reference, "version": 1}}, format="json")
+    owner.put(
+        "/api/v1/theme-settings/organization",
+        {"organization_id": str(organization.pk), "default_reference": None},
+        format="json",
+    )
+    assigned = owner.put(
+        f"/api/v1/theme-assignments/{workspace.pk}",
+        {"reference": {**reference, "version": 1}},
+        format="json",
+    )
     assert assigned.status_code == 200, assigned.content[:300]
-    assert assigned.json()["effective_reference"] == {"kind": "organization", "id": theme_id, "version": 1}
+    assert assigned.json()["effective_reference"] == {
+        "kind": "organization",
+        "id": theme_id,
+        "version": 1,
+    }
     assert assigned.json()["effective_manifest"]["id"] == theme_id  # revision 1's manifest
-    bad_version = owner.put(f"/api/v1/theme-assignments/{workspace.pk}",
-                            {"reference": {**reference, "version": 2}}, format="json")
+    bad_version = owner.put(
+        f"/api/v1/theme-assignments/{workspace.pk}",
+        {"reference": {**reference, "version": 2}},
+        format="json",
+    )
     assert_invalid(bad_version, "body.reference.version")
     summary = owner.get(f"/api/v1/themes/{theme_id}", org_query(organization)).json()["summary"]
     assert summary["assigned_workspace_count"] == 1
-    body = assert_problem(owner.delete(f"/api/v1/themes/{theme_id}?organization_id={organization.pk}"), 409, "theme_in_use")
+    body = assert_problem(
+        owner.delete(f"/api/v1/themes/{theme_id}?organization_id={organization.pk}"),
+        409,
+        "theme_in_use",
+    )
     assert body["assigned_workspace_count"] == 1
 
-    cleared = owner.put(f"/api/v1/theme-assignments/{workspace.pk}", {"reference": None}, format="json")
+    cleared = owner.put(
+        f"/api/v1/theme-assignments/{workspace.pk}", {"reference": None}, format="json"
+    )
     assert cleared.json()["reference"] is None
-    assert cleared.json()["effective_reference"] == {"kind": "built_in", "id": DEFAULT_BUILT_IN_ID, "version": None}
-    assert owner.delete(f"/api/v1/themes/{theme_id}?organization_id={organization.pk}").status_code == 204
-    assert_problem(owner.get(f"/api/v1/themes/{theme_id}", org_query(organization)), 404, "not_found")
+    assert cleared.json()["effective_reference"] == {
+        "kind": "built_in",
+        "id": DEFAULT_BUILT_IN_ID,
+        "version": None,
+    }
+    assert (
+        owner.delete(f"/api/v1/themes/{theme_id}?organization_id={organization.pk}").status_code
+        == 204
+    )
+    assert_problem(
+        owner.get(f"/api/v1/themes/{theme_id}", org_query(organization)), 404, "not_found"
+    )
     assert owner.get("/api/v1/themes", org_query(organization)).json()["items"] == []
     # The name is free again; the published revision stayed (immutable).
     assert create_theme(owner, organization)["draft"]["revision"] == 1
@@ -282,17 +417,28 @@ def test_assignment_of_a_built_in_and_of_another_organizations_theme(
     other = organization_create(actor=Actor(user=user), name="Other")
     foreign = create_theme(owner, other, "Foreign")
     publish(owner, other, foreign["draft"]["theme_id"], draft=1, published=None)
-    response = owner.put(f"/api/v1/theme-assignments/{workspace.pk}",
-                         {"reference": {"kind": "organization", "id": foreign["draft"]["theme_id"]}}, format="json")
+    response = owner.put(
+        f"/api/v1/theme-assignments/{workspace.pk}",
+        {"reference": {"kind": "organization", "id": foreign["draft"]["theme_id"]}},
+        format="json",
+    )
     assert_problem(response, 404, "not_found")
-    response = owner.put(f"/api/v1/theme-assignments/{workspace.pk}",
-                         {"reference": {"kind": "built_in", "id": "midnight"}}, format="json")
+    response = owner.put(
+        f"/api/v1/theme-assignments/{workspace.pk}",
+        {"reference": {"kind": "built_in", "id": "midnight"}},
+        format="json",
+    )
     assert response.status_code == 200
     current = owner.get(f"/api/v1/theme-assignments/{workspace.pk}").json()
     assert current["reference"]["id"] == "midnight"
     assert current["effective_manifest"] == built_in_manifest("midnight")
-    available = owner.get("/api/v1/themes/available", {"workspace_id": str(workspace.pk)}).json()["items"]
-    assert next(i for i in available if i["reference"]["id"] == "midnight")["assigned_workspace_count"] == 1
+    available = owner.get("/api/v1/themes/available", {"workspace_id": str(workspace.pk)}).json()[
+        "items"
+    ]
+    assert (
+        next(i for i in available if i["reference"]["id"] == "midnight")["assigned_workspace_count"]
+        == 1
+    )
 
 
 # --- Access: organization owner/admin only; workspace-bound tokens never -------------------------
@@ -304,17 +450,35 @@ def _organization_routes(organization: Any, theme_id: str) -> list[tuple[str, st
         ("get", f"/api/v1/themes?organization_id={org}", None),
         ("post", "/api/v1/themes", {"name": "New", "organization_id": org}),
         ("get", f"/api/v1/themes/{theme_id}?organization_id={org}", None),
-        ("put", f"/api/v1/themes/{theme_id}/draft",
-         {"organization_id": org, "expected_revision": 1, "name": "x", "manifest": manifest()}),
-        ("post", f"/api/v1/themes/{theme_id}/publish",
-         {"organization_id": org, "expected_draft_revision": 1, "expected_published_revision": None}),
+        (
+            "put",
+            f"/api/v1/themes/{theme_id}/draft",
+            {"organization_id": org, "expected_revision": 1, "name": "x", "manifest": manifest()},
+        ),
+        (
+            "post",
+            f"/api/v1/themes/{theme_id}/publish",
+            {
+                "organization_id": org,
+                "expected_draft_revision": 1,
+                "expected_published_revision": None,
+            },
+        ),
         ("get", f"/api/v1/themes/{theme_id}/revisions?organization_id={org}", None),
         ("get", f"/api/v1/themes/{theme_id}/revisions/1?organization_id={org}", None),
         ("delete", f"/api/v1/themes/{theme_id}?organization_id={org}", None),
         ("get", f"/api/v1/theme-settings/organization?organization_id={org}", None),
-        ("put", "/api/v1/theme-settings/organization", {"organization_id": org, "default_reference": None}),
+        (
+            "put",
+            "/api/v1/theme-settings/organization",
+            {"organization_id": org, "default_reference": None},
+        ),
         ("get", f"/api/v1/theme-assets?organization_id={org}", None),
-        ("delete", f"/api/v1/theme-assets/3b0c6f9e-5d1a-4c57-9a43-6c2d1f1e2a10?organization_id={org}", None),
+        (
+            "delete",
+            f"/api/v1/theme-assets/3b0c6f9e-5d1a-4c57-9a43-6c2d1f1e2a10?organization_id={org}",
+            None,
+        ),
     ]
 
 
@@ -330,14 +494,20 @@ def test_workspace_bound_token_non_member_and_member_get_403_on_organization_rou
     member = make_user()
     OrganizationMembership.objects.create(organization=organization, user=member, role="member")
     callers = {
-        "workspace-bound token of the owner": (bearer_client(user, workspace=workspace), "token_workspace_scope"),
+        "workspace-bound token of the owner": (
+            bearer_client(user, workspace=workspace),
+            "token_workspace_scope",
+        ),
         "non-member": (bearer_client(make_user()), "no_organization_access"),
         "organization member": (bearer_client(member), "role_too_low"),
     }
     for label, (client, code) in callers.items():
         for method, path, body in _organization_routes(organization, theme_id):
-            response = getattr(client, method)(path, body, format="json") if body is not None else getattr(
-                client, method)(path)
+            response = (
+                getattr(client, method)(path, body, format="json")
+                if body is not None
+                else getattr(client, method)(path)
+            )
             assert response.status_code == 403, (label, method, path, response.content[:200])
             assert_problem(response, 403, code)
     # The same routes work for an organization admin.
@@ -350,7 +520,9 @@ def test_read_only_token_cannot_write(
     bearer_client: Callable[..., APIClient], user: User, organization: Any, workspace: Any
 ) -> None:
     reader = bearer_client(user, permissions=("api:read",))
-    response = reader.post("/api/v1/themes", {"name": "x", "organization_id": str(organization.pk)}, format="json")
+    response = reader.post(
+        "/api/v1/themes", {"name": "x", "organization_id": str(organization.pk)}, format="json"
+    )
     assert response.status_code == 403
     assert reader.get("/api/v1/themes", org_query(organization)).status_code == 200
 
@@ -365,8 +537,11 @@ def test_create_from_a_published_organization_theme(owner: APIClient, organizati
     source_id = source["draft"]["theme_id"]
     unpublished = owner.post(
         "/api/v1/themes",
-        {"name": "Copy", "organization_id": str(organization.pk),
-         "base_reference": {"kind": "organization", "id": source_id}},
+        {
+            "name": "Copy",
+            "organization_id": str(organization.pk),
+            "base_reference": {"kind": "organization", "id": source_id},
+        },
         format="json",
     )
     assert_problem(unpublished, 409, "theme_not_published")
@@ -374,8 +549,11 @@ def test_create_from_a_published_organization_theme(owner: APIClient, organizati
     publish(owner, organization, source_id, draft=2, published=None)
     copy = owner.post(
         "/api/v1/themes",
-        {"name": "Copy", "organization_id": str(organization.pk),
-         "base_reference": {"kind": "organization", "id": source_id, "version": 1}},
+        {
+            "name": "Copy",
+            "organization_id": str(organization.pk),
+            "base_reference": {"kind": "organization", "id": source_id, "version": 1},
+        },
         format="json",
     )
     assert copy.status_code == 201, copy.content[:300]
@@ -385,7 +563,9 @@ def test_create_from_a_published_organization_theme(owner: APIClient, organizati
     assert body["draft"]["revision"] == 1
 
 
-def test_admin_pages_are_read_only(owner: APIClient, organization: Any, make_user: Callable[..., User]) -> None:
+def test_admin_pages_are_read_only(
+    owner: APIClient, organization: Any, make_user: Callable[..., User]
+) -> None:
     from django.test import Client
 
     theme_id = create_theme(owner, organization)["draft"]["theme_id"]
@@ -393,7 +573,13 @@ def test_admin_pages_are_read_only(owner: APIClient, organization: Any, make_use
     admin = make_user("admin@example.com", is_staff=True, is_superuser=True)
     browser = Client()
     browser.force_login(admin)
-    for model in ("theme", "publishedrevision", "themeasset", "organizationthemesettings", "themeassignment"):
+    for model in (
+        "theme",
+        "publishedrevision",
+        "themeasset",
+        "organizationthemesettings",
+        "themeassignment",
+    ):
         assert browser.get(f"/admin/themes/{model}/").status_code == 200, model
         assert browser.get(f"/admin/themes/{model}/add/").status_code == 403, model
     from themes.models import PublishedRevision

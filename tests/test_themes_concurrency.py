@@ -58,18 +58,36 @@ def test_an_asset_is_never_deleted_while_a_draft_starts_using_it(
     user: User, organization: Any, media_storage: Any, attempt: int
 ) -> None:
     actor = Actor(user=user)
-    theme = services.theme_create(actor=actor, organization_id=organization.pk, name=f"Race {attempt}")
+    theme = services.theme_create(
+        actor=actor, organization_id=organization.pk, name=f"Race {attempt}"
+    )
     asset = services.theme_asset_upload(
-        actor=actor, organization_id=organization.pk, kind="image", name="Texture",
+        actor=actor,
+        organization_id=organization.pk,
+        kind="image",
+        name="Texture",
         upload=SimpleUploadedFile("t.png", image_bytes(8, 8)),
     )
     manifest = copy.deepcopy(built_in_manifest("neutral"))
-    manifest["assets"] = [{"id": "texture", "alt": "", "mimeType": "image/png", "slot": "background-texture",
-                           "sourceUrl": f"asset:{asset.pk}"}]
+    manifest["assets"] = [
+        {
+            "id": "texture",
+            "alt": "",
+            "mimeType": "image/png",
+            "slot": "background-texture",
+            "sourceUrl": f"asset:{asset.pk}",
+        }
+    ]
 
     def use() -> None:
-        services.theme_draft_replace(actor=actor, theme_id=theme.pk, organization_id=organization.pk,
-                                     expected_revision=1, name="Race", manifest=manifest)
+        services.theme_draft_replace(
+            actor=actor,
+            theme_id=theme.pk,
+            organization_id=organization.pk,
+            expected_revision=1,
+            name="Race",
+            manifest=manifest,
+        )
 
     def delete() -> None:
         services.theme_asset_delete(actor=actor, asset_id=asset.pk, organization_id=organization.pk)

@@ -39,10 +39,23 @@ def contract() -> dict[str, Any]:
 
 
 THEME_OPERATIONS = {
-    "themes_built_ins", "themes_list", "themes_create", "themes_available", "themes_get", "themes_delete",
-    "themes_draft_replace", "themes_publish", "themes_revisions_list", "themes_revision_get",
-    "theme_settings_organization_get", "theme_settings_organization_set", "theme_assignments_get",
-    "theme_assignments_set", "theme_assets_list", "theme_assets_upload", "theme_assets_delete",
+    "themes_built_ins",
+    "themes_list",
+    "themes_create",
+    "themes_available",
+    "themes_get",
+    "themes_delete",
+    "themes_draft_replace",
+    "themes_publish",
+    "themes_revisions_list",
+    "themes_revision_get",
+    "theme_settings_organization_get",
+    "theme_settings_organization_set",
+    "theme_assignments_get",
+    "theme_assignments_set",
+    "theme_assets_list",
+    "theme_assets_upload",
+    "theme_assets_delete",
     "theme_assets_content",
 }
 
@@ -66,8 +79,13 @@ def test_spec_parameters_are_declared_as_the_spec_states(contract: dict[str, Any
     assets = contract["paths"]["/api/v1/theme-assets"]["get"]
     params = {p["name"]: p for p in assets["parameters"]}
     assert params["organization_id"]["required"] is True
-    assert params["limit"]["schema"] == {"type": "integer", "format": "int64", "minimum": 1, "maximum": 100,
-                                         "default": 20}
+    assert params["limit"]["schema"] == {
+        "type": "integer",
+        "format": "int64",
+        "minimum": 1,
+        "maximum": 100,
+        "default": 20,
+    }
     assert params["cursor"]["schema"] == {"type": "string", "maxLength": 1024}
     create = contract["paths"]["/api/v1/themes"]["post"]
     body = create["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
@@ -76,8 +94,12 @@ def test_spec_parameters_are_declared_as_the_spec_states(contract: dict[str, Any
 
 @pytest.mark.django_db
 def test_every_theme_response_validates_against_its_schema(
-    contract: dict[str, Any], bearer_client: Callable[..., APIClient], user: User, organization: Any,
-    workspace: Any, media_storage: Any,
+    contract: dict[str, Any],
+    bearer_client: Callable[..., APIClient],
+    user: User,
+    organization: Any,
+    workspace: Any,
+    media_storage: Any,
 ) -> None:
     checker = SchemaChecker()
     owner = bearer_client(user)
@@ -87,44 +109,126 @@ def test_every_theme_response_validates_against_its_schema(
     def check(response: Any, template: str, method: str, status: int) -> Any:
         assert response.status_code == status, (template, response.content[:400])
         body = response.json()
-        assert checker.validate(body) == _declared_component(contract, template, method, status), template
+        assert checker.validate(body) == _declared_component(contract, template, method, status), (
+            template
+        )
         checked.add(contract["paths"][template][method]["operationId"])
         return body
 
     check(owner.get("/api/v1/themes/built-ins"), "/api/v1/themes/built-ins", "get", 200)
-    theme = check(owner.post("/api/v1/themes", {"name": "Brand", "organization_id": org}, format="json"),
-                  "/api/v1/themes", "post", 201)
+    theme = check(
+        owner.post("/api/v1/themes", {"name": "Brand", "organization_id": org}, format="json"),
+        "/api/v1/themes",
+        "post",
+        201,
+    )
     theme_id = theme["draft"]["theme_id"]
-    asset = check(upload_asset(owner, organization, image_bytes()), "/api/v1/theme-assets", "post", 201)
-    body = manifest("paper", assets=[{"id": "t", "alt": "Leaves", "mimeType": "image/png",
-                                      "slot": "empty-state-illustration", "sourceUrl": f"asset:{asset['id']}"}])
-    check(replace_draft(owner, organization, theme, body), "/api/v1/themes/{theme_id}/draft", "put", 200)
-    check(publish(owner, organization, theme_id, draft=2, published=None),
-          "/api/v1/themes/{theme_id}/publish", "post", 201)
+    asset = check(
+        upload_asset(owner, organization, image_bytes()), "/api/v1/theme-assets", "post", 201
+    )
+    body = manifest(
+        "paper",
+        assets=[
+            {
+                "id": "t",
+                "alt": "Leaves",
+                "mimeType": "image/png",
+                "slot": "empty-state-illustration",
+                "sourceUrl": f"asset:{asset['id']}",
+            }
+        ],
+    )
+    check(
+        replace_draft(owner, organization, theme, body),
+        "/api/v1/themes/{theme_id}/draft",
+        "put",
+        200,
+    )
+    check(
+        publish(owner, organization, theme_id, draft=2, published=None),
+        "/api/v1/themes/{theme_id}/publish",
+        "post",
+        201,
+    )
     check(owner.get("/api/v1/themes", {"organization_id": org}), "/api/v1/themes", "get", 200)
-    check(owner.get(f"/api/v1/themes/{theme_id}", {"organization_id": org}), "/api/v1/themes/{theme_id}", "get", 200)
-    check(owner.get(f"/api/v1/themes/{theme_id}/revisions", {"organization_id": org}),
-          "/api/v1/themes/{theme_id}/revisions", "get", 200)
-    check(owner.get(f"/api/v1/themes/{theme_id}/revisions/1", {"organization_id": org}),
-          "/api/v1/themes/{theme_id}/revisions/{revision}", "get", 200)
-    check(owner.get("/api/v1/themes/available", {"workspace_id": str(workspace.pk)}),
-          "/api/v1/themes/available", "get", 200)
-    check(owner.put("/api/v1/theme-settings/organization",
-                    {"organization_id": org, "default_reference": {"kind": "organization", "id": theme_id}},
-                    format="json"), "/api/v1/theme-settings/organization", "put", 200)
-    check(owner.get("/api/v1/theme-settings/organization", {"organization_id": org}),
-          "/api/v1/theme-settings/organization", "get", 200)
-    check(owner.put(f"/api/v1/theme-assignments/{workspace.pk}",
-                    {"reference": {"kind": "built_in", "id": "garden", "version": 1}}, format="json"),
-          "/api/v1/theme-assignments/{workspace_id}", "put", 200)
-    check(owner.get(f"/api/v1/theme-assignments/{workspace.pk}"), "/api/v1/theme-assignments/{workspace_id}",
-          "get", 200)
-    check(owner.get("/api/v1/theme-assets", {"organization_id": org}), "/api/v1/theme-assets", "get", 200)
+    check(
+        owner.get(f"/api/v1/themes/{theme_id}", {"organization_id": org}),
+        "/api/v1/themes/{theme_id}",
+        "get",
+        200,
+    )
+    check(
+        owner.get(f"/api/v1/themes/{theme_id}/revisions", {"organization_id": org}),
+        "/api/v1/themes/{theme_id}/revisions",
+        "get",
+        200,
+    )
+    check(
+        owner.get(f"/api/v1/themes/{theme_id}/revisions/1", {"organization_id": org}),
+        "/api/v1/themes/{theme_id}/revisions/{revision}",
+        "get",
+        200,
+    )
+    check(
+        owner.get("/api/v1/themes/available", {"workspace_id": str(workspace.pk)}),
+        "/api/v1/themes/available",
+        "get",
+        200,
+    )
+    check(
+        owner.put(
+            "/api/v1/theme-settings/organization",
+            {"organization_id": org, "default_reference": {"kind": "organization", "id": theme_id}},
+            format="json",
+        ),
+        "/api/v1/theme-settings/organization",
+        "put",
+        200,
+    )
+    check(
+        owner.get("/api/v1/theme-settings/organization", {"organization_id": org}),
+        "/api/v1/theme-settings/organization",
+        "get",
+        200,
+    )
+    check(
+        owner.put(
+            f"/api/v1/theme-assignments/{workspace.pk}",
+            {"reference": {"kind": "built_in", "id": "garden", "version": 1}},
+            format="json",
+        ),
+        "/api/v1/theme-assignments/{workspace_id}",
+        "put",
+        200,
+    )
+    check(
+        owner.get(f"/api/v1/theme-assignments/{workspace.pk}"),
+        "/api/v1/theme-assignments/{workspace_id}",
+        "get",
+        200,
+    )
+    check(
+        owner.get("/api/v1/theme-assets", {"organization_id": org}),
+        "/api/v1/theme-assets",
+        "get",
+        200,
+    )
     # Problems validate against the error model too.
-    check(owner.put(f"/api/v1/themes/{theme_id}/draft",
-                    {"organization_id": org, "expected_revision": 1, "name": "x", "manifest": body}, format="json"),
-          "/api/v1/themes/{theme_id}/draft", "put", 409)
-    assert THEME_OPERATIONS - checked == {"themes_delete", "theme_assets_delete", "theme_assets_content"}
+    check(
+        owner.put(
+            f"/api/v1/themes/{theme_id}/draft",
+            {"organization_id": org, "expected_revision": 1, "name": "x", "manifest": body},
+            format="json",
+        ),
+        "/api/v1/themes/{theme_id}/draft",
+        "put",
+        409,
+    )
+    assert THEME_OPERATIONS - checked == {
+        "themes_delete",
+        "theme_assets_delete",
+        "theme_assets_content",
+    }
 
 
 @pytest.mark.django_db
@@ -143,7 +247,9 @@ def test_list_endpoints_run_a_fixed_number_of_queries(
     def lists() -> dict[str, int]:
         return {
             "themes": queries("/api/v1/themes", {"organization_id": org, "limit": 100}),
-            "available": queries("/api/v1/themes/available", {"workspace_id": str(workspace.pk), "limit": 100}),
+            "available": queries(
+                "/api/v1/themes/available", {"workspace_id": str(workspace.pk), "limit": 100}
+            ),
             "assets": queries("/api/v1/theme-assets", {"organization_id": org, "limit": 100}),
         }
 

@@ -30,7 +30,12 @@ from tests.contract_fuzz_support import (
 from tests.test_themes_support import flushable_revisions, image_bytes
 from workspaces.access import Actor
 
-FUZZED_PATHS = ("/api/v1/themes", "/api/v1/theme-settings", "/api/v1/theme-assignments", "/api/v1/theme-assets")
+FUZZED_PATHS = (
+    "/api/v1/themes",
+    "/api/v1/theme-settings",
+    "/api/v1/theme-assignments",
+    "/api/v1/theme-assets",
+)
 MAX_EXAMPLES = max_examples(10)
 
 
@@ -56,17 +61,30 @@ def world(make_user: Any, media_storage: Any, flushable_revisions: None) -> Worl
     organization = organization_create(actor=actor, name="Fuzz Org")
     workspace = workspace_create(actor=actor, organization_id=organization.pk, name="Fuzz WS")
     theme = services.theme_create(actor=actor, organization_id=organization.pk, name="Fuzz theme")
-    services.theme_publish(actor=actor, theme_id=theme.pk, organization_id=organization.pk,
-                           expected_draft_revision=1, expected_published_revision=None)
+    services.theme_publish(
+        actor=actor,
+        theme_id=theme.pk,
+        organization_id=organization.pk,
+        expected_draft_revision=1,
+        expected_published_revision=None,
+    )
     asset = services.theme_asset_upload(
-        actor=actor, organization_id=organization.pk, kind="image", name="Texture",
+        actor=actor,
+        organization_id=organization.pk,
+        kind="image",
+        name="Texture",
         upload=SimpleUploadedFile("t.png", image_bytes(8, 8)),
     )
     _, full = api_token_create(user=owner, name="fuzz", permissions=["api:read", "api:write"])
     return World(
         authorization=f"Bearer {full}",
-        ids={"organization_id": str(organization.pk), "workspace_id": str(workspace.pk),
-             "theme_id": str(theme.pk), "asset_id": str(asset.pk), "revision": "1"},
+        ids={
+            "organization_id": str(organization.pk),
+            "workspace_id": str(workspace.pk),
+            "theme_id": str(theme.pk),
+            "asset_id": str(asset.pk),
+            "revision": "1",
+        },
     )
 
 
@@ -80,16 +98,20 @@ def _strategy(operation: Any, world: World) -> st.SearchStrategy[Any]:
         operation.as_strategy(GenerationMode.POSITIVE),
         operation.as_strategy(GenerationMode.NEGATIVE),
         operation.as_strategy(GenerationMode.NEGATIVE, path_parameters=fixed),
-        operation.as_strategy(GenerationMode.POSITIVE, path_parameters=fixed, query=query or None).map(
-            lambda case: _with_real_body_ids(case, world)
-        ),
+        operation.as_strategy(
+            GenerationMode.POSITIVE, path_parameters=fixed, query=query or None
+        ).map(lambda case: _with_real_body_ids(case, world)),
     ]
     return st.one_of(strategies)
 
 
 def _with_real_body_ids(case: Any, world: World) -> Any:
     if isinstance(case.body, dict):
-        real = {name: world.ids[name] for name in ("organization_id",) if isinstance(case.body.get(name), str)}
+        real = {
+            name: world.ids[name]
+            for name in ("organization_id",)
+            if isinstance(case.body.get(name), str)
+        }
         case.body = {**case.body, **real}
     return case
 

@@ -65,8 +65,13 @@ def test_built_ins_have_distinct_characters() -> None:
     assert len(primaries) == len(BUILT_INS)
     assert len(radii) >= 5
     assert len(treatments) >= 5
-    contrast = next(b for b in BUILT_INS if b.id == "contrast").manifest["schemes"]["light"]["colors"]
-    assert css.contrast_ratio(css.parse_color(contrast["ink"]), css.parse_color(contrast["canvas"])) >= 7
+    contrast = next(b for b in BUILT_INS if b.id == "contrast").manifest["schemes"]["light"][
+        "colors"
+    ]
+    assert (
+        css.contrast_ratio(css.parse_color(contrast["ink"]), css.parse_color(contrast["canvas"]))
+        >= 7
+    )
 
 
 # A built-in version is a pinned reference ({kind: built_in, id, version}): what version 1 of a
@@ -86,17 +91,23 @@ BUILT_IN_DIGESTS = {
 def test_a_built_in_version_never_changes() -> None:
     assert {b.version for b in BUILT_INS} == {1}
     digests = {
-        b.id: hashlib.sha256(json.dumps(b.manifest, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        b.id: hashlib.sha256(
+            json.dumps(b.manifest, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
         for b in BUILT_INS
     }
-    assert digests == BUILT_IN_DIGESTS, "a built-in changed: bump BUILT_IN_VERSION and record the digests"
+    assert digests == BUILT_IN_DIGESTS, (
+        "a built-in changed: bump BUILT_IN_VERSION and record the digests"
+    )
 
 
 def test_built_ins_endpoint_lists_every_built_in_with_its_manifest(owner: APIClient) -> None:
     response = owner.get("/api/v1/themes/built-ins")
     assert response.status_code == 200
     body = response.json()
-    assert [item["summary"]["reference"]["id"] for item in body["items"]] == [b.id for b in BUILT_INS]
+    assert [item["summary"]["reference"]["id"] for item in body["items"]] == [
+        b.id for b in BUILT_INS
+    ]
     first = body["items"][0]
     assert first["summary"]["built_in"] is True
     assert first["summary"]["reference"] == {"kind": "built_in", "id": "neutral", "version": 1}
@@ -107,7 +118,9 @@ def test_built_ins_endpoint_lists_every_built_in_with_its_manifest(owner: APICli
 # --- Bad manifests: 422 with exact locations --------------------------------------------------
 
 
-def test_a_bad_color_is_reported_at_its_location(owner: APIClient, organization: Any, theme: dict[str, Any]) -> None:
+def test_a_bad_color_is_reported_at_its_location(
+    owner: APIClient, organization: Any, theme: dict[str, Any]
+) -> None:
     body = manifest()
     body["schemes"]["dark"]["colors"]["ink"] = "#12345"
     body["schemes"]["light"]["colors"]["canvas"] = "url(https://evil.example/x.png)"
@@ -115,7 +128,9 @@ def test_a_bad_color_is_reported_at_its_location(owner: APIClient, organization:
     assert_invalid(response, f"{DARK}.colors.ink", f"{LIGHT}.colors.canvas")
 
 
-def test_a_low_contrast_ink_is_reported_at_the_ink(owner: APIClient, organization: Any, theme: dict[str, Any]) -> None:
+def test_a_low_contrast_ink_is_reported_at_the_ink(
+    owner: APIClient, organization: Any, theme: dict[str, Any]
+) -> None:
     body = manifest()
     colors = body["schemes"]["light"]["colors"]
     colors["ink"] = "#9aa0a6"  # grey on near-white: about 2.6:1
@@ -142,7 +157,9 @@ def test_focus_needs_three_to_one_on_every_ground() -> None:
     assert len(problems["focus"]) == 4  # canvas, surface, field, sidebar
 
 
-@pytest.mark.parametrize(("ink", "minimum"), sorted({(ink, minimum) for ink, _, minimum in v.CONTRAST_RULES}))
+@pytest.mark.parametrize(
+    ("ink", "minimum"), sorted({(ink, minimum) for ink, _, minimum in v.CONTRAST_RULES})
+)
 def test_every_contrast_pair_has_its_own_minimum(ink: str, minimum: float) -> None:
     """Each ink of docs/themes.md is checked on every ground it sits on, at its ratio: just
     above the minimum passes, just below fails (4.5:1 for text, 3:1 for the others)."""
@@ -150,7 +167,9 @@ def test_every_contrast_pair_has_its_own_minimum(ink: str, minimum: float) -> No
     colors = built_in_colors()
     for ground in grounds:
         colors[ground] = "#ffffff"
-    passing, failing = ("#767676", "#777777") if minimum == v.TEXT_CONTRAST else ("#949494", "#959595")
+    passing, failing = (
+        ("#767676", "#777777") if minimum == v.TEXT_CONTRAST else ("#949494", "#959595")
+    )
     colors[ink] = passing  # 4.54:1 / 3.03:1 on white
     assert ink not in contrast_problems(colors)
     colors[ink] = failing  # 4.48:1 / 2.996:1 on white
@@ -159,7 +178,9 @@ def test_every_contrast_pair_has_its_own_minimum(ink: str, minimum: float) -> No
     assert all(f"at least {minimum:g}:1" in message for message in problems)
 
 
-def test_unknown_keys_are_rejected_at_every_level(owner: APIClient, organization: Any, theme: dict[str, Any]) -> None:
+def test_unknown_keys_are_rejected_at_every_level(
+    owner: APIClient, organization: Any, theme: dict[str, Any]
+) -> None:
     body = manifest()
     body["colour"] = "red"
     body["schemes"]["light"]["colors"]["inkk"] = "#000"
@@ -170,7 +191,9 @@ def test_unknown_keys_are_rejected_at_every_level(owner: APIClient, organization
     )
 
 
-def test_a_distance_over_its_bound(owner: APIClient, organization: Any, theme: dict[str, Any]) -> None:
+def test_a_distance_over_its_bound(
+    owner: APIClient, organization: Any, theme: dict[str, Any]
+) -> None:
     body = manifest()
     body["schemes"]["light"]["motion"]["press"]["distance"] = "8px"  # press: at most 4 px
     body["schemes"]["dark"]["motion"]["entry"]["distance"] = "65px"  # entry: at most 64 px
@@ -178,7 +201,9 @@ def test_a_distance_over_its_bound(owner: APIClient, organization: Any, theme: d
     assert_invalid(response, f"{LIGHT}.motion.press.distance", f"{DARK}.motion.entry.distance")
 
 
-def test_supported_schemes_must_match_the_schemes(owner: APIClient, organization: Any, theme: dict[str, Any]) -> None:
+def test_supported_schemes_must_match_the_schemes(
+    owner: APIClient, organization: Any, theme: dict[str, Any]
+) -> None:
     body = manifest(supportedSchemes=["light"])
     assert_invalid(put(owner, organization, theme, body), "body.manifest.supportedSchemes")
     body = manifest(supportedSchemes=["dark", "light"])
@@ -190,7 +215,9 @@ def test_supported_schemes_must_match_the_schemes(owner: APIClient, organization
     assert response.json()["draft"]["manifest"]["supportedSchemes"] == ["dark"]
 
 
-def test_a_300_kib_manifest_is_rejected(owner: APIClient, organization: Any, theme: dict[str, Any]) -> None:
+def test_a_300_kib_manifest_is_rejected(
+    owner: APIClient, organization: Any, theme: dict[str, Any]
+) -> None:
     body = manifest(description="x" * 240)
     body["padding"] = "y" * (300 * 1024)
     response = put(owner, organization, theme, body)
@@ -257,16 +284,40 @@ def test_font_and_asset_rules(owner: APIClient, organization: Any, theme: dict[s
     asset_id = "3b0c6f9e-5d1a-4c57-9a43-6c2d1f1e2a10"
     body = manifest(
         fonts=[
-            {"id": "brand", "family": "Brand Sans", "sourceUrl": f"asset:{asset_id}", "format": "woff2",
-             "style": "normal", "weight": 450, "display": "swap"},
-            {"id": "brand", "family": "Brand Sans", "sourceUrl": "https://cdn.example/x.woff2",
-             "format": "ttf", "style": "oblique", "weight": 400, "display": "block"},
+            {
+                "id": "brand",
+                "family": "Brand Sans",
+                "sourceUrl": f"asset:{asset_id}",
+                "format": "woff2",
+                "style": "normal",
+                "weight": 450,
+                "display": "swap",
+            },
+            {
+                "id": "brand",
+                "family": "Brand Sans",
+                "sourceUrl": "https://cdn.example/x.woff2",
+                "format": "ttf",
+                "style": "oblique",
+                "weight": 400,
+                "display": "block",
+            },
         ],
         assets=[
-            {"id": "texture", "alt": "", "mimeType": "image/png", "slot": "empty-state-illustration",
-             "sourceUrl": f"asset:{asset_id}"},
-            {"id": "texture2", "alt": "", "mimeType": "image/gif", "slot": "empty-state-illustration",
-             "sourceUrl": f"asset:{asset_id}"},
+            {
+                "id": "texture",
+                "alt": "",
+                "mimeType": "image/png",
+                "slot": "empty-state-illustration",
+                "sourceUrl": f"asset:{asset_id}",
+            },
+            {
+                "id": "texture2",
+                "alt": "",
+                "mimeType": "image/gif",
+                "slot": "empty-state-illustration",
+                "sourceUrl": f"asset:{asset_id}",
+            },
         ],
     )
     response = put(owner, organization, theme, body)
@@ -297,8 +348,17 @@ def test_manifest_assets_must_exist_in_the_organization(
     owner: APIClient, organization: Any, theme: dict[str, Any]
 ) -> None:
     body = manifest(
-        fonts=[{"id": "brand", "family": "Brand Sans", "sourceUrl": "asset:3b0c6f9e-5d1a-4c57-9a43-6c2d1f1e2a10",
-                "format": "woff2", "style": "normal", "weight": 400, "display": "swap"}]
+        fonts=[
+            {
+                "id": "brand",
+                "family": "Brand Sans",
+                "sourceUrl": "asset:3b0c6f9e-5d1a-4c57-9a43-6c2d1f1e2a10",
+                "format": "woff2",
+                "style": "normal",
+                "weight": 400,
+                "display": "swap",
+            }
+        ]
     )
     assert_invalid(put(owner, organization, theme, body), "body.manifest.fonts[0].sourceUrl")
 
@@ -319,18 +379,35 @@ def test_validation_and_contract_come_from_one_definition() -> None:
     assert set(props("ManifestRequest")) == set(ManifestSerializer().fields)
     # Requests may leave out description, fonts and assets (they have defaults); a manifest in a
     # response always carries every key, and the schemes present stay optional one by one.
-    assert set(manifest_schema["required"]) == set(ManifestSerializer().fields) - {"description", "fonts", "assets"}
+    assert set(manifest_schema["required"]) == set(ManifestSerializer().fields) - {
+        "description",
+        "fonts",
+        "assets",
+    }
     assert set(schemas["Manifest"]["required"]) == set(ManifestSerializer().fields)
     assert set(props("Manifest")) == set(props("ManifestRequest"))
     assert "required" not in schemas["ManifestSchemes"]
     assert set(schemas["SchemeColors"]["required"]) == set(v.COLOR_KEYS)
     scheme = ref(props("ManifestSchemesRequest")["light"])
-    assert set(props(scheme)) == {"colors", "components", "elevation", "motion", "protectedEditor",
-                                  "shape", "shell", "spacing", "typography"}
+    assert set(props(scheme)) == {
+        "colors",
+        "components",
+        "elevation",
+        "motion",
+        "protectedEditor",
+        "shape",
+        "shell",
+        "spacing",
+        "typography",
+    }
     colors = ref(props(scheme)["colors"])
     assert set(props(colors)) == set(v.COLOR_KEYS)
     assert set(schemas[colors]["required"]) == set(v.COLOR_KEYS)
-    for ink, ground, minimum in v.CONTRAST_RULES:  # the contrast rules are stated, from the same table
+    for (
+        ink,
+        ground,
+        minimum,
+    ) in v.CONTRAST_RULES:  # the contrast rules are stated, from the same table
         assert f"{ink} on {ground}" in schemas[colors]["description"]
         assert f"at least {minimum:g}:1" in schemas[colors]["description"]
     components = ref(props(scheme)["components"])
@@ -339,7 +416,12 @@ def test_validation_and_contract_come_from_one_definition() -> None:
         enum_schema = schemas[ref(enum)] if "enum" not in enum else enum
         assert enum_schema["enum"] == list(values), key
     typestyle = ref(props(ref(props(scheme)["typography"]))["body"])
-    assert props(typestyle)["weight"] == {"type": "integer", "minimum": 100, "maximum": 900, "multipleOf": 100}
+    assert props(typestyle)["weight"] == {
+        "type": "integer",
+        "minimum": 100,
+        "maximum": 900,
+        "multipleOf": 100,
+    }
     assert props(ref(props(scheme)["spacing"]))["controlHeight"]["description"].endswith(
         "between 36 px and 96 px (1 rem = 1 em = 16 px)"
     )
@@ -352,9 +434,23 @@ def test_validation_and_contract_come_from_one_definition() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["#fff", "#ffff", "#ffffff", "#ffffff80", "rgb(1, 2, 3)", "rgba(1, 2, 3, 0.5)", "rgb(1 2 3 / 50%)",
-     "oklch(0.7 0.1 250)", "oklch(70% 0.1 250deg / 0.5)", "oklab(0.5 0.1 -0.1)", "black", "white",
-     "transparent", "color-mix(in oklch, #fff 30%, oklch(0.5 0.2 30))", "color-mix(in oklch, black, white)"],
+    [
+        "#fff",
+        "#ffff",
+        "#ffffff",
+        "#ffffff80",
+        "rgb(1, 2, 3)",
+        "rgba(1, 2, 3, 0.5)",
+        "rgb(1 2 3 / 50%)",
+        "oklch(0.7 0.1 250)",
+        "oklch(70% 0.1 250deg / 0.5)",
+        "oklab(0.5 0.1 -0.1)",
+        "black",
+        "white",
+        "transparent",
+        "color-mix(in oklch, #fff 30%, oklch(0.5 0.2 30))",
+        "color-mix(in oklch, black, white)",
+    ],
 )
 def test_colors_of_the_grammar_parse(value: str) -> None:
     css.check_css_text(value)
@@ -363,8 +459,15 @@ def test_colors_of_the_grammar_parse(value: str) -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["#ggg", "red", "rgb(1, 2)", "hsl(0 0% 0%)", "color-mix(in srgb, #fff, #000)", "oklch(0.5, 0.1, 20)",
-     "rgb(1 2 3 /)"],
+    [
+        "#ggg",
+        "red",
+        "rgb(1, 2)",
+        "hsl(0 0% 0%)",
+        "color-mix(in srgb, #fff, #000)",
+        "oklch(0.5, 0.1, 20)",
+        "rgb(1 2 3 /)",
+    ],
 )
 def test_colors_outside_the_grammar_fail(value: str) -> None:
     with pytest.raises(css.CssValueError):

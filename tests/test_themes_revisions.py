@@ -25,8 +25,11 @@ def published(user: User, organization: Any) -> PublishedRevision:
     actor = Actor(user=user)
     theme = services.theme_create(actor=actor, organization_id=organization.pk, name="Brand")
     return services.theme_publish(
-        actor=actor, theme_id=theme.pk, organization_id=organization.pk,
-        expected_draft_revision=1, expected_published_revision=None,
+        actor=actor,
+        theme_id=theme.pk,
+        organization_id=organization.pk,
+        expected_draft_revision=1,
+        expected_published_revision=None,
     )
 
 
@@ -41,29 +44,63 @@ def test_django_refuses_to_change_a_published_revision(published: PublishedRevis
         PublishedRevision.objects.filter(pk=published.pk).update(source_revision=99)
     with pytest.raises(ImmutableRevisionError):
         PublishedRevision.objects.filter(pk=published.pk).delete()
-    assert PublishedRevision.objects.values_list("source_revision", flat=True).get(pk=published.pk) == 1
+    assert (
+        PublishedRevision.objects.values_list("source_revision", flat=True).get(pk=published.pk)
+        == 1
+    )
 
 
 @pytest.mark.django_db
-def test_raw_sql_update_and_delete_of_a_published_revision_fail(published: PublishedRevision) -> None:
+def test_raw_sql_update_and_delete_of_a_published_revision_fail(
+    published: PublishedRevision,
+) -> None:
     table = PublishedRevision._meta.db_table
-    before = PublishedRevision.objects.values_list("manifest", "source_revision").get(pk=published.pk)
-    with pytest.raises(IntegrityError, match="immutable"), transaction.atomic(), connection.cursor() as cursor:
+    before = PublishedRevision.objects.values_list("manifest", "source_revision").get(
+        pk=published.pk
+    )
+    with (
+        pytest.raises(IntegrityError, match="immutable"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute(f"UPDATE {table} SET source_revision = 7 WHERE id = %s", [published.pk])  # noqa: S608
-    with pytest.raises(IntegrityError, match="immutable"), transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"UPDATE {table} SET manifest = %s WHERE id = %s", ['{"hacked": true}', published.pk])  # noqa: S608
-    with pytest.raises(IntegrityError, match="immutable"), transaction.atomic(), connection.cursor() as cursor:
+    with (
+        pytest.raises(IntegrityError, match="immutable"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
+        cursor.execute(
+            f"UPDATE {table} SET manifest = %s WHERE id = %s",  # noqa: S608 (a model's own table)
+            ['{"hacked": true}', published.pk],
+        )
+    with (
+        pytest.raises(IntegrityError, match="immutable"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute(f"DELETE FROM {table} WHERE id = %s", [published.pk])  # noqa: S608
-    with pytest.raises(IntegrityError, match="immutable"), transaction.atomic(), connection.cursor() as cursor:
+    with (
+        pytest.raises(IntegrityError, match="immutable"),
+        transaction.atomic(),
+        connection.cursor() as cursor,
+    ):
         cursor.execute(f"DELETE FROM {table}")  # noqa: S608
-    assert PublishedRevision.objects.values_list("manifest", "source_revision").get(pk=published.pk) == before
+    assert (
+        PublishedRevision.objects.values_list("manifest", "source_revision").get(pk=published.pk)
+        == before
+    )
 
 
 @pytest.mark.django_db
-def test_new_revisions_can_still_be_inserted(published: PublishedRevision, user: User, organization: Any) -> None:
+def test_new_revisions_can_still_be_inserted(
+    published: PublishedRevision, user: User, organization: Any
+) -> None:
     revision = services.theme_publish(
-        actor=Actor(user=user), theme_id=published.theme_id, organization_id=organization.pk,
-        expected_draft_revision=1, expected_published_revision=1,
+        actor=Actor(user=user),
+        theme_id=published.theme_id,
+        organization_id=organization.pk,
+        expected_draft_revision=1,
+        expected_published_revision=1,
     )
     assert (revision.revision, revision.source_revision) == (2, 1)
     assert Theme.objects.get(pk=published.theme_id).published_revision == 2
@@ -71,7 +108,9 @@ def test_new_revisions_can_still_be_inserted(published: PublishedRevision, user:
 
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
-def test_concurrent_publishes_with_the_same_expectation_make_one_revision(user: User, organization: Any) -> None:
+def test_concurrent_publishes_with_the_same_expectation_make_one_revision(
+    user: User, organization: Any
+) -> None:
     actor = Actor(user=user)
     theme = services.theme_create(actor=actor, organization_id=organization.pk, name="Race")
     barrier = threading.Barrier(4)
@@ -80,8 +119,11 @@ def test_concurrent_publishes_with_the_same_expectation_make_one_revision(user: 
         barrier.wait()
         try:
             services.theme_publish(
-                actor=actor, theme_id=theme.pk, organization_id=organization.pk,
-                expected_draft_revision=1, expected_published_revision=None,
+                actor=actor,
+                theme_id=theme.pk,
+                organization_id=organization.pk,
+                expected_draft_revision=1,
+                expected_published_revision=None,
             )
             return "published"
         except RevisionConflictError:
@@ -92,7 +134,9 @@ def test_concurrent_publishes_with_the_same_expectation_make_one_revision(user: 
     with ThreadPoolExecutor(max_workers=4) as pool:
         outcomes = sorted(pool.map(attempt, range(4)))
     assert outcomes == ["conflict", "conflict", "conflict", "published"]
-    assert list(PublishedRevision.objects.filter(theme=theme).values_list("revision", flat=True)) == [1]
+    assert list(
+        PublishedRevision.objects.filter(theme=theme).values_list("revision", flat=True)
+    ) == [1]
 
 
 @pytest.mark.postgres
@@ -109,7 +153,9 @@ def test_postgresql_trigger_is_installed() -> None:
 @pytest.mark.django_db
 def test_sqlite_triggers_are_installed() -> None:
     if connection.vendor != "sqlite":
-        pytest.skip("SQLite triggers; PostgreSQL has its own (test_postgresql_trigger_is_installed)")
+        pytest.skip(
+            "SQLite triggers; PostgreSQL has its own (test_postgresql_trigger_is_installed)"
+        )
     with connection.cursor() as cursor:
         assert sqlite_revision_triggers(cursor) == SQLITE_TRIGGERS
 
@@ -123,11 +169,21 @@ def test_committed_revisions_stay_immutable_on_both_databases(
     actor = Actor(user=user)
     theme = services.theme_create(actor=actor, organization_id=organization.pk, name="Committed")
     published = services.theme_publish(
-        actor=actor, theme_id=theme.pk, organization_id=organization.pk,
-        expected_draft_revision=1, expected_published_revision=None,
+        actor=actor,
+        theme_id=theme.pk,
+        organization_id=organization.pk,
+        expected_draft_revision=1,
+        expected_published_revision=None,
     )
     table = PublishedRevision._meta.db_table
-    for statement in (f"UPDATE {table} SET revision = 5 WHERE id = %s", f"DELETE FROM {table} WHERE id = %s"):  # noqa: S608
-        with pytest.raises(IntegrityError, match="immutable"), transaction.atomic(), connection.cursor() as cursor:
+    for statement in (
+        f"UPDATE {table} SET revision = 5 WHERE id = %s",  # noqa: S608 (a model's own table)
+        f"DELETE FROM {table} WHERE id = %s",  # noqa: S608
+    ):
+        with (
+            pytest.raises(IntegrityError, match="immutable"),
+            transaction.atomic(),
+            connection.cursor() as cursor,
+        ):
             cursor.execute(statement, [published.pk])
     assert PublishedRevision.objects.filter(pk=published.pk, revision=1).exists()

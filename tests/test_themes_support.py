@@ -25,7 +25,11 @@ from themes.models import PublishedRevision, ThemeAsset
 
 
 def woff2_font(
-    *, family: str = "Herald Test Sans", weight: int = 400, italic: bool = False, variable: bool = False
+    *,
+    family: str = "Herald Test Sans",
+    weight: int = 400,
+    italic: bool = False,
+    variable: bool = False,
 ) -> bytes:
     """A real (tiny) WOFF2 font with one glyph, built with fontTools."""
     builder = FontBuilder(1000, isTTF=True)
@@ -51,7 +55,9 @@ def woff2_font(
     return out.getvalue()
 
 
-def image_bytes(width: int = 64, height: int = 48, image_format: str = "PNG", *, noise: bool = False) -> bytes:
+def image_bytes(
+    width: int = 64, height: int = 48, image_format: str = "PNG", *, noise: bool = False
+) -> bytes:
     if noise:
         image = Image.frombytes("RGB", (width, height), os.urandom(width * height * 3))
     else:
@@ -65,13 +71,20 @@ def png_header_only(width: int, height: int) -> bytes:
     """A PNG whose header claims ``width`` x ``height`` pixels (no image data follows)."""
 
     def chunk(kind: bytes, payload: bytes) -> bytes:
-        return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", zlib.crc32(kind + payload))
+        return (
+            struct.pack(">I", len(payload))
+            + kind
+            + payload
+            + struct.pack(">I", zlib.crc32(kind + payload))
+        )
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IEND", b"")
 
 
-def upload(data: bytes, name: str = "file.bin", content_type: str = "application/octet-stream") -> SimpleUploadedFile:
+def upload(
+    data: bytes, name: str = "file.bin", content_type: str = "application/octet-stream"
+) -> SimpleUploadedFile:
     return SimpleUploadedFile(name, data, content_type=content_type)
 
 
@@ -91,8 +104,13 @@ def create_theme(client: Any, organization: Any, name: str = "Brand") -> dict[st
 
 
 def replace_draft(
-    client: Any, organization: Any, theme: dict[str, Any], body_manifest: dict[str, Any], *,
-    expected_revision: int | None = None, name: str | None = None,
+    client: Any,
+    organization: Any,
+    theme: dict[str, Any],
+    body_manifest: dict[str, Any],
+    *,
+    expected_revision: int | None = None,
+    name: str | None = None,
 ) -> Any:
     return client.put(
         f"/api/v1/themes/{theme['draft']['theme_id']}/draft",
@@ -120,22 +138,42 @@ def publish(
     )
 
 
-def upload_asset(client: Any, organization: Any, data: bytes, *, kind: str = "image", **fields: Any) -> Any:
-    body = {"organization_id": str(organization.pk), "kind": kind, "name": fields.pop("name", "Asset"),
-            "file": upload(data, fields.pop("filename", "upload.bin")), **fields}
+def upload_asset(
+    client: Any, organization: Any, data: bytes, *, kind: str = "image", **fields: Any
+) -> Any:
+    body = {
+        "organization_id": str(organization.pk),
+        "kind": kind,
+        "name": fields.pop("name", "Asset"),
+        "file": upload(data, fields.pop("filename", "upload.bin")),
+        **fields,
+    }
     return client.post("/api/v1/theme-assets", body, format="multipart")
 
 
-def make_assets(organization: Any, user: Any, count: int, *, start: Any, step: timedelta) -> list[str]:
+def make_assets(
+    organization: Any, user: Any, count: int, *, start: Any, step: timedelta
+) -> list[str]:
     """Asset rows (the listing reads rows only). In each group of five, two neighbours share a
     timestamp, so the ID must break ties."""
     rows = []
     for number in range(count):
         created_at = start + step * (number - number % 5 // 3)
-        rows.append(ThemeAsset(organization=organization, name=f"asset {number}", kind="image",
-                               media_type="image/png", size_bytes=10, checksum_sha256="0" * 64,
-                               file=f"theme-assets/{organization.pk}/{number}.png", width=1, height=1,
-                               created_at=created_at, created_by=str(user.pk)))
+        rows.append(
+            ThemeAsset(
+                organization=organization,
+                name=f"asset {number}",
+                kind="image",
+                media_type="image/png",
+                size_bytes=10,
+                checksum_sha256="0" * 64,
+                file=f"theme-assets/{organization.pk}/{number}.png",
+                width=1,
+                height=1,
+                created_at=created_at,
+                created_by=str(user.pk),
+            )
+        )
     ThemeAsset.objects.bulk_create(rows)
     return [str(row.pk) for row in rows]
 

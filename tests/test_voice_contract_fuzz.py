@@ -37,7 +37,9 @@ MAX_EXAMPLES = max_examples(15)
 
 
 OPERATIONS = operations_under(
-    "/api/v1/voice-profiles", "/api/v1/voice-profile-assignments", "/api/v1/publication-opportunities"
+    "/api/v1/voice-profiles",
+    "/api/v1/voice-profile-assignments",
+    "/api/v1/publication-opportunities",
 )
 
 
@@ -61,12 +63,19 @@ def world(make_user: Any, monkeypatch: pytest.MonkeyPatch) -> World:
     workspace = workspace_create(actor=actor, organization_id=organization.pk, name="Fuzz Voice")
     _, token = api_token_create(user=owner, name="fuzz", permissions=["api:read", "api:write"])
     second = voice.voice_profile_create(
-        actor=actor, workspace_id=workspace.pk, name="Second",
+        actor=actor,
+        workspace_id=workspace.pk,
+        name="Second",
         definition={"expertise": ["Testing"], "forbidden_phrases": ["synergy"]},
     )
     default = workspace.voice_profiles.get(is_default=True)
-    account = Account.objects.create(workspace=workspace, provider="mastodon", external_id="1",
-                                     username="fuzz", instance_url="https://social.example")
+    account = Account.objects.create(
+        workspace=workspace,
+        provider="mastodon",
+        external_id="1",
+        username="fuzz",
+        instance_url="https://social.example",
+    )
     return World(
         authorization=f"Bearer {token}",
         ids={
@@ -103,9 +112,14 @@ def _strategy(operation: Any, world: World) -> st.SearchStrategy[Any]:
         {name: world.ids[name][index % len(world.ids[name])] for name in names}
         for index in range(max((len(world.ids[name]) for name in names), default=1))
     ]
-    strategies = [operation.as_strategy(GenerationMode.POSITIVE), operation.as_strategy(GenerationMode.NEGATIVE)]
+    strategies = [
+        operation.as_strategy(GenerationMode.POSITIVE),
+        operation.as_strategy(GenerationMode.NEGATIVE),
+    ]
     for fixed in fixed_paths:
-        strategies.append(operation.as_strategy(GenerationMode.NEGATIVE, path_parameters=fixed or None))
+        strategies.append(
+            operation.as_strategy(GenerationMode.NEGATIVE, path_parameters=fixed or None)
+        )
         strategies.append(
             st.tuples(
                 operation.as_strategy(GenerationMode.POSITIVE, path_parameters=fixed or None),

@@ -27,8 +27,12 @@ LISTS_400 = ["boundaries", "disliked_patterns"]
 def put(client: APIClient, profile: VoiceProfile, definition: Any) -> Any:
     return client.put(
         f"{API}/voice-profiles/{profile.pk}",
-        {"workspace_id": str(profile.workspace_id), "name": profile.name,
-         "definition": definition, "expected_revision": profile.revision},
+        {
+            "workspace_id": str(profile.workspace_id),
+            "name": profile.name,
+            "definition": definition,
+            "expected_revision": profile.revision,
+        },
         format="json",
     )
 
@@ -45,7 +49,11 @@ def distinct(count: int, length: int = 10) -> list[str]:
 CASES: list[tuple[str, dict[str, Any], str]] = [
     ("identity_summary", {"identity_summary": "a" * 1201}, "body.definition.identity_summary"),
     ("preferred_language", {"preferred_language": "e" * 81}, "body.definition.preferred_language"),
-    ("preferred_language one line", {"preferred_language": "English\nGerman"}, "body.definition.preferred_language"),
+    (
+        "preferred_language one line",
+        {"preferred_language": "English\nGerman"},
+        "body.definition.preferred_language",
+    ),
     ("humor", {"humor": "h" * 401}, "body.definition.humor"),
     ("formality", {"formality": "f" * 401}, "body.definition.formality"),
     ("string type", {"humor": 5}, "body.definition.humor"),
@@ -56,41 +64,132 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("blank item", {"traits": ["ok", "   "]}, "body.definition.traits[1]"),
     ("item type", {"traits": ["ok", 3]}, "body.definition.traits[1]"),
     ("item control character", {"vocabulary": ["null\x00byte"]}, "body.definition.vocabulary[0]"),
-    ("examples count", {"examples": [{"text": t} for t in distinct(21)]}, "body.definition.examples"),
-    ("examples text required", {"examples": [{"platform": "mastodon"}]}, "body.definition.examples[0].text"),
+    (
+        "examples count",
+        {"examples": [{"text": t} for t in distinct(21)]},
+        "body.definition.examples",
+    ),
+    (
+        "examples text required",
+        {"examples": [{"platform": "mastodon"}]},
+        "body.definition.examples[0].text",
+    ),
     ("examples text blank", {"examples": [{"text": "  "}]}, "body.definition.examples[0].text"),
     ("examples text", {"examples": [{"text": "t" * 4001}]}, "body.definition.examples[0].text"),
-    ("examples platform", {"examples": [{"text": "t", "platform": "p" * 81}]}, "body.definition.examples[0].platform"),
-    ("examples why_it_fits", {"examples": [{"text": "t", "why_it_fits": "w" * 501}]}, "body.definition.examples[0].why_it_fits"),
-    ("examples unknown member", {"examples": [{"text": "t", "url": "x"}]}, "body.definition.examples[0].url"),
+    (
+        "examples platform",
+        {"examples": [{"text": "t", "platform": "p" * 81}]},
+        "body.definition.examples[0].platform",
+    ),
+    (
+        "examples why_it_fits",
+        {"examples": [{"text": "t", "why_it_fits": "w" * 501}]},
+        "body.definition.examples[0].why_it_fits",
+    ),
+    (
+        "examples unknown member",
+        {"examples": [{"text": "t", "url": "x"}]},
+        "body.definition.examples[0].url",
+    ),
     ("examples item type", {"examples": ["just text"]}, "body.definition.examples[0]"),
-    ("corrections count", {"corrections": [{"original": t, "preferred": t} for t in distinct(21)]}, "body.definition.corrections"),
-    ("corrections original required", {"corrections": [{"preferred": "p"}]}, "body.definition.corrections[0].original"),
-    ("corrections preferred required", {"corrections": [{"original": "o"}]}, "body.definition.corrections[0].preferred"),
-    ("corrections original", {"corrections": [{"original": "o" * 3001, "preferred": "p"}]}, "body.definition.corrections[0].original"),
-    ("corrections preferred", {"corrections": [{"original": "o", "preferred": "p" * 3001}]}, "body.definition.corrections[0].preferred"),
-    ("corrections lesson", {"corrections": [{"original": "o", "preferred": "p", "lesson": "l" * 601}]}, "body.definition.corrections[0].lesson"),
-    ("interview count", {"interview_answers": [{"question": t, "answer": t} for t in distinct(21)]}, "body.definition.interview_answers"),
-    ("interview question required", {"interview_answers": [{"answer": "a"}]}, "body.definition.interview_answers[0].question"),
-    ("interview answer required", {"interview_answers": [{"question": "q"}]}, "body.definition.interview_answers[0].answer"),
-    ("interview question", {"interview_answers": [{"question": "q" * 501, "answer": "a"}]}, "body.definition.interview_answers[0].question"),
-    ("interview answer", {"interview_answers": [{"question": "q", "answer": "a" * 4001}]}, "body.definition.interview_answers[0].answer"),
+    (
+        "corrections count",
+        {"corrections": [{"original": t, "preferred": t} for t in distinct(21)]},
+        "body.definition.corrections",
+    ),
+    (
+        "corrections original required",
+        {"corrections": [{"preferred": "p"}]},
+        "body.definition.corrections[0].original",
+    ),
+    (
+        "corrections preferred required",
+        {"corrections": [{"original": "o"}]},
+        "body.definition.corrections[0].preferred",
+    ),
+    (
+        "corrections original",
+        {"corrections": [{"original": "o" * 3001, "preferred": "p"}]},
+        "body.definition.corrections[0].original",
+    ),
+    (
+        "corrections preferred",
+        {"corrections": [{"original": "o", "preferred": "p" * 3001}]},
+        "body.definition.corrections[0].preferred",
+    ),
+    (
+        "corrections lesson",
+        {"corrections": [{"original": "o", "preferred": "p", "lesson": "l" * 601}]},
+        "body.definition.corrections[0].lesson",
+    ),
+    (
+        "interview count",
+        {"interview_answers": [{"question": t, "answer": t} for t in distinct(21)]},
+        "body.definition.interview_answers",
+    ),
+    (
+        "interview question required",
+        {"interview_answers": [{"answer": "a"}]},
+        "body.definition.interview_answers[0].question",
+    ),
+    (
+        "interview answer required",
+        {"interview_answers": [{"question": "q"}]},
+        "body.definition.interview_answers[0].answer",
+    ),
+    (
+        "interview question",
+        {"interview_answers": [{"question": "q" * 501, "answer": "a"}]},
+        "body.definition.interview_answers[0].question",
+    ),
+    (
+        "interview answer",
+        {"interview_answers": [{"question": "q", "answer": "a" * 4001}]},
+        "body.definition.interview_answers[0].answer",
+    ),
     ("unknown member", {"tone": "calm"}, "body.definition.tone"),
-    ("object member control character", {"examples": [{"text": "nul\x00byte"}]}, "body.definition.examples[0].text"),
+    (
+        "object member control character",
+        {"examples": [{"text": "nul\x00byte"}]},
+        "body.definition.examples[0].text",
+    ),
     ("DEL character", {"humor": "dry\x7f"}, "body.definition.humor"),
-    ("C1 control character", {"boundaries": ["ok", "next\x85line"]}, "body.definition.boundaries[1]"),
-    ("tab in one-line text", {"preferred_language": "English\tGerman"}, "body.definition.preferred_language"),
-    ("CRLF in one-line text", {"preferred_language": "English\r\nGerman"}, "body.definition.preferred_language"),
+    (
+        "C1 control character",
+        {"boundaries": ["ok", "next\x85line"]},
+        "body.definition.boundaries[1]",
+    ),
+    (
+        "tab in one-line text",
+        {"preferred_language": "English\tGerman"},
+        "body.definition.preferred_language",
+    ),
+    (
+        "CRLF in one-line text",
+        {"preferred_language": "English\r\nGerman"},
+        "body.definition.preferred_language",
+    ),
     ("limit counted after trimming", {"humor": "  " + "h" * 401 + "  "}, "body.definition.humor"),
 ]
-CASES += [(f"{name} count", {name: distinct(41)}, f"body.definition.{name}") for name in LISTS_200 + LISTS_400]
-CASES += [(f"{name} item", {name: ["ok", "i" * 201]}, f"body.definition.{name}[1]") for name in LISTS_200]
-CASES += [(f"{name} item", {name: ["ok", "i" * 401]}, f"body.definition.{name}[1]") for name in LISTS_400]
+CASES += [
+    (f"{name} count", {name: distinct(41)}, f"body.definition.{name}")
+    for name in LISTS_200 + LISTS_400
+]
+CASES += [
+    (f"{name} item", {name: ["ok", "i" * 201]}, f"body.definition.{name}[1]") for name in LISTS_200
+]
+CASES += [
+    (f"{name} item", {name: ["ok", "i" * 401]}, f"body.definition.{name}[1]") for name in LISTS_400
+]
 
 
 @pytest.mark.parametrize(("case", "definition", "location"), CASES, ids=[c[0] for c in CASES])
 def test_each_limit_is_refused_at_its_location(
-    owner_client: APIClient, profile: VoiceProfile, case: str, definition: dict[str, Any], location: str
+    owner_client: APIClient,
+    profile: VoiceProfile,
+    case: str,
+    definition: dict[str, Any],
+    location: str,
 ) -> None:
     assert_invalid(put(owner_client, profile, definition), location)
     stored = VoiceProfile.objects.get(pk=profile.pk)
@@ -109,7 +208,9 @@ def test_create_reports_the_same_locations(owner_client: APIClient, workspace: A
 def test_every_failing_member_is_listed(owner_client: APIClient, profile: VoiceProfile) -> None:
     body = assert_invalid(
         put(owner_client, profile, {"humor": "h" * 401, "traits": ["x" * 201], "examples": [{}]}),
-        "body.definition.humor", "body.definition.traits[0]", "body.definition.examples[0].text",
+        "body.definition.humor",
+        "body.definition.traits[0]",
+        "body.definition.examples[0].text",
     )
     assert len(body["errors"]) == 3
 
@@ -119,7 +220,9 @@ def test_definition_must_be_an_object(owner_client: APIClient, profile: VoicePro
 
 
 @pytest.mark.parametrize("name", LISTS_200 + LISTS_400 + ["opinions"])
-def test_lists_at_their_limits_are_accepted(owner_client: APIClient, profile: VoiceProfile, name: str) -> None:
+def test_lists_at_their_limits_are_accepted(
+    owner_client: APIClient, profile: VoiceProfile, name: str
+) -> None:
     length = 200 if name in LISTS_200 else 600 if name == "opinions" else 400
     items = [f"{n:03d}".ljust(length, "x") for n in range(40)]
     response = put(owner_client, profile, {name: items})
@@ -127,7 +230,9 @@ def test_lists_at_their_limits_are_accepted(owner_client: APIClient, profile: Vo
     assert response.json()["definition"][name] == items
 
 
-def test_strings_and_objects_at_their_limits_are_accepted(owner_client: APIClient, profile: VoiceProfile) -> None:
+def test_strings_and_objects_at_their_limits_are_accepted(
+    owner_client: APIClient, profile: VoiceProfile
+) -> None:
     definition = {
         "identity_summary": "i" * 1200,
         "preferred_language": "l" * 80,
@@ -144,44 +249,64 @@ def test_strings_and_objects_at_their_limits_are_accepted(owner_client: APIClien
     assert stored["examples"] == definition["examples"]
 
 
-def test_text_is_trimmed_and_line_endings_normalised(owner_client: APIClient, profile: VoiceProfile) -> None:
-    response = put(owner_client, profile, {
-        "identity_summary": "  I build things.\r\nThen I write about them.\rDone.  ",
-        "preferred_language": "  English ",
-        "examples": [{"text": " Line one\r\n\tindented ", "platform": " mastodon "}],
-        "traits": ["  Direct  "],
-    })
+def test_text_is_trimmed_and_line_endings_normalised(
+    owner_client: APIClient, profile: VoiceProfile
+) -> None:
+    response = put(
+        owner_client,
+        profile,
+        {
+            "identity_summary": "  I build things.\r\nThen I write about them.\rDone.  ",
+            "preferred_language": "  English ",
+            "examples": [{"text": " Line one\r\n\tindented ", "platform": " mastodon "}],
+            "traits": ["  Direct  "],
+        },
+    )
     definition = response.json()["definition"]
     assert definition["identity_summary"] == "I build things.\nThen I write about them.\nDone."
     assert definition["preferred_language"] == "English"
-    assert definition["examples"] == [{"text": "Line one\n\tindented", "platform": "mastodon", "why_it_fits": ""}]
+    assert definition["examples"] == [
+        {"text": "Line one\n\tindented", "platform": "mastodon", "why_it_fits": ""}
+    ]
     assert definition["traits"] == ["Direct"]
 
 
 def test_limits_apply_after_cleaning(owner_client: APIClient, profile: VoiceProfile) -> None:
     """400 characters once trimmed, and CRLF counted as one character: accepted."""
-    response = put(owner_client, profile, {
-        "humor": "   " + "h" * 400 + "\n\n ",
-        "formality": ("f" * 199 + "\r\n") * 2,  # 402 characters sent, 400 after CRLF -> LF
-    })
+    response = put(
+        owner_client,
+        profile,
+        {
+            "humor": "   " + "h" * 400 + "\n\n ",
+            "formality": ("f" * 199 + "\r\n") * 2,  # 402 characters sent, 400 after CRLF -> LF
+        },
+    )
     assert response.status_code == 200, response.content[:400]
     assert response.json()["definition"]["humor"] == "h" * 400
     assert len(response.json()["definition"]["formality"]) == 399  # the final LF is trimmed
 
 
-def test_lists_drop_duplicates_case_insensitively(owner_client: APIClient, profile: VoiceProfile) -> None:
-    response = put(owner_client, profile, {
-        "traits": ["Direct", "direct", " DIRECT ", "Warm", "STRASSE", "straße"],
-        "forbidden_phrases": ["Synergy", "synergy"],
-        "examples": [{"text": "Same"}, {"text": "same"}, {"text": "Other"}],
-    })
+def test_lists_drop_duplicates_case_insensitively(
+    owner_client: APIClient, profile: VoiceProfile
+) -> None:
+    response = put(
+        owner_client,
+        profile,
+        {
+            "traits": ["Direct", "direct", " DIRECT ", "Warm", "STRASSE", "straße"],
+            "forbidden_phrases": ["Synergy", "synergy"],
+            "examples": [{"text": "Same"}, {"text": "same"}, {"text": "Other"}],
+        },
+    )
     definition = response.json()["definition"]
     assert definition["traits"] == ["Direct", "Warm", "STRASSE"]
     assert definition["forbidden_phrases"] == ["Synergy"]
     assert [e["text"] for e in definition["examples"]] == ["Same", "Other"]
 
 
-def test_duplicates_do_not_count_towards_the_item_limit(owner_client: APIClient, profile: VoiceProfile) -> None:
+def test_duplicates_do_not_count_towards_the_item_limit(
+    owner_client: APIClient, profile: VoiceProfile
+) -> None:
     items = [*distinct(40), distinct(40)[0].upper()]
     response = put(owner_client, profile, {"traits": items})
     assert response.status_code == 200
@@ -194,7 +319,9 @@ def test_an_empty_definition_is_valid(owner_client: APIClient, profile: VoicePro
     assert all(value in ("", []) for value in response.json()["definition"].values())
 
 
-def test_the_whole_definition_is_at_most_64_kib(owner_client: APIClient, profile: VoiceProfile) -> None:
+def test_the_whole_definition_is_at_most_64_kib(
+    owner_client: APIClient, profile: VoiceProfile
+) -> None:
     # Every member within its own limit, yet the whole is over 64 KiB.
     big = {"examples": [{"text": f"{n:02d}" + "e" * 3990} for n in range(20)]}
     assert_invalid(put(owner_client, profile, big), "body.definition")
@@ -206,7 +333,9 @@ def test_the_whole_definition_is_at_most_64_kib(owner_client: APIClient, profile
     assert encoded_size(response.json()["definition"]) <= MAX_DEFINITION_BYTES
 
 
-def test_multibyte_text_counts_bytes_for_the_whole_limit(owner_client: APIClient, profile: VoiceProfile) -> None:
+def test_multibyte_text_counts_bytes_for_the_whole_limit(
+    owner_client: APIClient, profile: VoiceProfile
+) -> None:
     # 20 examples of 2,000 three-byte characters: 40,000 characters but ~120 KB of UTF-8.
     big = {"examples": [{"text": f"{n:02d}" + "€" * 1998} for n in range(20)]}
     assert_invalid(put(owner_client, profile, big), "body.definition")
@@ -216,18 +345,29 @@ def test_the_service_validates_for_every_caller(user: Any, profile: VoiceProfile
     """The CLI and tool interface call the service directly: same rules, same locations."""
     with pytest.raises(FieldValidationError) as caught:
         services.voice_profile_replace(
-            actor=Actor(user=user), voice_profile_id=profile.pk, workspace_id=profile.workspace_id,
-            name="Default voice", definition={"traits": ["ok", "x" * 201]}, expected_revision=1,
+            actor=Actor(user=user),
+            voice_profile_id=profile.pk,
+            workspace_id=profile.workspace_id,
+            name="Default voice",
+            definition={"traits": ["ok", "x" * 201]},
+            expected_revision=1,
         )
     assert [e["location"] for e in caught.value.errors] == ["body.definition.traits[1]"]
     with pytest.raises(FieldValidationError) as caught:
         services.voice_profile_create(
-            actor=Actor(user=user), workspace_id=profile.workspace_id, name="Bell\x07", definition={}
+            actor=Actor(user=user),
+            workspace_id=profile.workspace_id,
+            name="Bell\x07",
+            definition={},
         )
     assert [e["location"] for e in caught.value.errors] == ["body.name"]
 
 
-@pytest.mark.parametrize(("name", "location"), [("", "body.name"), ("n" * 81, "body.name"), ("Two\nlines", "body.name")])
+@pytest.mark.parametrize(
+    ("name", "location"), [("", "body.name"), ("n" * 81, "body.name"), ("Two\nlines", "body.name")]
+)
 def test_profile_names(owner_client: APIClient, workspace: Any, name: str, location: str) -> None:
-    response = owner_client.post(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "name": name}, format="json")
+    response = owner_client.post(
+        f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "name": name}, format="json"
+    )
     assert_invalid(response, location)

@@ -35,7 +35,9 @@ def default_profile(workspace: Any) -> VoiceProfile:
     return VoiceProfile.objects.get(workspace=workspace, is_default=True)
 
 
-def create_profile(client: APIClient, workspace: Any, name: str, definition: Any = None) -> dict[str, Any]:
+def create_profile(
+    client: APIClient, workspace: Any, name: str, definition: Any = None
+) -> dict[str, Any]:
     body: dict[str, Any] = {"workspace_id": str(workspace.pk), "name": name}
     if definition is not None:
         body["definition"] = definition
@@ -66,7 +68,10 @@ def member(make_user: Callable[..., User], workspace: Any) -> Callable[[str], Us
 @pytest.fixture
 def account(workspace: Any) -> Account:
     return Account.objects.create(
-        workspace=workspace, provider="mastodon", external_id="1", username="herald",
+        workspace=workspace,
+        provider="mastodon",
+        external_id="1",
+        username="herald",
         instance_url="https://social.example",
     )
 
@@ -88,8 +93,17 @@ def test_a_new_workspace_gets_its_default_voice(owner_client: APIClient, workspa
     assert profile["schema_version"] == 1
     assert profile["assigned_account_ids"] == []
     assert set(profile) == {
-        "$schema", "id", "workspace_id", "name", "is_default", "assigned_account_ids",
-        "revision", "schema_version", "created_at", "updated_at", "definition",
+        "$schema",
+        "id",
+        "workspace_id",
+        "name",
+        "is_default",
+        "assigned_account_ids",
+        "revision",
+        "schema_version",
+        "created_at",
+        "updated_at",
+        "definition",
     }
     assert sorted(profile["definition"]) == sorted(MEMBERS)
     assert all(value in ("", []) for value in profile["definition"].values())
@@ -98,7 +112,9 @@ def test_a_new_workspace_gets_its_default_voice(owner_client: APIClient, workspa
 def test_the_default_is_created_in_the_workspace_transaction(user: User, organization: Any) -> None:
     from workspaces.services import workspace_create
 
-    workspace = workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Second")
+    workspace = workspace_create(
+        actor=Actor(user=user), organization_id=organization.pk, name="Second"
+    )
     assert VoiceProfile.objects.filter(workspace=workspace, is_default=True).count() == 1
 
 
@@ -114,30 +130,46 @@ def test_the_data_migration_gives_existing_workspaces_a_default(organization: An
 
     [profile] = VoiceProfile.objects.filter(workspace=older)
     assert (profile.name, profile.is_default, profile.revision) == (DEFAULT_PROFILE_NAME, True, 1)
-    assert VoiceProfile.objects.filter(is_default=True).values("workspace").count() == Workspace.objects.count()
+    assert (
+        VoiceProfile.objects.filter(is_default=True).values("workspace").count()
+        == Workspace.objects.count()
+    )
 
 
-def test_the_default_and_the_last_profile_cannot_be_deleted(owner_client: APIClient, workspace: Any) -> None:
+def test_the_default_and_the_last_profile_cannot_be_deleted(
+    owner_client: APIClient, workspace: Any
+) -> None:
     only = default_profile(workspace)
-    body = assert_problem(owner_client.delete(f"{API}/voice-profiles/{only.pk}"), 409, "last_voice_profile")
+    body = assert_problem(
+        owner_client.delete(f"{API}/voice-profiles/{only.pk}"), 409, "last_voice_profile"
+    )
     assert body["detail"]
 
     second = create_profile(owner_client, workspace, "Second")
     assert second["is_default"] is False
-    assert_problem(owner_client.delete(f"{API}/voice-profiles/{only.pk}"), 409, "default_voice_profile")
+    assert_problem(
+        owner_client.delete(f"{API}/voice-profiles/{only.pk}"), 409, "default_voice_profile"
+    )
     assert VoiceProfile.objects.filter(workspace=workspace).count() == 2
 
     made = ok(owner_client.post(f"{API}/voice-profiles/{second['id']}/default"))
     assert made["is_default"] is True
-    assert default_profile(workspace).pk == made["id"] or str(default_profile(workspace).pk) == made["id"]
+    assert (
+        default_profile(workspace).pk == made["id"]
+        or str(default_profile(workspace).pk) == made["id"]
+    )
     assert VoiceProfile.objects.filter(workspace=workspace, is_default=True).count() == 1
 
     assert owner_client.delete(f"{API}/voice-profiles/{only.pk}").status_code == 204
-    assert_problem(owner_client.delete(f"{API}/voice-profiles/{second['id']}"), 409, "last_voice_profile")
+    assert_problem(
+        owner_client.delete(f"{API}/voice-profiles/{second['id']}"), 409, "last_voice_profile"
+    )
     assert_problem(owner_client.get(f"{API}/voice-profiles/{only.pk}"), 404, "not_found")
 
 
-def test_making_the_default_the_default_again_changes_nothing(owner_client: APIClient, workspace: Any) -> None:
+def test_making_the_default_the_default_again_changes_nothing(
+    owner_client: APIClient, workspace: Any
+) -> None:
     profile = default_profile(workspace)
     made = ok(owner_client.post(f"{API}/voice-profiles/{profile.pk}/default"))
     assert made["is_default"] is True
@@ -150,7 +182,11 @@ def test_making_the_default_the_default_again_changes_nothing(owner_client: APIC
 def test_create_returns_the_profile_with_location(owner_client: APIClient, workspace: Any) -> None:
     response = owner_client.post(
         f"{API}/voice-profiles",
-        {"workspace_id": str(workspace.pk), "name": "  Founder voice ", "definition": {"traits": ["Direct"]}},
+        {
+            "workspace_id": str(workspace.pk),
+            "name": "  Founder voice ",
+            "definition": {"traits": ["Direct"]},
+        },
         format="json",
     )
     profile = ok(response, 201)
@@ -161,7 +197,9 @@ def test_create_returns_the_profile_with_location(owner_client: APIClient, works
     assert ok(owner_client.get(response["Location"])) == profile
 
 
-def test_create_without_definition_stores_an_empty_one(owner_client: APIClient, workspace: Any) -> None:
+def test_create_without_definition_stores_an_empty_one(
+    owner_client: APIClient, workspace: Any
+) -> None:
     profile = create_profile(owner_client, workspace, "Plain")
     assert all(value in ("", []) for value in profile["definition"].values())
 
@@ -176,14 +214,18 @@ def test_names_are_unique_per_workspace_case_insensitively(
     assert_problem(response, 409, "name_taken")
     assert_problem(
         owner_client.post(
-            f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "name": "default VOICE"}, format="json"
+            f"{API}/voice-profiles",
+            {"workspace_id": str(workspace.pk), "name": "default VOICE"},
+            format="json",
         ),
         409,
         "name_taken",
     )
     assert_problem(
         owner_client.post(
-            f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "name": "  BRAND\t"}, format="json"
+            f"{API}/voice-profiles",
+            {"workspace_id": str(workspace.pk), "name": "  BRAND\t"},
+            format="json",
         ),
         409,
         "name_taken",
@@ -195,7 +237,9 @@ def test_names_are_unique_per_workspace_case_insensitively(
     # Another workspace may use the same name.
     from workspaces.services import workspace_create
 
-    elsewhere = workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Elsewhere")
+    elsewhere = workspace_create(
+        actor=Actor(user=user), organization_id=organization.pk, name="Elsewhere"
+    )
     create_profile(owner_client, elsewhere, "Brand")
 
 
@@ -203,24 +247,35 @@ def test_list_pages_newest_first(owner_client: APIClient, workspace: Any) -> Non
     names = [f"Profile {n}" for n in range(3)]
     for name in names:
         create_profile(owner_client, workspace, name)
-    first = ok(owner_client.get(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "limit": 2}))
+    first = ok(
+        owner_client.get(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "limit": 2})
+    )
     assert [p["name"] for p in first["items"]] == ["Profile 2", "Profile 1"]
-    second = ok(owner_client.get(
-        f"{API}/voice-profiles",
-        {"workspace_id": str(workspace.pk), "limit": 2, "cursor": first["next_cursor"]},
-    ))
+    second = ok(
+        owner_client.get(
+            f"{API}/voice-profiles",
+            {"workspace_id": str(workspace.pk), "limit": 2, "cursor": first["next_cursor"]},
+        )
+    )
     assert [p["name"] for p in second["items"]] == ["Profile 0", DEFAULT_PROFILE_NAME]
     assert second["next_cursor"] is None
-    assert_invalid(owner_client.get(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "limit": 0}), "query.limit")
+    assert_invalid(
+        owner_client.get(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "limit": 0}),
+        "query.limit",
+    )
     assert_invalid(owner_client.get(f"{API}/voice-profiles"), "query.workspace_id")
     assert_invalid(
-        owner_client.get(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "cursor": "nonsense"}),
+        owner_client.get(
+            f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "cursor": "nonsense"}
+        ),
         "query.cursor",
     )
 
 
 def test_access_rules(
-    workspace: Any, member: Callable[[str], User], bearer_client: Callable[..., APIClient],
+    workspace: Any,
+    member: Callable[[str], User],
+    bearer_client: Callable[..., APIClient],
     make_user: Callable[..., User],
 ) -> None:
     profile = default_profile(workspace)
@@ -230,21 +285,34 @@ def test_access_rules(
 
     assert ok(viewer.get(f"{API}/voice-profiles/{profile.pk}"))["id"] == str(profile.pk)
     assert_problem(
-        viewer.post(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "name": "X"}, format="json"),
-        403, "role_too_low",
+        viewer.post(
+            f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "name": "X"}, format="json"
+        ),
+        403,
+        "role_too_low",
     )
     assert_problem(viewer.post(f"{API}/voice-profiles/{profile.pk}/default"), 403, "role_too_low")
     created = create_profile(editor, workspace, "Editor's")
     assert_problem(viewer.delete(f"{API}/voice-profiles/{created['id']}"), 403, "role_too_low")
     assert_problem(stranger.get(f"{API}/voice-profiles/{profile.pk}"), 403, "no_workspace_access")
     assert_problem(
-        stranger.get(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk)}), 403, "no_workspace_access"
+        stranger.get(f"{API}/voice-profiles", {"workspace_id": str(workspace.pk)}),
+        403,
+        "no_workspace_access",
     )
     assert_problem(APIClient().get(f"{API}/voice-profiles/{profile.pk}"), 401, "not_authenticated")
-    assert_problem(editor.get(f"{API}/voice-profiles/00000000-0000-0000-0000-000000000000"), 404, "not_found")
+    assert_problem(
+        editor.get(f"{API}/voice-profiles/00000000-0000-0000-0000-000000000000"), 404, "not_found"
+    )
     assert_problem(editor.get(f"{API}/voice-profiles/not-an-id"), 404, "not_found")
-    read_only = bearer_client(workspace.memberships.get(role="admin").user, permissions=("api:read",))
-    assert_problem(replace(read_only, ok(read_only.get(f"{API}/voice-profiles/{profile.pk}"))), 403, "token_permission")
+    read_only = bearer_client(
+        workspace.memberships.get(role="admin").user, permissions=("api:read",)
+    )
+    assert_problem(
+        replace(read_only, ok(read_only.get(f"{API}/voice-profiles/{profile.pk}"))),
+        403,
+        "token_permission",
+    )
 
 
 # --- Replace (PUT) --------------------------------------------------------------------------------
@@ -252,7 +320,9 @@ def test_access_rules(
 
 def test_replace_increments_the_revision(owner_client: APIClient, workspace: Any) -> None:
     profile = ok(owner_client.get(f"{API}/voice-profiles/{default_profile(workspace).pk}"))
-    updated = ok(replace(owner_client, profile, name="House voice", definition={"traits": ["Warm"]}))
+    updated = ok(
+        replace(owner_client, profile, name="House voice", definition={"traits": ["Warm"]})
+    )
     assert updated["revision"] == 2
     assert updated["name"] == "House voice"
     assert updated["definition"]["traits"] == ["Warm"]
@@ -263,7 +333,9 @@ def test_replace_increments_the_revision(owner_client: APIClient, workspace: Any
     assert again["definition"]["traits"] == []
 
 
-def test_a_stale_revision_is_a_conflict_and_changes_nothing(owner_client: APIClient, workspace: Any) -> None:
+def test_a_stale_revision_is_a_conflict_and_changes_nothing(
+    owner_client: APIClient, workspace: Any
+) -> None:
     profile = ok(owner_client.get(f"{API}/voice-profiles/{default_profile(workspace).pk}"))
     current = ok(replace(owner_client, profile, definition={"traits": ["First"]}))
 
@@ -298,11 +370,26 @@ def test_replace_requires_every_member(owner_client: APIClient, workspace: Any) 
     profile = default_profile(workspace)
     response = owner_client.put(f"{API}/voice-profiles/{profile.pk}", {"unknown": 1}, format="json")
     assert_invalid(
-        response, "body.definition", "body.expected_revision", "body.name", "body.workspace_id", "body.unknown"
+        response,
+        "body.definition",
+        "body.expected_revision",
+        "body.name",
+        "body.workspace_id",
+        "body.unknown",
     )
     assert_invalid(
-        replace(owner_client, {"id": str(profile.pk), "workspace_id": str(workspace.pk), "name": "", "definition": {}, "revision": 0}),
-        "body.name", "body.expected_revision",
+        replace(
+            owner_client,
+            {
+                "id": str(profile.pk),
+                "workspace_id": str(workspace.pk),
+                "name": "",
+                "definition": {},
+                "revision": 0,
+            },
+        ),
+        "body.name",
+        "body.expected_revision",
     )
 
 
@@ -313,7 +400,9 @@ def test_replace_names_the_profiles_own_workspace(
 
     other = workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Other")
     profile = ok(owner_client.get(f"{API}/voice-profiles/{default_profile(workspace).pk}"))
-    body = assert_invalid(replace(owner_client, profile, workspace_id=str(other.pk)), "body.workspace_id")
+    body = assert_invalid(
+        replace(owner_client, profile, workspace_id=str(other.pk)), "body.workspace_id"
+    )
     assert body["errors"][0]["value"] == str(other.pk)
     assert VoiceProfile.objects.get(pk=profile["id"]).revision == 1
 
@@ -330,7 +419,9 @@ class LockRace:
     locked read by a plain one and has everyone read before anyone writes: the lost update the
     lock exists to prevent, which shows the harness detects a missing lock."""
 
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, threads: int, *, locking: bool = True) -> None:
+    def __init__(
+        self, monkeypatch: pytest.MonkeyPatch, threads: int, *, locking: bool = True
+    ) -> None:
         self.threads = threads
         self.arrived = threading.Barrier(threads, timeout=20)
         self.read_done = threading.Barrier(threads, timeout=20)
@@ -412,8 +503,12 @@ def test_two_concurrent_replacements_with_the_same_revision_one_wins(
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
         response = client.put(
             f"{API}/voice-profiles/{profile.pk}",
-            {"workspace_id": str(workspace.pk), "name": name, "definition": {"traits": [name]},
-             "expected_revision": 1},
+            {
+                "workspace_id": str(workspace.pk),
+                "name": name,
+                "definition": {"traits": [name]},
+                "expected_revision": 1,
+            },
             format="json",
         )
         return int(response.status_code)
@@ -430,8 +525,12 @@ def test_two_concurrent_replacements_with_the_same_revision_one_wins(
 def _replace_as(user: User, workspace: Any, profile: VoiceProfile) -> Callable[[int], str]:
     def replace_profile(n: int) -> str:
         services.voice_profile_replace(
-            actor=Actor(user=user), voice_profile_id=profile.pk, workspace_id=workspace.pk,
-            name=f"Name {n}", definition={"traits": [f"Trait {n}"]}, expected_revision=1,
+            actor=Actor(user=user),
+            voice_profile_id=profile.pk,
+            workspace_id=workspace.pk,
+            name=f"Name {n}",
+            definition={"traits": [f"Trait {n}"]},
+            expected_revision=1,
         )
         return "ok"
 
@@ -477,41 +576,83 @@ def test_effective_profile_publication_override_then_assignment_then_default(
     assigned = create_profile(owner_client, workspace, "Assigned")
     chosen = create_profile(owner_client, workspace, "Chosen")
 
-    assert selectors.voice_profile_effective(workspace_id=workspace.pk, account_id=account.pk) == default
+    assert (
+        selectors.voice_profile_effective(workspace_id=workspace.pk, account_id=account.pk)
+        == default
+    )
 
-    result = ok(owner_client.put(
-        f"{API}/voice-profile-assignments/{account.pk}", {"voice_profile_id": assigned["id"]}, format="json"
-    ))
+    result = ok(
+        owner_client.put(
+            f"{API}/voice-profile-assignments/{account.pk}",
+            {"voice_profile_id": assigned["id"]},
+            format="json",
+        )
+    )
     assert result["$schema"].endswith("/api/v1/schemas/VoiceProfileAssignment.json")
     assert result == {
-        "$schema": result["$schema"], "account_id": str(account.pk), "workspace_id": str(workspace.pk),
-        "voice_profile_id": assigned["id"], "effective_voice_profile_id": assigned["id"],
+        "$schema": result["$schema"],
+        "account_id": str(account.pk),
+        "workspace_id": str(workspace.pk),
+        "voice_profile_id": assigned["id"],
+        "effective_voice_profile_id": assigned["id"],
     }
-    assert ok(owner_client.get(f"{API}/voice-profiles/{assigned['id']}"))["assigned_account_ids"] == [str(account.pk)]
-    assert str(selectors.voice_profile_effective(workspace_id=workspace.pk, account_id=account.pk).pk) == assigned["id"]
+    assert ok(owner_client.get(f"{API}/voice-profiles/{assigned['id']}"))[
+        "assigned_account_ids"
+    ] == [str(account.pk)]
+    assert (
+        str(selectors.voice_profile_effective(workspace_id=workspace.pk, account_id=account.pk).pk)
+        == assigned["id"]
+    )
 
-    created = ok(owner_client.post(f"{API}/publications", {
-        "workspace_id": str(workspace.pk), "text": "Hello", "voice_profile_id": chosen["id"],
-        "destinations": [{"account_id": str(account.pk)}],
-    }, format="json"), 201)
+    created = ok(
+        owner_client.post(
+            f"{API}/publications",
+            {
+                "workspace_id": str(workspace.pk),
+                "text": "Hello",
+                "voice_profile_id": chosen["id"],
+                "destinations": [{"account_id": str(account.pk)}],
+            },
+            format="json",
+        ),
+        201,
+    )
     assert created["voice_profile_id"] == chosen["id"]
-    assert ok(owner_client.get(f"{API}/publications/{created['id']}"))["voice_profile_id"] == chosen["id"]
+    assert (
+        ok(owner_client.get(f"{API}/publications/{created['id']}"))["voice_profile_id"]
+        == chosen["id"]
+    )
     effective = selectors.voice_profile_effective(
         workspace_id=workspace.pk, account_id=account.pk, publication_id=created["id"]
     )
     assert str(effective.pk) == chosen["id"]
 
     # Replace without the member keeps the override; null clears it.
-    kept = ok(owner_client.put(f"{API}/publications/{created['id']}", {
-        "expected_revision": created["revision"], "text": "Hello again",
-        "destinations": [{"account_id": str(account.pk)}],
-    }, format="json"))
+    kept = ok(
+        owner_client.put(
+            f"{API}/publications/{created['id']}",
+            {
+                "expected_revision": created["revision"],
+                "text": "Hello again",
+                "destinations": [{"account_id": str(account.pk)}],
+            },
+            format="json",
+        )
+    )
     assert kept["voice_profile_id"] == chosen["id"]
     assert selectors.publication_voice_profile_id(publication_id=created["id"]) == chosen["id"]
-    cleared_override = ok(owner_client.put(f"{API}/publications/{created['id']}", {
-        "expected_revision": kept["revision"], "text": "Hello again", "voice_profile_id": None,
-        "destinations": [{"account_id": str(account.pk)}],
-    }, format="json"))
+    cleared_override = ok(
+        owner_client.put(
+            f"{API}/publications/{created['id']}",
+            {
+                "expected_revision": kept["revision"],
+                "text": "Hello again",
+                "voice_profile_id": None,
+                "destinations": [{"account_id": str(account.pk)}],
+            },
+            format="json",
+        )
+    )
     assert cleared_override["voice_profile_id"] is None
     assert selectors.publication_voice_profile_id(publication_id=created["id"]) is None
     effective = selectors.voice_profile_effective(
@@ -519,9 +660,13 @@ def test_effective_profile_publication_override_then_assignment_then_default(
     )
     assert str(effective.pk) == assigned["id"]
 
-    cleared = ok(owner_client.put(
-        f"{API}/voice-profile-assignments/{account.pk}", {"voice_profile_id": None}, format="json"
-    ))
+    cleared = ok(
+        owner_client.put(
+            f"{API}/voice-profile-assignments/{account.pk}",
+            {"voice_profile_id": None},
+            format="json",
+        )
+    )
     assert cleared["voice_profile_id"] is None
     assert cleared["effective_voice_profile_id"] == str(default.pk)
 
@@ -530,9 +675,17 @@ def test_deleting_an_assigned_profile_falls_back_to_the_default(
     owner_client: APIClient, workspace: Any, account: Account
 ) -> None:
     assigned = create_profile(owner_client, workspace, "Temporary")
-    ok(owner_client.put(f"{API}/voice-profile-assignments/{account.pk}", {"voice_profile_id": assigned["id"]}, format="json"))
+    ok(
+        owner_client.put(
+            f"{API}/voice-profile-assignments/{account.pk}",
+            {"voice_profile_id": assigned["id"]},
+            format="json",
+        )
+    )
     assert owner_client.delete(f"{API}/voice-profiles/{assigned['id']}").status_code == 204
-    assert selectors.voice_profile_effective(workspace_id=workspace.pk, account_id=account.pk) == default_profile(workspace)
+    assert selectors.voice_profile_effective(
+        workspace_id=workspace.pk, account_id=account.pk
+    ) == default_profile(workspace)
 
 
 def test_publication_with_an_unknown_voice_profile_is_refused(
@@ -540,36 +693,61 @@ def test_publication_with_an_unknown_voice_profile_is_refused(
 ) -> None:
     from workspaces.services import workspace_create
 
-    foreign = default_profile(workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Foreign"))
+    foreign = default_profile(
+        workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Foreign")
+    )
     for voice_profile_id in (str(foreign.pk), "00000000-0000-0000-0000-000000000000", "nope"):
-        response = owner_client.post(f"{API}/publications", {
-            "workspace_id": str(workspace.pk), "text": "Hello", "voice_profile_id": voice_profile_id,
-            "destinations": [{"account_id": str(account.pk)}],
-        }, format="json")
+        response = owner_client.post(
+            f"{API}/publications",
+            {
+                "workspace_id": str(workspace.pk),
+                "text": "Hello",
+                "voice_profile_id": voice_profile_id,
+                "destinations": [{"account_id": str(account.pk)}],
+            },
+            format="json",
+        )
         assert_problem(response, 404, "not_found")
     assert not Publication.objects.exists()
 
 
 def test_assignment_errors(
-    owner_client: APIClient, workspace: Any, account: Account, member: Callable[[str], User],
-    bearer_client: Callable[..., APIClient], user: User, organization: Any,
+    owner_client: APIClient,
+    workspace: Any,
+    account: Account,
+    member: Callable[[str], User],
+    bearer_client: Callable[..., APIClient],
+    user: User,
+    organization: Any,
 ) -> None:
     from workspaces.services import workspace_create
 
     url = f"{API}/voice-profile-assignments/{account.pk}"
-    foreign = default_profile(workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Foreign"))
-    assert_problem(owner_client.put(url, {"voice_profile_id": str(foreign.pk)}, format="json"), 404, "not_found")
+    foreign = default_profile(
+        workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="Foreign")
+    )
     assert_problem(
-        owner_client.put(f"{API}/voice-profile-assignments/00000000-0000-0000-0000-000000000000",
-                         {"voice_profile_id": None}, format="json"),
-        404, "not_found",
+        owner_client.put(url, {"voice_profile_id": str(foreign.pk)}, format="json"),
+        404,
+        "not_found",
+    )
+    assert_problem(
+        owner_client.put(
+            f"{API}/voice-profile-assignments/00000000-0000-0000-0000-000000000000",
+            {"voice_profile_id": None},
+            format="json",
+        ),
+        404,
+        "not_found",
     )
     assert_invalid(owner_client.put(url, {}, format="json"), "body.voice_profile_id")
     viewer = bearer_client(member("viewer"))
     assert_problem(viewer.put(url, {"voice_profile_id": None}, format="json"), 403, "role_too_low")
     account.status = Account.Status.DISCONNECTED
     account.save()
-    assert_problem(owner_client.put(url, {"voice_profile_id": None}, format="json"), 404, "not_found")
+    assert_problem(
+        owner_client.put(url, {"voice_profile_id": None}, format="json"), 404, "not_found"
+    )
 
 
 def test_deletion_preview_counts_voice_profiles(workspace: Any, user: User) -> None:
@@ -593,5 +771,11 @@ def test_the_list_costs_the_same_queries_whatever_its_length(
     few = count()
     for n in range(5):
         profile = create_profile(owner_client, workspace, f"Extra {n}")
-    ok(owner_client.put(f"{API}/voice-profile-assignments/{account.pk}", {"voice_profile_id": profile["id"]}, format="json"))
+    ok(
+        owner_client.put(
+            f"{API}/voice-profile-assignments/{account.pk}",
+            {"voice_profile_id": profile["id"]},
+            format="json",
+        )
+    )
     assert count() == few

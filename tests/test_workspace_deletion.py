@@ -60,7 +60,9 @@ def test_preview_explains_loss_retention_recovery_and_blockers(
     owner_session: tuple[APIClient, dict[str, str]], doomed: Any, user: User
 ) -> None:
     client, _ = owner_session
-    invitation_create(actor=Actor(user=user), workspace_id=doomed.pk, email="a@example.com", role="viewer")
+    invitation_create(
+        actor=Actor(user=user), workspace_id=doomed.pk, email="a@example.com", role="viewer"
+    )
     response = client.get(preview_url(doomed))
     assert response.status_code == 200
     preview = response.json()
@@ -150,7 +152,9 @@ def test_delete_without_csrf_token_is_refused(
 
 def test_unknown_workspace_is_404(owner_session: tuple[APIClient, dict[str, str]]) -> None:
     client, _ = owner_session
-    response = client.get("/api/v1/workspaces/00000000-0000-4000-8000-00000000000f/deletion-preview")
+    response = client.get(
+        "/api/v1/workspaces/00000000-0000-4000-8000-00000000000f/deletion-preview"
+    )
     assert_problem(response, 404, "not_found")
 
 
@@ -239,7 +243,9 @@ def test_deletion_keeps_audit_billing_and_a_lifecycle_record(
     make_token: Callable[..., str],
 ) -> None:
     client, csrf = owner_session
-    invitation_create(actor=Actor(user=user), workspace_id=doomed.pk, email="b@example.com", role="viewer")
+    invitation_create(
+        actor=Actor(user=user), workspace_id=doomed.pk, email="b@example.com", role="viewer"
+    )
     BillingRecord.objects.create(
         organization_id=doomed.organization_id,
         workspace_id=doomed.pk,

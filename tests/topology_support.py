@@ -48,10 +48,21 @@ T = TypeVar("T")
 # Settings read from the environment that must come from the topology, never from the shell
 # that started pytest (PYTHON* also drops PYTHONPATH: processes import the installed wheel).
 _DROPPED_PREFIXES = (
-    "HERALD_", "DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DJANGO_", "ALLOWED_HOSTS", "AWS_",
-    "SERVICE_PROVIDER_", "WEB_CONCURRENCY", "FORWARDED_ALLOW_IPS", "GUNICORN_CMD_ARGS",
-    "CELERY", "PYTHON", "VIRTUAL_ENV",
-)  # fmt: skip
+    "HERALD_",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "SECRET_KEY",
+    "DJANGO_",
+    "ALLOWED_HOSTS",
+    "AWS_",
+    "SERVICE_PROVIDER_",
+    "WEB_CONCURRENCY",
+    "FORWARDED_ALLOW_IPS",
+    "GUNICORN_CMD_ARGS",
+    "CELERY",
+    "PYTHON",
+    "VIRTUAL_ENV",
+)
 
 
 def free_port() -> int:
@@ -419,10 +430,19 @@ class Topology:
         redis = self.start(
             "redis",
             [
-                "redis-server", "--bind", HOST, "--port", str(self.redis_port),
-                "--save", "", "--appendonly", "no", "--dir", str(self.data_dir),
+                "redis-server",
+                "--bind",
+                HOST,
+                "--port",
+                str(self.redis_port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.data_dir),
             ],
-        )  # fmt: skip
+        )
         self.postgres.create_database(self.database)
         self.created_database = True
         self.wait_for_port(redis, self.redis_port, timeout=15)
@@ -440,35 +460,54 @@ class Topology:
         ensure_admin = self.start_one_shot(
             "ensure_admin",
             [
-                django_admin, "ensure_admin", "--email", "operator@example.com",
-                "--password-file", str(password_file),
+                django_admin,
+                "ensure_admin",
+                "--email",
+                "operator@example.com",
+                "--password-file",
+                str(password_file),
             ],
-        )  # fmt: skip
+        )
 
         processes_started = time.monotonic()
         # web: the image's CMD, bound to loopback. SIGINT is gunicorn's quick shutdown.
         web = self.start(
             "gunicorn",
             [
-                self.command("gunicorn"), "--config", str(GUNICORN_CONF),
-                "--bind", f"{HOST}:{self.gunicorn_port}", "config.wsgi:application",
+                self.command("gunicorn"),
+                "--config",
+                str(GUNICORN_CONF),
+                "--bind",
+                f"{HOST}:{self.gunicorn_port}",
+                "config.wsgi:application",
             ],
             stop_signal=signal.SIGINT,
-        )  # fmt: skip
+        )
         worker = self.start(
             "worker",
             [
                 # docker-compose.yml's worker command (pool and concurrency from the settings).
-                self.command("celery"), "-A", "config", "worker", "--loglevel", "INFO",
+                self.command("celery"),
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
             ],
-        )  # fmt: skip
+        )
         self.start(
             "beat",
             [
-                self.command("celery"), "-A", "config", "beat", "--loglevel", "INFO",
-                "--schedule", str(self.data_dir / "celerybeat-schedule"),
+                self.command("celery"),
+                "-A",
+                "config",
+                "beat",
+                "--loglevel",
+                "INFO",
+                "--schedule",
+                str(self.data_dir / "celerybeat-schedule"),
             ],
-        )  # fmt: skip
+        )
         nginx = nginx_binary()
         assert nginx is not None, "nginx is not installed"
         conf = self.nginx_dir / "nginx.conf"

@@ -244,9 +244,18 @@ class DeliveryStack:
         (threads, HERALD_WORKER_CONCURRENCY) unless ``concurrency`` is given."""
         node = f"{name}-{uuid.uuid4().hex[:6]}@%h"
         argv = [
-            str(BIN / "celery"), "-A", "config", "worker", "--loglevel", "INFO", "-n", node,
-            "--without-mingle", "--without-gossip", "--without-heartbeat",
-        ]  # fmt: skip
+            str(BIN / "celery"),
+            "-A",
+            "config",
+            "worker",
+            "--loglevel",
+            "INFO",
+            "-n",
+            node,
+            "--without-mingle",
+            "--without-gossip",
+            "--without-heartbeat",
+        ]
         if concurrency is not None:
             argv += ["--concurrency", str(concurrency)]
         worker = self._start(name, argv, self.env(**overrides))
@@ -262,9 +271,15 @@ class DeliveryStack:
     def start_beat(self, name: str = "beat", **overrides: str) -> ManagedProcess:
         schedule = self.data_dir / f"celerybeat-{uuid.uuid4().hex[:6]}"
         argv = [
-            str(BIN / "celery"), "-A", "config", "beat", "--loglevel", "INFO",
-            "--schedule", str(schedule),
-        ]  # fmt: skip
+            str(BIN / "celery"),
+            "-A",
+            "config",
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--schedule",
+            str(schedule),
+        ]
         return self._start(name, argv, self.env(**overrides))
 
     def stop(self) -> None:
@@ -298,9 +313,18 @@ class RedisServer:
 
     def start(self) -> RedisServer:
         argv = [
-            "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--dir", str(self.data_dir),
-        ]  # fmt: skip
+            "redis-server",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(self.data_dir),
+        ]
         env = dict(os.environ)
         self.process = ManagedProcess("redis", argv, env, self.data_dir / "redis.log").start()
         wait_until(self.ping, timeout=15, what="redis-server to answer PING")

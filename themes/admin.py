@@ -30,7 +30,14 @@ class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(Theme)
 class ThemeAdmin(ReadOnlyAdmin):
-    list_display = ("name", "organization", "draft_revision", "published_revision", "updated_at", "deleted_at")
+    list_display = (
+        "name",
+        "organization",
+        "draft_revision",
+        "published_revision",
+        "updated_at",
+        "deleted_at",
+    )
     list_select_related = ("organization",)
     list_filter = ("deleted_at",)
     search_fields = ("name", "organization__name")
@@ -53,11 +60,23 @@ class ThemeAssetAdmin(ReadOnlyAdmin):
 
 @admin.register(OrganizationThemeSettings)
 class OrganizationThemeSettingsAdmin(ReadOnlyAdmin):
-    list_display = ("organization", "reference_kind", "reference_id", "reference_version", "updated_at")
+    list_display = (
+        "organization",
+        "reference_kind",
+        "reference_id",
+        "reference_version",
+        "updated_at",
+    )
     list_select_related = ("organization",)
 
 
 @admin.register(ThemeAssignment)
 class ThemeAssignmentAdmin(ReadOnlyAdmin):
-    list_display = ("workspace", "reference_kind", "reference_id", "reference_version", "assigned_at")
+    list_display = (
+        "workspace",
+        "reference_kind",
+        "reference_id",
+        "reference_version",
+        "assigned_at",
+    )
     list_select_related = ("workspace",)

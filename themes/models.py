@@ -50,9 +50,13 @@ class Theme(models.Model):
                 condition=Q(deleted_at__isnull=True),
                 name="theme_name_unique_per_organization",
             ),
-            models.CheckConstraint(condition=Q(draft_revision__gte=1), name="theme_draft_revision_positive"),
+            models.CheckConstraint(
+                condition=Q(draft_revision__gte=1), name="theme_draft_revision_positive"
+            ),
         ]
-        indexes = [models.Index(fields=["organization", "-created_at", "-id"], name="theme_org_created")]
+        indexes = [
+            models.Index(fields=["organization", "-created_at", "-id"], name="theme_org_created")
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -131,7 +135,11 @@ class ThemeAsset(models.Model):
     created_by = models.CharField(max_length=64)
 
     class Meta:
-        indexes = [models.Index(fields=["organization", "-created_at", "-id"], name="theme_asset_org_created")]
+        indexes = [
+            models.Index(
+                fields=["organization", "-created_at", "-id"], name="theme_asset_org_created"
+            )
+        ]
         constraints = [
             models.CheckConstraint(
                 condition=Q(kind="image") | Q(license_acknowledged=True),
@@ -157,7 +165,9 @@ class ThemeAssetUse(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["theme", "asset"], condition=Q(revision__isnull=True), name="theme_asset_use_draft_unique"
+                fields=["theme", "asset"],
+                condition=Q(revision__isnull=True),
+                name="theme_asset_use_draft_unique",
             ),
             models.UniqueConstraint(
                 fields=["theme", "asset", "revision"],
@@ -186,13 +196,18 @@ class OrganizationThemeSettings(ThemeReferenceFields):
     """The organization default theme: what workspaces without an assignment use."""
 
     organization = models.OneToOneField(
-        "workspaces.Organization", on_delete=models.CASCADE, primary_key=True, related_name="theme_settings"
+        "workspaces.Organization",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="theme_settings",
     )
     updated_at = models.DateTimeField(default=now)
     updated_by = models.CharField(max_length=64)
 
     class Meta:
-        indexes = [models.Index(fields=["reference_kind", "reference_id"], name="theme_default_reference")]
+        indexes = [
+            models.Index(fields=["reference_kind", "reference_id"], name="theme_default_reference")
+        ]
 
     def __str__(self) -> str:
         return f"default theme of {self.organization_id}"
@@ -202,7 +217,10 @@ class ThemeAssignment(ThemeReferenceFields):
     """The theme a workspace uses instead of the organization default."""
 
     workspace = models.OneToOneField(
-        "workspaces.Workspace", on_delete=models.CASCADE, primary_key=True, related_name="theme_assignment"
+        "workspaces.Workspace",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="theme_assignment",
     )
     organization = models.ForeignKey(
         "workspaces.Organization", on_delete=models.CASCADE, related_name="theme_assignments"
@@ -211,8 +229,11 @@ class ThemeAssignment(ThemeReferenceFields):
     assigned_by = models.CharField(max_length=64)
 
     class Meta:
-        indexes = [models.Index(fields=["reference_kind", "reference_id"], name="theme_assignment_reference")]
+        indexes = [
+            models.Index(
+                fields=["reference_kind", "reference_id"], name="theme_assignment_reference"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"theme of {self.workspace_id}"
-

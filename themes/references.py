@@ -23,7 +23,11 @@ class Reference:
         return cls(row.reference_kind, row.reference_id, row.reference_version)
 
     def store(self, row: ThemeReferenceFields) -> None:
-        row.reference_kind, row.reference_id, row.reference_version = self.kind, self.id, self.version
+        row.reference_kind, row.reference_id, row.reference_version = (
+            self.kind,
+            self.id,
+            self.version,
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "id": self.id, "version": self.version}
@@ -46,29 +50,46 @@ def reference_check(
         built_in = BUILT_INS_BY_ID.get(reference.id)
         if built_in is None:
             raise FieldValidationError(
-                [{"location": f"{location}.id", "message": "No built-in theme has this ID.",
-                  "value": reference.id[:64]}]
+                [
+                    {
+                        "location": f"{location}.id",
+                        "message": "No built-in theme has this ID.",
+                        "value": reference.id[:64],
+                    }
+                ]
             )
         if reference.version is not None and reference.version != built_in.version:
             raise FieldValidationError(
-                [{"location": f"{location}.version",
-                  "message": f"The built-in {built_in.id} is at version {built_in.version}.",
-                  "value": reference.version}]
+                [
+                    {
+                        "location": f"{location}.version",
+                        "message": f"The built-in {built_in.id} is at version {built_in.version}.",
+                        "value": reference.version,
+                    }
+                ]
             )
         return None
     queryset = Theme.objects.filter(organization_id=organization_id, deleted_at__isnull=True)
     if lock:
         queryset = queryset.select_for_update()
-    theme = queryset.filter(pk=_uuid_or_none(reference.id)).first() if _uuid_or_none(reference.id) else None
+    theme = (
+        queryset.filter(pk=_uuid_or_none(reference.id)).first()
+        if _uuid_or_none(reference.id)
+        else None
+    )
     if theme is None:
         raise NotFoundError(f"No theme with ID {reference.id[:64]!r} in this organization.")
     if theme.published_revision == 0:
         raise ThemeNotPublishedError()
     if reference.version is not None and not 1 <= reference.version <= theme.published_revision:
         raise FieldValidationError(
-            [{"location": f"{location}.version",
-              "message": f"The theme has published revisions 1 to {theme.published_revision}.",
-              "value": reference.version}]
+            [
+                {
+                    "location": f"{location}.version",
+                    "message": f"The theme has published revisions 1 to {theme.published_revision}.",
+                    "value": reference.version,
+                }
+            ]
         )
     return theme
 

@@ -178,7 +178,9 @@ def theme_detail(theme: Theme) -> ThemeDetail:
     latest = _latest_revisions([theme]).get(theme.pk)
     usage = _usage(theme.organization_id, themes=[(ReferenceKind.ORGANIZATION, str(theme.pk))])
     manifest = latest.manifest if latest is not None else theme.draft_manifest
-    return ThemeDetail(theme=theme, latest_published=latest, summary=_theme_summary(theme, manifest, usage))
+    return ThemeDetail(
+        theme=theme, latest_published=latest, summary=_theme_summary(theme, manifest, usage)
+    )
 
 
 def theme_summary_page(
@@ -192,7 +194,9 @@ def theme_summary_page(
         cursor=cursor,
     )
     latest = _latest_revisions(page.items)
-    usage = _usage(organization.pk, themes=[(ReferenceKind.ORGANIZATION, str(t.pk)) for t in page.items])
+    usage = _usage(
+        organization.pk, themes=[(ReferenceKind.ORGANIZATION, str(t.pk)) for t in page.items]
+    )
     items = [
         _theme_summary(t, latest[t.pk].manifest if t.pk in latest else t.draft_manifest, usage)
         for t in page.items
@@ -211,7 +215,11 @@ def theme_available_page(
     position: list[Any] = ["built_in", -1]
     if cursor:
         position = decode_cursor(list_key, cursor)
-        if not (isinstance(position, list) and len(position) in (2, 3) and position[0] in ("built_in", "organization")):
+        if not (
+            isinstance(position, list)
+            and len(position) in (2, 3)
+            and position[0] in ("built_in", "organization")
+        ):
             raise RequestValidationError({"cursor": ["Invalid cursor."]}, location="query")
     if position[0] == "built_in" and not isinstance(position[1], int):
         raise RequestValidationError({"cursor": ["Invalid cursor."]}, location="query")
@@ -240,7 +248,9 @@ def theme_available_page(
     next_cursor = None
     if page.next_cursor:
         last = page.items[-1]
-        next_cursor = encode_cursor(list_key, ["organization", last.created_at.isoformat(), str(last.pk)])
+        next_cursor = encode_cursor(
+            list_key, ["organization", last.created_at.isoformat(), str(last.pk)]
+        )
     return SummaryPage(items=items, next_cursor=next_cursor)
 
 
@@ -263,7 +273,9 @@ def theme_revision_page(
     return Page(items=items, next_cursor=next_cursor)
 
 
-def theme_revision_get(*, actor: Actor, theme_id: Any, organization_id: Any, revision: int) -> PublishedRevision:
+def theme_revision_get(
+    *, actor: Actor, theme_id: Any, organization_id: Any, revision: int
+) -> PublishedRevision:
     organization, _ = require_organization(actor, organization_id)
     theme = _theme_in(organization, theme_id)
     found = PublishedRevision.objects.filter(theme=theme, revision=revision).first()
@@ -289,7 +301,9 @@ def organization_theme_default(organization_id: Any) -> DefaultTheme:
     row = OrganizationThemeSettings.objects.filter(organization_id=organization_id).first()
     if row is None:
         return DefaultTheme(str(organization_id), HERALD_DEFAULT.as_dict(), None, None)
-    return DefaultTheme(str(organization_id), Reference.of(row).as_dict(), row.updated_at, row.updated_by)
+    return DefaultTheme(
+        str(organization_id), Reference.of(row).as_dict(), row.updated_at, row.updated_by
+    )
 
 
 @dataclass(frozen=True)
@@ -307,7 +321,9 @@ class WorkspaceTheme:
         (else the latest) published revision of the organization theme."""
         reference = self.effective_reference
         if reference["kind"] == ReferenceKind.BUILT_IN:
-            return BUILT_INS_BY_ID.get(reference["id"], BUILT_INS_BY_ID[DEFAULT_BUILT_IN_ID]).manifest
+            return BUILT_INS_BY_ID.get(
+                reference["id"], BUILT_INS_BY_ID[DEFAULT_BUILT_IN_ID]
+            ).manifest
         theme = Theme.objects.only("published_revision").get(pk=reference["id"])
         revision = reference["version"] or theme.published_revision
         return PublishedRevision.objects.values_list("manifest", flat=True).get(  # type: ignore[no-any-return]
@@ -324,8 +340,14 @@ def workspace_theme(workspace_id: Any, organization_id: Any) -> WorkspaceTheme:
     row = ThemeAssignment.objects.filter(workspace_id=workspace_id).first()
     if row is not None:
         reference = Reference.of(row).as_dict()
-        return WorkspaceTheme(str(workspace_id), str(organization_id), reference, reference,
-                              row.assigned_at, row.assigned_by)
+        return WorkspaceTheme(
+            str(workspace_id),
+            str(organization_id),
+            reference,
+            reference,
+            row.assigned_at,
+            row.assigned_by,
+        )
     default = organization_theme_default(organization_id).default_reference
     return WorkspaceTheme(str(workspace_id), str(organization_id), None, default, None, None)
 
@@ -333,7 +355,9 @@ def workspace_theme(workspace_id: Any, organization_id: Any) -> WorkspaceTheme:
 # --- Theme assets ----------------------------------------------------------------------------
 
 
-def theme_asset_page(*, actor: Actor, organization_id: Any, limit: int, cursor: str | None) -> Page[ThemeAsset]:
+def theme_asset_page(
+    *, actor: Actor, organization_id: Any, limit: int, cursor: str | None
+) -> Page[ThemeAsset]:
     """Newest first (``created_at`` then ID, descending) with a keyset cursor: assets uploaded
     while a client pages sort before its position, so no page shifts."""
     organization, _ = require_organization(actor, organization_id)
@@ -373,9 +397,11 @@ def theme_asset_for_content(*, actor: Actor, asset_id: Any, organization_id: Any
     assets = ThemeAsset.objects.filter(pk=pk, organization=organization)
     if not sees_drafts:
         assets = assets.filter(
-            Exists(ThemeAssetUse.objects.filter(
-                asset=OuterRef("pk"), revision__isnull=False, theme__deleted_at__isnull=True
-            ))
+            Exists(
+                ThemeAssetUse.objects.filter(
+                    asset=OuterRef("pk"), revision__isnull=False, theme__deleted_at__isnull=True
+                )
+            )
         )
     asset = assets.first()
     if asset is None:

@@ -29,8 +29,15 @@ class VoiceProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_select_related = ("workspace",)
     search_fields = ("name", "workspace__name")
     readonly_fields = (
-        "id", "workspace", "name", "is_default", "revision", "schema_version", "definition",
-        "created_at", "updated_at",
+        "id",
+        "workspace",
+        "name",
+        "is_default",
+        "revision",
+        "schema_version",
+        "definition",
+        "created_at",
+        "updated_at",
     )
     inlines = (VoiceProfileAssignmentInline,)
 

@@ -76,9 +76,7 @@ OBJECT_LIST_FIELDS: dict[str, tuple[int, dict[str, Text]]] = {
     ),
 }
 
-MEMBERS: tuple[str, ...] = tuple(
-    sorted([*STRING_FIELDS, *LIST_FIELDS, *OBJECT_LIST_FIELDS])
-)
+MEMBERS: tuple[str, ...] = tuple(sorted([*STRING_FIELDS, *LIST_FIELDS, *OBJECT_LIST_FIELDS]))
 
 
 class DefinitionError(ValueError):
@@ -87,7 +85,9 @@ class DefinitionError(ValueError):
     ``"examples[0].text"``."""
 
     def __init__(self, errors: list[tuple[str, str]]) -> None:
-        super().__init__("; ".join(f"{path or 'definition'}: {message}" for path, message in errors))
+        super().__init__(
+            "; ".join(f"{path or 'definition'}: {message}" for path, message in errors)
+        )
         self.errors = errors
 
 
@@ -100,9 +100,7 @@ def empty_definition() -> dict[str, Any]:
 
 def _control_characters(value: str, *, one_line: bool) -> bool:
     allowed = set() if one_line else {"\n", "\t"}
-    return any(
-        unicodedata.category(char) == "Cc" and char not in allowed for char in value
-    )
+    return any(unicodedata.category(char) == "Cc" and char not in allowed for char in value)
 
 
 def clean_text(value: Any, rule: Text) -> tuple[str, str | None]:

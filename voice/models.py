@@ -25,7 +25,9 @@ class VoiceProfile(models.Model):
     services keep one in place)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="voice_profiles")
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="voice_profiles"
+    )
     name = models.CharField(max_length=NAME_MAX_LENGTH)
     is_default = models.BooleanField(default=False)
     definition = models.JSONField(default=empty_definition)
@@ -44,10 +46,14 @@ class VoiceProfile(models.Model):
                 condition=Q(is_default=True),
                 name="one_default_voice_profile",
             ),
-            models.CheckConstraint(condition=Q(revision__gte=1), name="voice_profile_revision_gte_1"),
+            models.CheckConstraint(
+                condition=Q(revision__gte=1), name="voice_profile_revision_gte_1"
+            ),
         ]
         indexes: ClassVar = [
-            models.Index(fields=["workspace", "-created_at", "-id"], name="voice_profile_ws_newest"),
+            models.Index(
+                fields=["workspace", "-created_at", "-id"], name="voice_profile_ws_newest"
+            ),
         ]
 
     def __str__(self) -> str:

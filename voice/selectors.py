@@ -32,9 +32,7 @@ def voice_profile_page(
 ) -> Page[VoiceProfile]:
     pk = require_workspace_role(actor, workspace_id)
     queryset = _with_assignments(VoiceProfile.objects.filter(workspace_id=pk))
-    return keyset_page(
-        queryset, list_key=f"voice-profiles:{pk}", limit=limit, cursor=cursor
-    )
+    return keyset_page(queryset, list_key=f"voice-profiles:{pk}", limit=limit, cursor=cursor)
 
 
 def voice_profile_get(*, actor: Actor, voice_profile_id: Any) -> VoiceProfile:

@@ -51,8 +51,10 @@ def _clean(definition: Any) -> dict[str, Any]:
     except DefinitionError as exc:
         raise FieldValidationError(
             [
-                {"location": f"body.definition.{path}" if path else "body.definition",
-                 "message": message}
+                {
+                    "location": f"body.definition.{path}" if path else "body.definition",
+                    "message": message,
+                }
                 for path, message in exc.errors
             ]
         ) from exc
@@ -67,9 +69,13 @@ def _save_named(profile: VoiceProfile, **save_kwargs: Any) -> None:
         with transaction.atomic():
             profile.save(**save_kwargs)
     except IntegrityError as exc:
-        if VoiceProfile.objects.filter(
-            workspace_id=profile.workspace_id, name__iexact=profile.name
-        ).exclude(pk=profile.pk).exists():
+        if (
+            VoiceProfile.objects.filter(
+                workspace_id=profile.workspace_id, name__iexact=profile.name
+            )
+            .exclude(pk=profile.pk)
+            .exists()
+        ):
             raise VoiceProfileNameTakenError() from exc
         raise
 
@@ -82,9 +88,7 @@ def _locked_profile(pk: Any) -> VoiceProfile | None:
 
 def _profile_workspace_id(voice_profile_id: Any) -> tuple[Any, Any]:
     pk = parse_id(voice_profile_id, what="voice profile")
-    workspace_id = (
-        VoiceProfile.objects.filter(pk=pk).values_list("workspace_id", flat=True).first()
-    )
+    workspace_id = VoiceProfile.objects.filter(pk=pk).values_list("workspace_id", flat=True).first()
     if workspace_id is None:
         raise NotFoundError(f"No voice profile with ID {pk}.")
     return pk, workspace_id
@@ -216,9 +220,7 @@ def _profile_in_workspace(voice_profile_id: Any, workspace_id: Any) -> VoiceProf
 
 
 @transaction.atomic
-def voice_profile_assign(
-    *, actor: Actor, account_id: Any, voice_profile_id: Any | None
-) -> Account:
+def voice_profile_assign(*, actor: Actor, account_id: Any, voice_profile_id: Any | None) -> Account:
     """``PUT /voice-profile-assignments/{account_id}``: the account writes with this profile;
     ``None`` removes the assignment (the account follows the workspace default again)."""
     pk = parse_id(account_id, what="account")

@@ -38,7 +38,11 @@ class Actor:
 
     def check_workspace_binding(self, workspace_id: Any) -> None:
         token = self.token
-        if token is not None and token.workspace_id is not None and str(token.workspace_id) != str(workspace_id):
+        if (
+            token is not None
+            and token.workspace_id is not None
+            and str(token.workspace_id) != str(workspace_id)
+        ):
             raise PermissionDeniedError(
                 "This API token is bound to another workspace.", code="token_workspace_scope"
             )
@@ -90,8 +94,9 @@ def require_workspace(actor: Actor, workspace_id: Any, *, role: str = "viewer") 
     # caller may not reach (403). (``[:1]``, not ``first()``: the pair is unique, and ordering
     # by the primary key costs SQL compilation for nothing.)
     found = list(
-        WorkspaceMembership.objects.select_related("workspace__organization", "workspace__plan")
-        .filter(workspace_id=pk, user_id=actor.user.pk)[:1]
+        WorkspaceMembership.objects.select_related(
+            "workspace__organization", "workspace__plan"
+        ).filter(workspace_id=pk, user_id=actor.user.pk)[:1]
     )
     if not found:
         _check_membership(actor, pk, None, role)  # raises: 404 or 403
@@ -130,7 +135,9 @@ def _check_membership(
         raise NotFoundError(f"No workspace with ID {pk}.")
     actor.check_workspace_binding(pk)
     if membership is None or membership[1] != WorkspaceMembership.Status.ACTIVE:
-        raise PermissionDeniedError("You are not an active member of this workspace.", code="no_workspace_access")
+        raise PermissionDeniedError(
+            "You are not an active member of this workspace.", code="no_workspace_access"
+        )
     if WORKSPACE_ROLE_RANK[membership[0]] < WORKSPACE_ROLE_RANK[role]:
         raise PermissionDeniedError(
             f"{operation or 'This operation'} needs the workspace role {role} or above.",
@@ -150,7 +157,9 @@ def require_organization(
         organization=organization, user=actor.user
     ).first()
     if membership is None:
-        raise PermissionDeniedError("You are not a member of this organization.", code="no_organization_access")
+        raise PermissionDeniedError(
+            "You are not a member of this organization.", code="no_organization_access"
+        )
     if membership.role not in roles:
         raise PermissionDeniedError(
             f"This operation needs the organization role {' or '.join(roles)}.", code="role_too_low"

@@ -94,7 +94,9 @@ class ServiceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     add_form: type[ServiceForm] | None = None
     change_readonly_fields: tuple[str, ...] = ()
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         if obj is None and self.add_form is not None:
             kwargs["form"] = self.add_form
         form = super().get_form(request, obj, change=change, **kwargs)
@@ -142,7 +144,10 @@ class UserAdmin(DjangoUserAdmin):
     fieldsets = (
         (None, {"fields": ("email", "password")}),
         ("Profile", {"fields": ("name",)}),
-        ("Permissions", {"fields": ("is_active", "is_staff", "is_superuser", "groups", "user_permissions")}),
+        (
+            "Permissions",
+            {"fields": ("is_active", "is_staff", "is_superuser", "groups", "user_permissions")},
+        ),
         ("Dates", {"fields": ("last_login", "created_at")}),
     )
     add_fieldsets = ((None, {"classes": ("wide",), "fields": ("email", "password1", "password2")}),)
@@ -171,7 +176,9 @@ class OrganizationMembershipInline(admin.TabularInline):  # type: ignore[type-ar
 
 
 class OrganizationAddForm(ServiceForm):
-    owner = forms.EmailField(help_text="E-mail of the existing user who becomes the organization's owner.")
+    owner = forms.EmailField(
+        help_text="E-mail of the existing user who becomes the organization's owner."
+    )
 
     class Meta:
         model = Organization
@@ -182,7 +189,9 @@ class OrganizationAddForm(ServiceForm):
 
     def call_service(self) -> Organization:
         data = self.cleaned_data
-        return services.organization_create(actor=_actor(self.request), name=data["name"], owner=data["owner"])
+        return services.organization_create(
+            actor=_actor(self.request), name=data["name"], owner=data["owner"]
+        )
 
 
 class OrganizationChangeForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -201,7 +210,9 @@ class OrganizationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     form = OrganizationChangeForm
     inlines = (OrganizationMembershipInline,)
 
-    def get_form(self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any) -> Any:
+    def get_form(
+        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
+    ) -> Any:
         if obj is None:
             kwargs["form"] = OrganizationAddForm
         form = super().get_form(request, obj, change=change, **kwargs)
@@ -244,7 +255,9 @@ class WorkspaceMembershipInline(admin.TabularInline):  # type: ignore[type-arg]
 
 
 class WorkspaceAddForm(ServiceForm):
-    timezone = forms.CharField(max_length=64, initial="UTC", help_text="An IANA time zone, e.g. Europe/Berlin.")
+    timezone = forms.CharField(
+        max_length=64, initial="UTC", help_text="An IANA time zone, e.g. Europe/Berlin."
+    )
     first_admin = forms.EmailField(
         help_text="E-mail of an owner or admin of the organization; becomes the workspace's first admin."
     )
@@ -314,9 +327,11 @@ class MembershipAddForm(ServiceForm):
     def call_service(self) -> WorkspaceMembership:
         data = self.cleaned_data
         return services.workspace_member_add(
-            actor=_actor(self.request), workspace_id=data["workspace"].pk, user_id=data["user"].pk,
+            actor=_actor(self.request),
+            workspace_id=data["workspace"].pk,
+            user_id=data["user"].pk,
             role=data["role"],
-        )  # fmt: skip
+        )
 
 
 class MembershipChangeForm(ServiceForm):
@@ -327,9 +342,13 @@ class MembershipChangeForm(ServiceForm):
     def call_service(self) -> WorkspaceMembership:
         data = self.cleaned_data
         return services.workspace_member_update(
-            actor=_actor(self.request), workspace_id=self.instance.workspace_id,
-            user_id=self.instance.user_id, role=data["role"], status=data["status"], instance_admin=True,
-        )  # fmt: skip
+            actor=_actor(self.request),
+            workspace_id=self.instance.workspace_id,
+            user_id=self.instance.user_id,
+            role=data["role"],
+            status=data["status"],
+            instance_admin=True,
+        )
 
 
 @admin.register(WorkspaceMembership)
@@ -348,15 +367,21 @@ class WorkspaceMembershipAdmin(ServiceAdmin):
     change_readonly_fields = ("workspace", "user", "created_at", "updated_at")
     actions = ("remove_members",)
 
-    @admin.action(description="Remove selected members (audited; their workspace tokens are revoked)")
+    @admin.action(
+        description="Remove selected members (audited; their workspace tokens are revoked)"
+    )
     def remove_members(self, request: HttpRequest, queryset: QuerySet[WorkspaceMembership]) -> None:
         _run_each(
-            request, queryset.select_related("user", "workspace"),
+            request,
+            queryset.select_related("user", "workspace"),
             lambda m: services.workspace_member_remove(
-                actor=_actor(request), workspace_id=m.workspace_id, user_id=m.user_id, instance_admin=True
+                actor=_actor(request),
+                workspace_id=m.workspace_id,
+                user_id=m.user_id,
+                instance_admin=True,
             ),
             "Removed members",
-        )  # fmt: skip
+        )
 
 
 # --- Invitations and tokens -----------------------------------------------------------------
@@ -372,8 +397,17 @@ class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ("status", "role")
     search_fields = ("email", "workspace__name")
     exclude = ("token_hash",)
-    readonly_fields = ("workspace", "email", "role", "status", "invited_by", "created_at",
-                       "expires_at", "accepted_at", "accepted_by")
+    readonly_fields = (
+        "workspace",
+        "email",
+        "role",
+        "status",
+        "invited_by",
+        "created_at",
+        "expires_at",
+        "accepted_at",
+        "accepted_by",
+    )
     actions = ("revoke_invitations",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -385,10 +419,13 @@ class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.action(description="Revoke selected invitations (audited)")
     def revoke_invitations(self, request: HttpRequest, queryset: QuerySet[Invitation]) -> None:
         _run_each(
-            request, queryset,
-            lambda i: services.invitation_revoke(actor=_actor(request), invitation_id=i.pk, instance_admin=True),
+            request,
+            queryset,
+            lambda i: services.invitation_revoke(
+                actor=_actor(request), invitation_id=i.pk, instance_admin=True
+            ),
             "Revoked invitations",
-        )  # fmt: skip
+        )
 
 
 @admin.register(ApiToken)
@@ -397,8 +434,17 @@ class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_select_related = ("user", "workspace")
     search_fields = ("id", "name", "user__email")
     exclude = ("secret_hash",)
-    readonly_fields = ("id", "user", "name", "permissions", "workspace",
-                       "created_at", "expires_at", "last_used_at", "revoked_at")
+    readonly_fields = (
+        "id",
+        "user",
+        "name",
+        "permissions",
+        "workspace",
+        "created_at",
+        "expires_at",
+        "last_used_at",
+        "revoked_at",
+    )
     actions = ("revoke_tokens",)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -410,10 +456,11 @@ class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     @admin.action(description="Revoke selected tokens")
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[ApiToken]) -> None:
         _run_each(
-            request, queryset.select_related("user"),
+            request,
+            queryset.select_related("user"),
             lambda t: services.api_token_revoke(user=t.user, token_id=t.pk),
             "Revoked tokens",
-        )  # fmt: skip
+        )
 
 
 @admin.register(AccessAuditEvent)

@@ -74,14 +74,20 @@ class OrganizationMembership(models.Model):
         ADMIN = "admin"
         MEMBER = "member"
 
-    organization = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="memberships")
-    user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="organization_memberships")
+    organization = models.ForeignKey(
+        Organization, on_delete=models.CASCADE, related_name="memberships"
+    )
+    user = models.ForeignKey(
+        User, on_delete=models.CASCADE, related_name="organization_memberships"
+    )
     role = models.CharField(max_length=16, choices=Role.choices, default=Role.MEMBER)
     created_at = models.DateTimeField(default=now)
 
     class Meta:
         constraints: ClassVar = [
-            models.UniqueConstraint(fields=["organization", "user"], name="one_org_membership_per_user"),
+            models.UniqueConstraint(
+                fields=["organization", "user"], name="one_org_membership_per_user"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -104,10 +110,14 @@ class Plan(models.Model):
 
 class Workspace(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    organization = models.ForeignKey(Organization, on_delete=models.PROTECT, related_name="workspaces")
+    organization = models.ForeignKey(
+        Organization, on_delete=models.PROTECT, related_name="workspaces"
+    )
     name = models.CharField(max_length=80)
     timezone = models.CharField(max_length=64, default="UTC")
-    plan = models.ForeignKey(Plan, on_delete=models.PROTECT, default="self_hosted", related_name="+")
+    plan = models.ForeignKey(
+        Plan, on_delete=models.PROTECT, default="self_hosted", related_name="+"
+    )
     created_at = models.DateTimeField(default=now)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -299,7 +309,9 @@ class BillingRecord(models.Model):
 class UsageCounter(models.Model):
     """Per-workspace, per-month usage of plan-limited operations (incremented with F())."""
 
-    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="usage_counters")
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="usage_counters"
+    )
     metric = models.CharField(max_length=40)
     period_start = models.DateField()
     count = models.PositiveIntegerField(default=0)

@@ -21,7 +21,9 @@ class TokenScopePermission(permissions.BasePermission):
         if not isinstance(token, ApiToken):
             return True
         if getattr(view, "session_only", False):
-            self.message = "This operation needs a signed-in browser session; API tokens are refused."
+            self.message = (
+                "This operation needs a signed-in browser session; API tokens are refused."
+            )
             self.code = "session_required"
             return False
         needed = "api:read" if request.method in READ_METHODS else "api:write"

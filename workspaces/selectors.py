@@ -30,7 +30,9 @@ from workspaces.services import PLAN_METRICS, plan_limit, usage_period
 
 def roles_at_least(role: str) -> tuple[str, ...]:
     """The workspace roles that rank at or above ``role``."""
-    return tuple(name for name, rank in WORKSPACE_ROLE_RANK.items() if rank >= WORKSPACE_ROLE_RANK[role])
+    return tuple(
+        name for name, rank in WORKSPACE_ROLE_RANK.items() if rank >= WORKSPACE_ROLE_RANK[role]
+    )
 
 
 def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
@@ -47,7 +49,9 @@ def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
     caller_role = WorkspaceMembership.objects.filter(workspace=OuterRef("pk"), user=actor.user)
     return queryset.annotate(
         member_count=Count(
-            "memberships", filter=Q(memberships__status=WorkspaceMembership.Status.ACTIVE), distinct=True
+            "memberships",
+            filter=Q(memberships__status=WorkspaceMembership.Status.ACTIVE),
+            distinct=True,
         ),
         caller_role=Subquery(caller_role.values("role")[:1]),
         plan_name=F("plan__name"),
@@ -65,16 +69,24 @@ def organization_list_for_actor(*, actor: Actor) -> QuerySet[Organization]:
     return Organization.objects.filter(memberships__user=actor.user).order_by("-created_at", "-pk")
 
 
-def member_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str | None) -> Page[WorkspaceMembership]:
+def member_page(
+    *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None
+) -> Page[WorkspaceMembership]:
     access = require_workspace(actor, workspace_id)
     queryset = WorkspaceMembership.objects.filter(workspace=access.workspace).select_related("user")
-    return keyset_page(queryset, list_key=f"members:{access.workspace.pk}", limit=limit, cursor=cursor)
+    return keyset_page(
+        queryset, list_key=f"members:{access.workspace.pk}", limit=limit, cursor=cursor
+    )
 
 
-def invitation_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str | None) -> Page[Invitation]:
+def invitation_page(
+    *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None
+) -> Page[Invitation]:
     access = require_workspace(actor, workspace_id, role="admin")
     queryset = Invitation.objects.filter(workspace=access.workspace)
-    return keyset_page(queryset, list_key=f"invitations:{access.workspace.pk}", limit=limit, cursor=cursor)
+    return keyset_page(
+        queryset, list_key=f"invitations:{access.workspace.pk}", limit=limit, cursor=cursor
+    )
 
 
 def _admin_audit_page(limit: int, columns: tuple[str, ...] | None) -> QuerySet[Any]:

@@ -70,29 +70,38 @@ def _retry_after(response: HttpResponse, seconds: float) -> HttpResponse:
 # --- Invitations ----------------------------------------------------------------------------
 
 UNAVAILABLE = {
-    "unknown": (404, "This invitation link is not valid. Check that you copied the whole link, or "
-                "ask the person who invited you for a new one."),
+    "unknown": (
+        404,
+        "This invitation link is not valid. Check that you copied the whole link, or "
+        "ask the person who invited you for a new one.",
+    ),
     Invitation.Status.ACCEPTED: (410, "This invitation has already been used."),
     Invitation.Status.REVOKED: (410, "This invitation was withdrawn by a workspace administrator."),
-    Invitation.Status.EXPIRED: (410, "This invitation has expired. Ask the person who invited you "
-                                "to send it again."),
-}  # fmt: skip
+    Invitation.Status.EXPIRED: (
+        410,
+        "This invitation has expired. Ask the person who invited you to send it again.",
+    ),
+}
 
 
 class InvitationSignUpForm(forms.Form):
     name = forms.CharField(
-        max_length=150, required=False, label="Display name (optional)",
+        max_length=150,
+        required=False,
+        label="Display name (optional)",
         widget=forms.TextInput(attrs={"autocomplete": "name"}),
-    )  # fmt: skip
+    )
     password1 = forms.CharField(
-        label="Choose a password", strip=False,
+        label="Choose a password",
+        strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
         help_text=password_validation.password_validators_help_text_html(),
-    )  # fmt: skip
+    )
     password2 = forms.CharField(
-        label="Repeat the password", strip=False,
+        label="Repeat the password",
+        strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-    )  # fmt: skip
+    )
 
     def __init__(self, *args: Any, email: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -129,9 +138,11 @@ def _find_invitation(token: str) -> Invitation | None:
 def _unavailable(request: HttpRequest, reason: str) -> HttpResponse:
     status, text = UNAVAILABLE[reason]
     return render(
-        request, "workspaces/invitation_unavailable.html", {"text": text, "reason": reason},
+        request,
+        "workspaces/invitation_unavailable.html",
+        {"text": text, "reason": reason},
         status=status,
-    )  # fmt: skip
+    )
 
 
 def _joined(request: HttpRequest, invitation: Invitation) -> HttpResponse:
@@ -160,8 +171,12 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
     if user.is_authenticated:
         if user.email.lower() != invitation.email.lower():  # type: ignore[union-attr]
             context["mode"] = "other_user"
-            return render(request, "workspaces/invitation.html", context,
-                          status=403 if request.method == "POST" else 200)  # fmt: skip
+            return render(
+                request,
+                "workspaces/invitation.html",
+                context,
+                status=403 if request.method == "POST" else 200,
+            )
         if request.method == "POST":
             try:
                 services.invitation_accept(actor=Actor(user=user), token=token)  # type: ignore[arg-type]
@@ -195,8 +210,12 @@ def _sign_in_first(request: HttpRequest, context: dict[str, Any]) -> HttpRespons
     context.update(
         mode="sign_in", login_url=reverse("login") + "?" + urlencode({"next": request.path})
     )
-    return render(request, "workspaces/invitation.html", context,
-                  status=403 if request.method == "POST" else 200)  # fmt: skip
+    return render(
+        request,
+        "workspaces/invitation.html",
+        context,
+        status=403 if request.method == "POST" else 200,
+    )
 
 
 def _current_status(invitation: Invitation) -> str:

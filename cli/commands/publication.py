@@ -209,9 +209,7 @@ def create(
             emit_json(queued)
             return
         echo(_headline(queued))
-        echo(
-            f"Queued: not delivered yet. Follow with: herald publication status {queued['id']}"
-        )
+        echo(f"Queued: not delivered yet. Follow with: herald publication status {queued['id']}")
         return
     if hx.json:
         emit_json(publication)
@@ -301,9 +299,7 @@ def publish_now(
         emit_json(publication)
         return
     echo(_headline(publication))
-    echo(
-        f"Queued: not delivered yet. Follow with: herald publication status {publication['id']}"
-    )
+    echo(f"Queued: not delivered yet. Follow with: herald publication status {publication['id']}")
 
 
 @group.command("status")

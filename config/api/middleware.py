@@ -50,8 +50,14 @@ class HostCheckMiddleware:
                     b"Bad Request (400): the Host header does not name this service.\n",
                     content_type="text/plain; charset=utf-8",
                 )
-            log_response("%s", str(exc)[:300], response=response, request=request,
-                         level="warning", logger=host_logger)
+            log_response(
+                "%s",
+                str(exc)[:300],
+                response=response,
+                request=request,
+                level="warning",
+                logger=host_logger,
+            )
             return response
         return self.get_response(request)
 
@@ -135,7 +141,9 @@ def _length_required(request: HttpRequest) -> HttpResponse | None:
     detail = "Send the request body with a Content-Length header; Transfer-Encoding: chunked is not accepted."
     if request.path.startswith(API_PREFIX):
         return problem_response(request, 411, "length_required", detail)
-    return HttpResponse(f"Length Required (411): {detail}\n", status=411, content_type="text/plain; charset=utf-8")
+    return HttpResponse(
+        f"Length Required (411): {detail}\n", status=411, content_type="text/plain; charset=utf-8"
+    )
 
 
 def release_view_references(response: HttpResponse) -> None:
@@ -163,4 +171,6 @@ def release_view_references(response: HttpResponse) -> None:
 
 def _is_json(response: HttpResponse) -> bool:
     content_type = response.get("Content-Type", "")
-    return content_type.startswith(("application/json", PROBLEM_CONTENT_TYPE, "application/schema+json"))
+    return content_type.startswith(
+        ("application/json", PROBLEM_CONTENT_TYPE, "application/schema+json")
+    )

@@ -95,7 +95,5 @@ def keyset_page(
     next_cursor = None
     if len(rows) > limit and items:
         last = items[-1]
-        next_cursor = encode_cursor(
-            list_key, [getattr(last, time_field).isoformat(), str(last.pk)]
-        )
+        next_cursor = encode_cursor(list_key, [getattr(last, time_field).isoformat(), str(last.pk)])
     return Page(items=items, next_cursor=next_cursor)

@@ -188,7 +188,9 @@ def _as_api_exception(exc: Exception) -> exceptions.APIException | None:
     return None
 
 
-def _finish(response: Response, request: Any, code: str, detail: str, errors: Any = None) -> Response:
+def _finish(
+    response: Response, request: Any, code: str, detail: str, errors: Any = None
+) -> Response:
     django_request = getattr(request, "_request", request)
     response.data = _problem_body(django_request, response.status_code, code, detail, errors)
     response.content_type = PROBLEM_CONTENT_TYPE
@@ -209,8 +211,14 @@ def outage_problem(exc: Exception, request: Any) -> Response | None:
     if dependency is None:
         return None
     path = getattr(request, "path", "")
-    log_outage(logger, dependency, "api", "answering 503 to API requests that need it (%s on %s)",
-               type(exc).__name__, path)  # fmt: skip
+    log_outage(
+        logger,
+        dependency,
+        "api",
+        "answering 503 to API requests that need it (%s on %s)",
+        type(exc).__name__,
+        path,
+    )
     response = Response(status=503, headers={"Retry-After": str(OUTAGE_RETRY_AFTER_SECONDS)})
     response = _finish(response, request, "dependency_unavailable", outage_detail(dependency))
     response.data["failing"] = [dependency]
@@ -222,8 +230,14 @@ def outage_response(exc: Exception, request: HttpRequest) -> JsonResponse | None
     dependency = outage_dependency(exc)
     if dependency is None:
         return None
-    log_outage(logger, dependency, "api", "answering 503 to API requests that need it (%s on %s)",
-               type(exc).__name__, request.path)  # fmt: skip
+    log_outage(
+        logger,
+        dependency,
+        "api",
+        "answering 503 to API requests that need it (%s on %s)",
+        type(exc).__name__,
+        request.path,
+    )
     body = _problem_body(request, 503, "dependency_unavailable", outage_detail(dependency))
     body["failing"] = [dependency]
     response = JsonResponse(body, status=503, content_type=PROBLEM_CONTENT_TYPE)

@@ -152,7 +152,9 @@ class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
             if not unknown:
                 raise
             # Report every failing field at once: the unknown ones and the invalid known ones.
-            detail = exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+            detail = (
+                exc.detail if isinstance(exc.detail, dict) else {"non_field_errors": exc.detail}
+            )
             raise serializers.ValidationError({**detail, **unknown}) from exc
         if unknown:
             raise serializers.ValidationError(unknown)

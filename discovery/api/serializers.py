@@ -21,20 +21,32 @@ class DiscoverInputSerializer(StrictSerializer):
         help_text="1 to 5 distinct platforms Herald can publish to; one treatment each.",
     )
     focus = CleanTextField(
-        Text(1000), required=False, default="", allow_blank=True,
+        Text(1000),
+        required=False,
+        default="",
+        allow_blank=True,
         help_text="What the ideas should be about (optional).",
     )
     audience = CleanTextField(
-        Text(500), required=False, default="", allow_blank=True,
+        Text(500),
+        required=False,
+        default="",
+        allow_blank=True,
         help_text="Who the posts are for (optional).",
     )
     voice_profile_id = serializers.CharField(
-        max_length=64, required=False, allow_null=True, default=None,
+        max_length=64,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text="A voice profile of the workspace (404 if unknown). Default: the profile the "
         "requested platforms' accounts write with when they agree, else the workspace default.",
     )
     limit = serializers.IntegerField(
-        min_value=1, max_value=LIMIT_MAX, default=LIMIT_DEFAULT, required=False,
+        min_value=1,
+        max_value=LIMIT_MAX,
+        default=LIMIT_DEFAULT,
+        required=False,
         help_text="At most this many cards (1 to 8, default 5).",
     )
 
@@ -76,4 +88,3 @@ class DiscoveryResultSerializer(ResponseSerializer):
     generated_at = serializers.DateTimeField()
     model = serializers.CharField(help_text="The engine and its version, or the upstream model")
     opportunities = OpportunitySerializer(many=True)
-

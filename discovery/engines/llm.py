@@ -100,7 +100,13 @@ def reply_schema(context: DiscoveryContext) -> dict[str, Any]:
         "type": "object",
         "additionalProperties": False,
         "required": [
-            "title", "hook", "signal_date", "why_it_fits", "why_now", "angles", "platform_treatments",
+            "title",
+            "hook",
+            "signal_date",
+            "why_it_fits",
+            "why_now",
+            "angles",
+            "platform_treatments",
         ],
         "properties": {
             "title": _string(LIMITS["title"]),
@@ -109,7 +115,10 @@ def reply_schema(context: DiscoveryContext) -> dict[str, Any]:
             "why_it_fits": _string(LIMITS["why_it_fits"]),
             "why_now": _string(LIMITS["why_now"]),
             "angles": {
-                "type": "array", "minItems": MIN_ANGLES, "maxItems": MAX_ANGLES, "items": angle,
+                "type": "array",
+                "minItems": MIN_ANGLES,
+                "maxItems": MAX_ANGLES,
+                "items": angle,
             },
             "platform_treatments": {
                 "type": "array",
@@ -125,7 +134,10 @@ def reply_schema(context: DiscoveryContext) -> dict[str, Any]:
         "required": ["opportunities"],
         "properties": {
             "opportunities": {
-                "type": "array", "minItems": 1, "maxItems": context.limit, "items": card,
+                "type": "array",
+                "minItems": 1,
+                "maxItems": context.limit,
+                "items": card,
             }
         },
     }
@@ -215,7 +227,10 @@ class LlmEngine:
             "model": self.model,
             "messages": [
                 {"role": "system", "content": SYSTEM_PROMPT},
-                {"role": "user", "content": json.dumps(prompt_payload(context), ensure_ascii=False)},
+                {
+                    "role": "user",
+                    "content": json.dumps(prompt_payload(context), ensure_ascii=False),
+                },
             ],
             "response_format": {
                 "type": "json_schema",
@@ -268,13 +283,17 @@ class LlmEngine:
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > MAX_REPLY_BYTES:
-                    raise UpstreamError("The discovery model's reply is too large.", code="model_invalid_reply")
+                    raise UpstreamError(
+                        "The discovery model's reply is too large.", code="model_invalid_reply"
+                    )
                 if time.monotonic() > deadline:
                     raise self._timeout()
         except (requests.Timeout, urllib3_exceptions.ReadTimeoutError, TimeoutError) as exc:
             raise self._timeout() from exc
         except (requests.RequestException, urllib3_exceptions.HTTPError, OSError) as exc:
-            raise UpstreamError("The discovery model's reply broke off.", code="model_failed") from exc
+            raise UpstreamError(
+                "The discovery model's reply broke off.", code="model_failed"
+            ) from exc
         finally:
             response.close()
         if response.status_code != 200:
@@ -353,9 +372,7 @@ class LlmEngine:
         except CardError as exc:
             raise self._invalid(str(exc)) from exc
         for card in cards:
-            allowed = {
-                p.provider: {f.key for f in p.formats} for p in context.platforms
-            }
+            allowed = {p.provider: {f.key for f in p.formats} for p in context.platforms}
             for treatment in card["platform_treatments"]:
                 if treatment["format"] not in allowed[treatment["platform"]]:
                     raise self._invalid("a treatment names a format its platform does not have")

@@ -41,23 +41,36 @@ def idempotent(view_method: Callable[..., Response]) -> Callable[..., Response]:
         if key is None:
             return view_method(self, request, *args, **kwargs)
         if not key or len(key) > MAX_KEY_LENGTH:
-            raise RequestValidationError({"Idempotency-Key": [f"1 to {MAX_KEY_LENGTH} characters."]}, location="header")
+            raise RequestValidationError(
+                {"Idempotency-Key": [f"1 to {MAX_KEY_LENGTH} characters."]}, location="header"
+            )
         fingerprint = _fingerprint(request)
-        IdempotencyRecord.objects.filter(user=request.user, key=key, created_at__lt=timezone.now() - TTL).delete()
+        IdempotencyRecord.objects.filter(
+            user=request.user, key=key, created_at__lt=timezone.now() - TTL
+        ).delete()
         try:
             with transaction.atomic():
                 record = IdempotencyRecord.objects.create(
-                    user=request.user, key=key, method=request.method, path=request.path, request_hash=fingerprint
+                    user=request.user,
+                    key=key,
+                    method=request.method,
+                    path=request.path,
+                    request_hash=fingerprint,
                 )
         except IntegrityError:
             existing = IdempotencyRecord.objects.get(user=request.user, key=key)
             if existing.request_hash != fingerprint:
                 raise IdempotencyKeyReusedError() from None
             if existing.response_status is None:
-                raise ConflictError("A request with this Idempotency-Key is still in progress.",
-                                    code="idempotency_in_progress") from None
-            replay = Response(existing.response_body, status=existing.response_status,
-                              headers=existing.response_headers)
+                raise ConflictError(
+                    "A request with this Idempotency-Key is still in progress.",
+                    code="idempotency_in_progress",
+                ) from None
+            replay = Response(
+                existing.response_body,
+                status=existing.response_status,
+                headers=existing.response_headers,
+            )
             replay["Idempotent-Replayed"] = "true"
             return replay
         try:
@@ -70,7 +83,9 @@ def idempotent(view_method: Callable[..., Response]) -> Callable[..., Response]:
         else:
             headers = {name: response[name] for name in ("Location",) if name in response}
             IdempotencyRecord.objects.filter(pk=record.pk).update(
-                response_status=response.status_code, response_body=response.data, response_headers=headers
+                response_status=response.status_code,
+                response_body=response.data,
+                response_headers=headers,
             )
         return response
 

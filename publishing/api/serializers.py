@@ -28,7 +28,9 @@ class AccountConnectInputSerializer(StrictSerializer):
     provider = serializers.CharField(max_length=40)
     instance_url = serializers.URLField(max_length=300, required=False, default="")
     fields = serializers.DictField(
-        child=serializers.CharField(trim_whitespace=True), required=False, default=dict,
+        child=serializers.CharField(trim_whitespace=True),
+        required=False,
+        default=dict,
         help_text="Credential fields of a credentials or webhook provider (see the catalogue).",
     )
 
@@ -50,13 +52,18 @@ class OAuthCallbackQuerySerializer(serializers.Serializer):  # type: ignore[type
 
 
 class DestinationOptionsQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
-    region_code = serializers.RegexField(r"^[A-Z]{2}$", default="US", required=False,
-                                         help_text="ISO 3166-1 alpha-2")
-    language = serializers.RegexField(r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$", default="en", required=False)
+    region_code = serializers.RegexField(
+        r"^[A-Z]{2}$", default="US", required=False, help_text="ISO 3166-1 alpha-2"
+    )
+    language = serializers.RegexField(
+        r"^[a-z]{2,3}(-[A-Za-z0-9]{2,8})?$", default="en", required=False
+    )
 
 
 class CapabilitiesQuerySerializer(WorkspaceQuerySerializer):
-    account_ids = serializers.CharField(max_length=2000, required=False, help_text="Comma-separated account IDs")
+    account_ids = serializers.CharField(
+        max_length=2000, required=False, help_text="Comma-separated account IDs"
+    )
     content_profile = serializers.CharField(max_length=80, required=False)
 
 
@@ -84,21 +91,35 @@ class PublicationListQuerySerializer(WorkspaceQuerySerializer, PageQuerySerializ
 
 class DestinationInputSerializer(StrictSerializer):
     account_id = serializers.CharField(max_length=64)
-    profile = serializers.CharField(max_length=80, required=False, help_text="Output profile; default: the provider's first")
-    text = serializers.CharField(max_length=100_000, required=False, allow_blank=True, allow_null=True, trim_whitespace=False)
-    media_ids = serializers.ListField(child=serializers.CharField(max_length=64), max_length=20, required=False, allow_null=True)
-    options = serializers.DictField(child=serializers.CharField(max_length=500, allow_blank=True), required=False, default=dict)
+    profile = serializers.CharField(
+        max_length=80, required=False, help_text="Output profile; default: the provider's first"
+    )
+    text = serializers.CharField(
+        max_length=100_000, required=False, allow_blank=True, allow_null=True, trim_whitespace=False
+    )
+    media_ids = serializers.ListField(
+        child=serializers.CharField(max_length=64), max_length=20, required=False, allow_null=True
+    )
+    options = serializers.DictField(
+        child=serializers.CharField(max_length=500, allow_blank=True), required=False, default=dict
+    )
 
 
 class PublicationWriteInputSerializer(StrictSerializer):
-    text = serializers.CharField(max_length=100_000, required=False, default="", allow_blank=True, trim_whitespace=False)
-    media_ids = serializers.ListField(child=serializers.CharField(max_length=64), max_length=20, required=False, default=list)
+    text = serializers.CharField(
+        max_length=100_000, required=False, default="", allow_blank=True, trim_whitespace=False
+    )
+    media_ids = serializers.ListField(
+        child=serializers.CharField(max_length=64), max_length=20, required=False, default=list
+    )
     destinations = DestinationInputSerializer(many=True, allow_empty=False, max_length=50)
     voice_profile_id = serializers.CharField(
-        max_length=64, required=False, allow_null=True,
+        max_length=64,
+        required=False,
+        allow_null=True,
         help_text="Voice profile override for this publication (wins over the accounts' "
-                  "assignments and the workspace default). On replace: omitted keeps the "
-                  "current override, null clears it.",
+        "assignments and the workspace default). On replace: omitted keeps the "
+        "current override, null clears it.",
     )
 
 
@@ -110,21 +131,31 @@ class PublicationReplaceInputSerializer(PublicationWriteInputSerializer):
     expected_revision = serializers.IntegerField(min_value=1)
 
 
-EXECUTION_INTENT_HELP = ("certification_test: instance administrators only; bypasses only prior local and live "
-                         "certification evidence and never makes a result publicly claimable")
+EXECUTION_INTENT_HELP = (
+    "certification_test: instance administrators only; bypasses only prior local and live "
+    "certification evidence and never makes a result publicly claimable"
+)
 
 
 class PublicationScheduleInputSerializer(StrictSerializer):
     scheduled_at = serializers.DateTimeField()
     expected_revision = serializers.IntegerField(min_value=1, required=False)
-    execution_intent = serializers.ChoiceField(choices=Publication.Intent.choices, required=False,
-                                               default=Publication.Intent.NORMAL, help_text=EXECUTION_INTENT_HELP)
+    execution_intent = serializers.ChoiceField(
+        choices=Publication.Intent.choices,
+        required=False,
+        default=Publication.Intent.NORMAL,
+        help_text=EXECUTION_INTENT_HELP,
+    )
 
 
 class PublicationPublishNowInputSerializer(StrictSerializer):
     expected_revision = serializers.IntegerField(min_value=1, required=False)
-    execution_intent = serializers.ChoiceField(choices=Publication.Intent.choices, required=False,
-                                               default=Publication.Intent.NORMAL, help_text=EXECUTION_INTENT_HELP)
+    execution_intent = serializers.ChoiceField(
+        choices=Publication.Intent.choices,
+        required=False,
+        default=Publication.Intent.NORMAL,
+        help_text=EXECUTION_INTENT_HELP,
+    )
 
 
 # --- Outputs --------------------------------------------------------------------------------
@@ -139,7 +170,8 @@ class AccountSerializer(ResponseSerializer):
     avatar_url = serializers.CharField()
     profile_url = serializers.CharField(
         help_text="The account's public page on its provider (a Mastodon or Bluesky profile, a "
-                  "public Telegram chat, a Herald feed's Atom URL); empty when there is none.")
+        "public Telegram chat, a Herald feed's Atom URL); empty when there is none."
+    )
     instance_url = serializers.CharField()
     account_kind = serializers.CharField()
     granted_scopes = serializers.ListField(child=serializers.CharField())
@@ -156,7 +188,9 @@ class AccountPageSerializer(ResponseSerializer):
 
 class AccountConnectResultSerializer(ResponseSerializer):
     account = AccountSerializer(allow_null=True)
-    authorization_url = serializers.CharField(allow_null=True, help_text="OAuth providers: send the user here.")
+    authorization_url = serializers.CharField(
+        allow_null=True, help_text="OAuth providers: send the user here."
+    )
 
 
 class OptionValueSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -213,7 +247,9 @@ class DestinationSerializer(serializers.Serializer):  # type: ignore[type-arg]
     external_url = serializers.CharField()
     error_kind = serializers.CharField()
     error_message = serializers.CharField()
-    action = serializers.CharField(help_text="edit, reconnect, retry or contact_support when not published")
+    action = serializers.CharField(
+        help_text="edit, reconnect, retry or contact_support when not published"
+    )
     readiness = serializers.JSONField(allow_null=True, help_text="The blocking readiness decision")
     published_at = serializers.DateTimeField(allow_null=True)
     updated_at = serializers.DateTimeField()
@@ -229,9 +265,10 @@ class PublicationSerializer(ResponseSerializer):
     scheduled_at = serializers.DateTimeField(allow_null=True)
     execution_intent = serializers.CharField()
     voice_profile_id = serializers.CharField(
-        source="voice_override.voice_profile_id", allow_null=True,
+        source="voice_override.voice_profile_id",
+        allow_null=True,
         help_text="The publication's voice profile override; null: the accounts' assignments or the "
-                  "workspace default apply",
+        "workspace default apply",
     )
     created_by = serializers.CharField(source="created_by_id", allow_null=True)
     created_at = serializers.DateTimeField()
@@ -264,7 +301,9 @@ class ProviderCatalogueEntrySerializer(serializers.Serializer):  # type: ignore[
     display_name = serializers.CharField()
     connection = serializers.CharField()
     capabilities = serializers.JSONField()
-    readiness = ProviderReadinessEntryField(help_text="This provider's entry of the readiness projection")
+    readiness = ProviderReadinessEntryField(
+        help_text="This provider's entry of the readiness projection"
+    )
 
 
 class ProviderCatalogueSerializer(ResponseSerializer):
@@ -281,5 +320,6 @@ class CapabilityEntrySerializer(serializers.Serializer):  # type: ignore[type-ar
 class CapabilitiesSerializer(ResponseSerializer):
     items = CapabilityEntrySerializer(many=True)
     provider_readiness = serializers.ListField(
-        child=ProviderReadinessEntryField(), help_text="The readiness projection of these accounts' providers",
+        child=ProviderReadinessEntryField(),
+        help_text="The readiness projection of these accounts' providers",
     )

@@ -5,26 +5,50 @@ from publishing.api import views
 app_name = "publishing"
 
 urlpatterns = [
-    path("account-providers", views.AccountProviderCatalogueView.as_view(), name="account-providers"),
+    path(
+        "account-providers", views.AccountProviderCatalogueView.as_view(), name="account-providers"
+    ),
     path("accounts", views.AccountListView.as_view(), name="account-list"),
     path("accounts/connect", views.AccountConnectView.as_view(), name="account-connect"),
     path("accounts/oauth/callback", views.OAuthCallbackView.as_view(), name="oauth-callback"),
     path("accounts/<str:account_id>", views.AccountDetailView.as_view(), name="account-detail"),
-    path("accounts/<str:account_id>/destination-options", views.DestinationOptionsView.as_view(),
-         name="destination-options"),
+    path(
+        "accounts/<str:account_id>/destination-options",
+        views.DestinationOptionsView.as_view(),
+        name="destination-options",
+    ),
     path("capabilities", views.CapabilitiesView.as_view(), name="capabilities"),
     path("media", views.MediaListView.as_view(), name="media-list"),
     path("media/<str:media_id>", views.MediaDetailView.as_view(), name="media-detail"),
     path("publications", views.PublicationListView.as_view(), name="publication-list"),
-    path("publications/<str:publication_id>", views.PublicationDetailView.as_view(), name="publication-detail"),
-    path("publications/<str:publication_id>/schedule", views.PublicationScheduleView.as_view(),
-         name="publication-schedule"),
-    path("publications/<str:publication_id>/publish-now", views.PublicationPublishNowView.as_view(),
-         name="publication-publish-now"),
-    path("publications/<str:publication_id>/cancel", views.PublicationCancelView.as_view(),
-         name="publication-cancel"),
-    path("publications/<str:publication_id>/retry-failed", views.PublicationRetryFailedView.as_view(),
-         name="publication-retry-failed"),
-    path("publications/<str:publication_id>/events", views.PublicationEventsView.as_view(),
-         name="publication-events"),
+    path(
+        "publications/<str:publication_id>",
+        views.PublicationDetailView.as_view(),
+        name="publication-detail",
+    ),
+    path(
+        "publications/<str:publication_id>/schedule",
+        views.PublicationScheduleView.as_view(),
+        name="publication-schedule",
+    ),
+    path(
+        "publications/<str:publication_id>/publish-now",
+        views.PublicationPublishNowView.as_view(),
+        name="publication-publish-now",
+    ),
+    path(
+        "publications/<str:publication_id>/cancel",
+        views.PublicationCancelView.as_view(),
+        name="publication-cancel",
+    ),
+    path(
+        "publications/<str:publication_id>/retry-failed",
+        views.PublicationRetryFailedView.as_view(),
+        name="publication-retry-failed",
+    ),
+    path(
+        "publications/<str:publication_id>/events",
+        views.PublicationEventsView.as_view(),
+        name="publication-events",
+    ),
 ]

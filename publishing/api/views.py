@@ -27,19 +27,28 @@ from readiness.projection import provider_readiness_projection
 from workspaces.access import actor_from_request, require_workspace
 
 IDEMPOTENCY = OpenApiParameter(
-    "Idempotency-Key", str, location=OpenApiParameter.HEADER, required=False,
+    "Idempotency-Key",
+    str,
+    location=OpenApiParameter.HEADER,
+    required=False,
     description="≤ 200 characters; the same key and body replay the first response for 24 h.",
 )
 
 
 def _page(serializer: Any, page: Any, request: Request) -> Response:
-    return Response(serializer({"items": page.items, "next_cursor": page.next_cursor}, context={"request": request}).data)
+    return Response(
+        serializer(
+            {"items": page.items, "next_cursor": page.next_cursor}, context={"request": request}
+        ).data
+    )
 
 
 class AccountProviderCatalogueView(APIView):
-    @extend_schema(operation_id="account_providers_list",
-                   parameters=[OpenApiParameter("workspace_id", str, required=True)],
-                   responses={200: s.ProviderCatalogueSerializer, **problems(404, 422)})
+    @extend_schema(
+        operation_id="account_providers_list",
+        parameters=[OpenApiParameter("workspace_id", str, required=True)],
+        responses={200: s.ProviderCatalogueSerializer, **problems(404, 422)},
+    )
     def get(self, request: Request) -> Response:
         query = parse_query(s.WorkspaceQuerySerializer, request)
         access = require_workspace(actor_from_request(request), query["workspace_id"])
@@ -48,34 +57,51 @@ class AccountProviderCatalogueView(APIView):
         entries = []
         for adapter in all_adapters():
             caps = adapter.capabilities
-            entries.append({
-                "provider": caps.provider,
-                "display_name": caps.display_name,
-                "connection": caps.connection.value,
-                "capabilities": describe(adapter),
-                "readiness": provider_readiness[caps.provider],
-            })
-        return Response(s.ProviderCatalogueSerializer({"providers": entries}, context={"request": request}).data)
+            entries.append(
+                {
+                    "provider": caps.provider,
+                    "display_name": caps.display_name,
+                    "connection": caps.connection.value,
+                    "capabilities": describe(adapter),
+                    "readiness": provider_readiness[caps.provider],
+                }
+            )
+        return Response(
+            s.ProviderCatalogueSerializer({"providers": entries}, context={"request": request}).data
+        )
 
 
 class AccountListView(APIView):
-    @extend_schema(operation_id="accounts_list",
-                   parameters=[s.AccountListQuerySerializer],
-                   responses={200: s.AccountPageSerializer, **problems(404, 422)})
+    @extend_schema(
+        operation_id="accounts_list",
+        parameters=[s.AccountListQuerySerializer],
+        responses={200: s.AccountPageSerializer, **problems(404, 422)},
+    )
     def get(self, request: Request) -> Response:
         query = parse_query(s.AccountListQuerySerializer, request)
-        page = selectors.account_page(actor=actor_from_request(request), workspace_id=query["workspace_id"],
-                                      limit=query["limit"], cursor=query.get("cursor"), provider=query.get("provider"))
+        page = selectors.account_page(
+            actor=actor_from_request(request),
+            workspace_id=query["workspace_id"],
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+            provider=query.get("provider"),
+        )
         return _page(s.AccountPageSerializer, page, request)
 
 
 class AccountConnectView(APIView):
-    @extend_schema(operation_id="accounts_connect", request=s.AccountConnectInputSerializer,
-                   parameters=[IDEMPOTENCY],
-                   responses={201: s.AccountConnectResultSerializer, 200: s.AccountConnectResultSerializer,
-                              **problems(400, 404, 409, 422, 502)},
-                   description="Credential and webhook providers connect at once (201 with the account); "
-                               "OAuth providers answer 200 with an authorization_url to send the user to.")
+    @extend_schema(
+        operation_id="accounts_connect",
+        request=s.AccountConnectInputSerializer,
+        parameters=[IDEMPOTENCY],
+        responses={
+            201: s.AccountConnectResultSerializer,
+            200: s.AccountConnectResultSerializer,
+            **problems(400, 404, 409, 422, 502),
+        },
+        description="Credential and webhook providers connect at once (201 with the account); "
+        "OAuth providers answer 200 with an authorization_url to send the user to.",
+    )
     @idempotent
     def post(self, request: Request) -> Response:
         body = parse_body(s.AccountConnectInputSerializer, request)
@@ -87,15 +113,24 @@ class AccountConnectView(APIView):
         else:
             redirect_uri = request.build_absolute_uri(callback)
         account, authorization_url = accounts.account_connect(
-            actor=actor_from_request(request), workspace_id=body["workspace_id"], provider=body["provider"],
-            redirect_uri=redirect_uri, instance_url=body.get("instance_url") or "", fields=body.get("fields") or {},
+            actor=actor_from_request(request),
+            workspace_id=body["workspace_id"],
+            provider=body["provider"],
+            redirect_uri=redirect_uri,
+            instance_url=body.get("instance_url") or "",
+            fields=body.get("fields") or {},
         )
         data = s.AccountConnectResultSerializer(
-            {"account": account, "authorization_url": authorization_url}, context={"request": request}
+            {"account": account, "authorization_url": authorization_url},
+            context={"request": request},
         ).data
         if account is None:
             return Response(data, status=200)
-        return Response(data, status=201, headers={"Location": reverse("publishing:account-detail", args=[account.pk])})
+        return Response(
+            data,
+            status=201,
+            headers={"Location": reverse("publishing:account-detail", args=[account.pk])},
+        )
 
 
 class OAuthCallbackView(APIView):
@@ -105,11 +140,14 @@ class OAuthCallbackView(APIView):
     authentication_classes: list[Any] = []
     permission_classes = [AllowAny]
 
-    @extend_schema(operation_id="accounts_oauth_callback", auth=[],
-                   parameters=[s.OAuthCallbackQuerySerializer],
-                   # Unauthenticated, so 403 is not implied: a denied grant, a role or plan that
-                   # changed since the connect started; 409: readiness blocks the provider now.
-                   responses={200: s.AccountSerializer, **problems(400, 403, 404, 409, 422, 502)})
+    @extend_schema(
+        operation_id="accounts_oauth_callback",
+        auth=[],
+        parameters=[s.OAuthCallbackQuerySerializer],
+        # Unauthenticated, so 403 is not implied: a denied grant, a role or plan that
+        # changed since the connect started; 409: readiness blocks the provider now.
+        responses={200: s.AccountSerializer, **problems(400, 403, 404, 409, 422, 502)},
+    )
     def get(self, request: Request) -> Response:
         query = parse_query(s.OAuthCallbackQuerySerializer, request)
         if query.get("error") or not query.get("code"):
@@ -119,7 +157,9 @@ class OAuthCallbackView(APIView):
 
 
 class AccountDetailView(APIView):
-    @extend_schema(operation_id="accounts_get", responses={200: s.AccountSerializer, **problems(404)})
+    @extend_schema(
+        operation_id="accounts_get", responses={200: s.AccountSerializer, **problems(404)}
+    )
     def get(self, request: Request, account_id: str) -> Response:
         account = accounts.account_get(actor=actor_from_request(request), account_id=account_id)
         return Response(s.AccountSerializer(account, context={"request": request}).data)
@@ -131,61 +171,99 @@ class AccountDetailView(APIView):
 
 
 class DestinationOptionsView(APIView):
-    @extend_schema(operation_id="accounts_destination_options",
-                   parameters=[s.DestinationOptionsQuerySerializer],
-                   responses={200: s.DestinationOptionsSerializer, **problems(404, 422, 502)})
+    @extend_schema(
+        operation_id="accounts_destination_options",
+        parameters=[s.DestinationOptionsQuerySerializer],
+        responses={200: s.DestinationOptionsSerializer, **problems(404, 422, 502)},
+    )
     def get(self, request: Request, account_id: str) -> Response:
         query = parse_query(s.DestinationOptionsQuerySerializer, request)
         options = accounts.account_destination_options(
-            actor=actor_from_request(request), account_id=account_id,
-            region_code=query["region_code"], language=query["language"],
+            actor=actor_from_request(request),
+            account_id=account_id,
+            region_code=query["region_code"],
+            language=query["language"],
         )
-        return Response(s.DestinationOptionsSerializer({"options": options}, context={"request": request}).data)
+        return Response(
+            s.DestinationOptionsSerializer({"options": options}, context={"request": request}).data
+        )
 
 
 class CapabilitiesView(APIView):
-    @extend_schema(operation_id="capabilities_resolve", parameters=[s.CapabilitiesQuerySerializer],
-                   responses={200: s.CapabilitiesSerializer, **problems(404, 422)})
+    @extend_schema(
+        operation_id="capabilities_resolve",
+        parameters=[s.CapabilitiesQuerySerializer],
+        responses={200: s.CapabilitiesSerializer, **problems(404, 422)},
+    )
     def get(self, request: Request) -> Response:
         query = parse_query(s.CapabilitiesQuerySerializer, request)
         access = require_workspace(actor_from_request(request), query["workspace_id"])
-        live = Account.objects.filter(workspace=access.workspace).exclude(status=Account.Status.DISCONNECTED)
+        live = Account.objects.filter(workspace=access.workspace).exclude(
+            status=Account.Status.DISCONNECTED
+        )
         if query.get("account_ids"):
-            ids = {_uuid_or_404(part.strip()) for part in query["account_ids"].split(",") if part.strip()}
+            ids = {
+                _uuid_or_404(part.strip())
+                for part in query["account_ids"].split(",")
+                if part.strip()
+            }
             live = live.filter(pk__in=ids)
             found = {str(pk) for pk in live.values_list("pk", flat=True)}
             if missing := sorted(ids - found):
-                if Account.objects.filter(pk__in=missing).exclude(status=Account.Status.DISCONNECTED).exists():
+                if (
+                    Account.objects.filter(pk__in=missing)
+                    .exclude(status=Account.Status.DISCONNECTED)
+                    .exists()
+                ):
                     raise PermissionDeniedError(
                         "An account belongs to another workspace.", code="account_not_in_workspace"
                     )
                 raise NotFoundError(f"No connected account with ID {missing[0]}.")
         accounts = list(live.order_by("created_at"))
-        projection = provider_readiness_projection(workspace_id=access.workspace.pk, accounts=accounts,
-                                                   content_profile=query.get("content_profile") or "")
-        decided = {(p["account_id"], p["output_profile"]): p for e in projection["providers"] for p in e["profiles"]}
+        projection = provider_readiness_projection(
+            workspace_id=access.workspace.pk,
+            accounts=accounts,
+            content_profile=query.get("content_profile") or "",
+        )
+        decided = {
+            (p["account_id"], p["output_profile"]): p
+            for e in projection["providers"]
+            for p in e["profiles"]
+        }
         items = []
         for account in accounts:
             caps = get_adapter(account.provider).capabilities
-            profiles = [p for p in describe(get_adapter(account.provider))["profiles"]
-                        if not query.get("content_profile") or p["key"] == query["content_profile"]]
-            items.append({
-                "account_id": str(account.pk),
-                "provider": caps.provider,
-                "profiles": profiles,
-                "readiness": {
-                    p["key"]: {
-                        "immediate": decided[(str(account.pk), p["key"])]["immediate"],
-                        "scheduled": decided[(str(account.pk), p["key"])]["scheduled"],
-                    }
-                    for p in profiles
-                },
-            })
+            profiles = [
+                p
+                for p in describe(get_adapter(account.provider))["profiles"]
+                if not query.get("content_profile") or p["key"] == query["content_profile"]
+            ]
+            items.append(
+                {
+                    "account_id": str(account.pk),
+                    "provider": caps.provider,
+                    "profiles": profiles,
+                    "readiness": {
+                        p["key"]: {
+                            "immediate": decided[(str(account.pk), p["key"])]["immediate"],
+                            "scheduled": decided[(str(account.pk), p["key"])]["scheduled"],
+                        }
+                        for p in profiles
+                    },
+                }
+            )
         providers = {account.provider for account in accounts}
-        return Response(s.CapabilitiesSerializer({
-            "items": items,
-            "provider_readiness": [e for e in projection["providers"] if e["provider"] in providers],
-        }, context={"request": request}).data)
+        return Response(
+            s.CapabilitiesSerializer(
+                {
+                    "items": items,
+                    "provider_readiness": [
+                        e for e in projection["providers"] if e["provider"] in providers
+                    ],
+                },
+                context={"request": request},
+            ).data
+        )
 
 
 def _uuid_or_404(value: str) -> str:
@@ -200,22 +278,39 @@ def _uuid_or_404(value: str) -> str:
 class MediaListView(APIView):
     parser_classes = [MultiPartParser, FormParser]
 
-    @extend_schema(operation_id="media_list", parameters=[s.MediaListQuerySerializer],
-                   responses={200: s.MediaPageSerializer, **problems(404, 422)})
+    @extend_schema(
+        operation_id="media_list",
+        parameters=[s.MediaListQuerySerializer],
+        responses={200: s.MediaPageSerializer, **problems(404, 422)},
+    )
     def get(self, request: Request) -> Response:
         query = parse_query(s.MediaListQuerySerializer, request)
-        page = selectors.media_page(actor=actor_from_request(request), workspace_id=query["workspace_id"],
-                                    limit=query["limit"], cursor=query.get("cursor"))
+        page = selectors.media_page(
+            actor=actor_from_request(request),
+            workspace_id=query["workspace_id"],
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
         return _page(s.MediaPageSerializer, page, request)
 
-    @extend_schema(operation_id="media_upload", request={"multipart/form-data": s.MediaUploadInputSerializer},
-                   responses={201: s.MediaSerializer, **problems(400, 404, 413, 422)})
+    @extend_schema(
+        operation_id="media_upload",
+        request={"multipart/form-data": s.MediaUploadInputSerializer},
+        responses={201: s.MediaSerializer, **problems(400, 404, 413, 422)},
+    )
     def post(self, request: Request) -> Response:
         body = parse_body(s.MediaUploadInputSerializer, request)
-        item = media.media_upload(actor=actor_from_request(request), workspace_id=body["workspace_id"],
-                                  upload=body["file"], alt_text=body.get("alt_text", ""))
-        return Response(s.MediaSerializer(item, context={"request": request}).data, status=201,
-                        headers={"Location": reverse("publishing:media-detail", args=[item.pk])})
+        item = media.media_upload(
+            actor=actor_from_request(request),
+            workspace_id=body["workspace_id"],
+            upload=body["file"],
+            alt_text=body.get("alt_text", ""),
+        )
+        return Response(
+            s.MediaSerializer(item, context={"request": request}).data,
+            status=201,
+            headers={"Location": reverse("publishing:media-detail", args=[item.pk])},
+        )
 
 
 class MediaDetailView(APIView):
@@ -230,120 +325,183 @@ class MediaDetailView(APIView):
         return Response(status=204)
 
 
-def _publication_response(request: Request, publication: Publication, status: int = 200, **kwargs: Any) -> Response:
-    fresh = selectors.publication_get(actor=actor_from_request(request), publication_id=publication.pk)
-    return Response(s.PublicationSerializer(fresh, context={"request": request}).data, status=status, **kwargs)
+def _publication_response(
+    request: Request, publication: Publication, status: int = 200, **kwargs: Any
+) -> Response:
+    fresh = selectors.publication_get(
+        actor=actor_from_request(request), publication_id=publication.pk
+    )
+    return Response(
+        s.PublicationSerializer(fresh, context={"request": request}).data, status=status, **kwargs
+    )
 
 
 class PublicationListView(APIView):
-    @extend_schema(operation_id="publications_list", parameters=[s.PublicationListQuerySerializer],
-                   responses={200: s.PublicationPageSerializer, **problems(404, 422)})
+    @extend_schema(
+        operation_id="publications_list",
+        parameters=[s.PublicationListQuerySerializer],
+        responses={200: s.PublicationPageSerializer, **problems(404, 422)},
+    )
     def get(self, request: Request) -> Response:
         query = parse_query(s.PublicationListQuerySerializer, request)
         page = selectors.publication_page(
-            actor=actor_from_request(request), workspace_id=query["workspace_id"], limit=query["limit"],
-            cursor=query.get("cursor"), status=query.get("status"), account_id=query.get("account_id"),
-            created_after=query.get("created_after"), created_before=query.get("created_before"),
+            actor=actor_from_request(request),
+            workspace_id=query["workspace_id"],
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+            status=query.get("status"),
+            account_id=query.get("account_id"),
+            created_after=query.get("created_after"),
+            created_before=query.get("created_before"),
         )
         return _page(s.PublicationPageSerializer, page, request)
 
-    @extend_schema(operation_id="publications_create", request=s.PublicationCreateInputSerializer,
-                   parameters=[IDEMPOTENCY],
-                   responses={201: s.PublicationSerializer, **problems(400, 404, 409, 422)})
+    @extend_schema(
+        operation_id="publications_create",
+        request=s.PublicationCreateInputSerializer,
+        parameters=[IDEMPOTENCY],
+        responses={201: s.PublicationSerializer, **problems(400, 404, 409, 422)},
+    )
     @idempotent
     def post(self, request: Request) -> Response:
         body = parse_body(s.PublicationCreateInputSerializer, request)
         publication = publications.publication_create(
-            actor=actor_from_request(request), workspace_id=body["workspace_id"], text=body.get("text", ""),
-            media_ids=body.get("media_ids"), destinations=[dict(d) for d in body["destinations"]],
+            actor=actor_from_request(request),
+            workspace_id=body["workspace_id"],
+            text=body.get("text", ""),
+            media_ids=body.get("media_ids"),
+            destinations=[dict(d) for d in body["destinations"]],
             voice_profile_id=body.get("voice_profile_id"),
         )
-        return _publication_response(request, publication, status=201,
-                                     headers={"Location": reverse("publishing:publication-detail", args=[publication.pk])})
+        return _publication_response(
+            request,
+            publication,
+            status=201,
+            headers={"Location": reverse("publishing:publication-detail", args=[publication.pk])},
+        )
 
 
 class PublicationDetailView(APIView):
-    @extend_schema(operation_id="publications_get", responses={200: s.PublicationSerializer, **problems(404)})
+    @extend_schema(
+        operation_id="publications_get", responses={200: s.PublicationSerializer, **problems(404)}
+    )
     def get(self, request: Request, publication_id: str) -> Response:
-        publication = selectors.publication_get(actor=actor_from_request(request), publication_id=publication_id)
+        publication = selectors.publication_get(
+            actor=actor_from_request(request), publication_id=publication_id
+        )
         return Response(s.PublicationSerializer(publication, context={"request": request}).data)
 
-    @extend_schema(operation_id="publications_replace", request=s.PublicationReplaceInputSerializer,
-                   parameters=[IDEMPOTENCY],
-                   responses={200: s.PublicationSerializer, **problems(400, 404, 409, 422)})
+    @extend_schema(
+        operation_id="publications_replace",
+        request=s.PublicationReplaceInputSerializer,
+        parameters=[IDEMPOTENCY],
+        responses={200: s.PublicationSerializer, **problems(400, 404, 409, 422)},
+    )
     @idempotent
     def put(self, request: Request, publication_id: str) -> Response:
         body = parse_body(s.PublicationReplaceInputSerializer, request)
         publication = publications.publication_replace(
-            actor=actor_from_request(request), publication_id=publication_id,
-            expected_revision=body["expected_revision"], text=body.get("text", ""),
-            media_ids=body.get("media_ids"), destinations=[dict(d) for d in body["destinations"]],
+            actor=actor_from_request(request),
+            publication_id=publication_id,
+            expected_revision=body["expected_revision"],
+            text=body.get("text", ""),
+            media_ids=body.get("media_ids"),
+            destinations=[dict(d) for d in body["destinations"]],
             voice_profile_id=body.get("voice_profile_id", publications.UNCHANGED),
         )
         return _publication_response(request, publication)
 
     @extend_schema(operation_id="publications_delete", responses={204: None, **problems(404, 409)})
     def delete(self, request: Request, publication_id: str) -> Response:
-        publications.publication_delete(actor=actor_from_request(request), publication_id=publication_id)
+        publications.publication_delete(
+            actor=actor_from_request(request), publication_id=publication_id
+        )
         return Response(status=204)
 
 
 class PublicationScheduleView(APIView):
-    @extend_schema(operation_id="publications_schedule", request=s.PublicationScheduleInputSerializer,
-                   parameters=[IDEMPOTENCY],
-                   responses={200: s.PublicationSerializer, **problems(400, 404, 409, 422)})
+    @extend_schema(
+        operation_id="publications_schedule",
+        request=s.PublicationScheduleInputSerializer,
+        parameters=[IDEMPOTENCY],
+        responses={200: s.PublicationSerializer, **problems(400, 404, 409, 422)},
+    )
     @idempotent
     def post(self, request: Request, publication_id: str) -> Response:
         body = parse_body(s.PublicationScheduleInputSerializer, request)
         publication = publications.publication_schedule(
-            actor=actor_from_request(request), publication_id=publication_id,
-            scheduled_at=body["scheduled_at"], expected_revision=body.get("expected_revision"),
+            actor=actor_from_request(request),
+            publication_id=publication_id,
+            scheduled_at=body["scheduled_at"],
+            expected_revision=body.get("expected_revision"),
             intent=body["execution_intent"],
         )
         return _publication_response(request, publication)
 
 
 class PublicationPublishNowView(APIView):
-    @extend_schema(operation_id="publications_publish_now", request=s.PublicationPublishNowInputSerializer,
-                   parameters=[IDEMPOTENCY],
-                   responses={202: s.PublicationSerializer, **problems(400, 404, 409, 422)},
-                   description="Queues delivery (202). Success means queued, not delivered: follow "
-                               "each destination's status.")
+    @extend_schema(
+        operation_id="publications_publish_now",
+        request=s.PublicationPublishNowInputSerializer,
+        parameters=[IDEMPOTENCY],
+        responses={202: s.PublicationSerializer, **problems(400, 404, 409, 422)},
+        description="Queues delivery (202). Success means queued, not delivered: follow "
+        "each destination's status.",
+    )
     @idempotent
     def post(self, request: Request, publication_id: str) -> Response:
         body = parse_body(s.PublicationPublishNowInputSerializer, request)
         publication = publications.publication_publish_now(
-            actor=actor_from_request(request), publication_id=publication_id,
-            expected_revision=body.get("expected_revision"), intent=body["execution_intent"],
+            actor=actor_from_request(request),
+            publication_id=publication_id,
+            expected_revision=body.get("expected_revision"),
+            intent=body["execution_intent"],
         )
         return _publication_response(request, publication, status=202)
 
 
 class PublicationCancelView(APIView):
-    @extend_schema(operation_id="publications_cancel", request=None, parameters=[IDEMPOTENCY],
-                   responses={200: s.PublicationSerializer, **problems(404, 409)})
+    @extend_schema(
+        operation_id="publications_cancel",
+        request=None,
+        parameters=[IDEMPOTENCY],
+        responses={200: s.PublicationSerializer, **problems(404, 409)},
+    )
     @idempotent
     def post(self, request: Request, publication_id: str) -> Response:
-        publication = publications.publication_cancel(actor=actor_from_request(request), publication_id=publication_id)
+        publication = publications.publication_cancel(
+            actor=actor_from_request(request), publication_id=publication_id
+        )
         return _publication_response(request, publication)
 
 
 class PublicationRetryFailedView(APIView):
-    @extend_schema(operation_id="publications_retry_failed", request=None, parameters=[IDEMPOTENCY],
-                   responses={202: s.PublicationSerializer, **problems(404, 409)})
+    @extend_schema(
+        operation_id="publications_retry_failed",
+        request=None,
+        parameters=[IDEMPOTENCY],
+        responses={202: s.PublicationSerializer, **problems(404, 409)},
+    )
     @idempotent
     def post(self, request: Request, publication_id: str) -> Response:
-        publication = publications.publication_retry_failed(actor=actor_from_request(request), publication_id=publication_id)
+        publication = publications.publication_retry_failed(
+            actor=actor_from_request(request), publication_id=publication_id
+        )
         return _publication_response(request, publication, status=202)
 
 
 class PublicationEventsView(APIView):
-    @extend_schema(operation_id="publications_events", parameters=[s.PageQuerySerializer],
-                   responses={200: s.PublicationEventPageSerializer, **problems(404, 422)})
+    @extend_schema(
+        operation_id="publications_events",
+        parameters=[s.PageQuerySerializer],
+        responses={200: s.PublicationEventPageSerializer, **problems(404, 422)},
+    )
     def get(self, request: Request, publication_id: str) -> Response:
         query = parse_query(s.PageQuerySerializer, request)
-        page = selectors.publication_events(actor=actor_from_request(request), publication_id=publication_id,
-                                            limit=query["limit"], cursor=query.get("cursor"))
+        page = selectors.publication_events(
+            actor=actor_from_request(request),
+            publication_id=publication_id,
+            limit=query["limit"],
+            cursor=query.get("cursor"),
+        )
         return _page(s.PublicationEventPageSerializer, page, request)
-
-

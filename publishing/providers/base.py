@@ -233,7 +233,12 @@ class ProviderAdapter(abc.ABC):
 
     # Connect -----------------------------------------------------------------------------
     def begin_authorization(
-        self, *, redirect_uri: str, state: str, instance_url: str = "", app: dict[str, str] | None = None
+        self,
+        *,
+        redirect_uri: str,
+        state: str,
+        instance_url: str = "",
+        app: dict[str, str] | None = None,
     ) -> AuthorizationStart:
         raise NotSupported("OAuth connect")
 

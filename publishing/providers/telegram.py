@@ -176,7 +176,8 @@ class TelegramAdapter(ProviderAdapter):
         chat_id = (fields.get("chat_id") or "").strip()
         if not _TOKEN_RE.match(token):
             raise ProviderInputError(
-                "bot_token", f"{LABEL}: the bot token must look like <digits>:<letters, digits, _ or ->."
+                "bot_token",
+                f"{LABEL}: the bot token must look like <digits>:<letters, digits, _ or ->.",
             )
         if not _CHAT_RE.match(chat_id):
             raise ProviderInputError(

@@ -86,15 +86,22 @@ def normalize_instance_url(url: str) -> str:
 def _require_provider(provider: str, instance_url: str = "") -> None:
     if provider not in PROVIDERS:
         raise FieldValidationError(
-            [{"location": "body.provider", "message": f"Unknown provider; one of {', '.join(PROVIDERS)}.",
-              "value": provider}]
+            [
+                {
+                    "location": "body.provider",
+                    "message": f"Unknown provider; one of {', '.join(PROVIDERS)}.",
+                    "value": provider,
+                }
+            ]
         )
     _require_connectable(provider, instance_url)
 
 
 def _require_connectable(provider: str, instance_url: str = "") -> None:
     # The exact subject: a federated provider's connect is decided for the chosen instance.
-    decision = readiness.decide_provider(provider=provider, operation="connect", instance_url=instance_url)
+    decision = readiness.decide_provider(
+        provider=provider, operation="connect", instance_url=instance_url
+    )
     if not decision.executable:
         raise ReadinessBlockedError(
             f"{provider} cannot be connected now ({decision.state}).", decision=decision.as_dict()
@@ -131,27 +138,37 @@ def account_connect(
     caps = adapter.capabilities
     if caps.connection == ConnectionMode.OAUTH2:
         return None, _oauth_begin(
-            actor=actor, workspace=workspace, provider=provider, redirect_uri=redirect_uri,
+            actor=actor,
+            workspace=workspace,
+            provider=provider,
+            redirect_uri=redirect_uri,
             instance_url=instance_url,
         )
     missing = [name for name in caps.credential_fields if not (fields or {}).get(name)]
     if missing:
         raise FieldValidationError(
-            [{"location": f"body.fields.{name}", "message": "This field is required."} for name in missing]
+            [
+                {"location": f"body.fields.{name}", "message": "This field is required."}
+                for name in missing
+            ]
         )
     connect_fields = dict(fields or {})
     if provider == feed.PROVIDER:
         # Herald serves the feed itself: its URLs start at the origin the user reaches Herald
         # at (HERALD_PUBLIC_URL when set, else this request's), never at one the user typed.
         parts = urlsplit(redirect_uri)
-        connect_fields[feed.ORIGIN_FIELD] = f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
+        connect_fields[feed.ORIGIN_FIELD] = (
+            f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
+        )
     try:
         connected = adapter.connect_with_credentials(fields=connect_fields)
     except ProviderInputError as exc:
         raise _input_invalid(exc) from None
     except ProviderError as exc:
         raise _provider_failure(exc) from None
-    return _store_account(actor=actor, workspace=workspace, provider=provider, connected=connected, app=None), None
+    return _store_account(
+        actor=actor, workspace=workspace, provider=provider, connected=connected, app=None
+    ), None
 
 
 def _oauth_begin(
@@ -165,7 +182,9 @@ def _oauth_begin(
     instance_url = normalize_instance_url(instance_url)
     # One app registration per instance and callback URL: a registration is bound to its
     # redirect URI, so a second public origin needs (and gets) its own.
-    app = ProviderApp.objects.filter(provider=provider, instance_url=instance_url, redirect_uri=redirect_uri).first()
+    app = ProviderApp.objects.filter(
+        provider=provider, instance_url=instance_url, redirect_uri=redirect_uri
+    ).first()
     stored_app = credentials.decrypt(app.credentials_encrypted) if app else None
     state = secrets.token_urlsafe(32)
     try:
@@ -200,7 +219,9 @@ def _oauth_begin(
             instance_url=instance_url,
             app=app,
             redirect_uri=redirect_uri,
-            code_verifier_encrypted=credentials.encrypt({"v": start.code_verifier}) if start.code_verifier else "",
+            code_verifier_encrypted=credentials.encrypt({"v": start.code_verifier})
+            if start.code_verifier
+            else "",
             expires_at=timezone.now() + OAUTH_STATE_TTL,
         )
     return start.authorization_url
@@ -216,7 +237,9 @@ def account_oauth_complete(*, state: str, code: str) -> Account:
             .first()
         )
         if pending is None or pending.expires_at <= timezone.now():
-            raise NotFoundError("This authorization request is unknown or has expired; connect again.")
+            raise NotFoundError(
+                "This authorization request is unknown or has expired; connect again."
+            )
         pending_copy = pending
         pending.delete()  # single use, even if the exchange fails
     # The world may have changed since the connect started: the user's role, the provider's
@@ -239,43 +262,69 @@ def account_oauth_complete(*, state: str, code: str) -> Account:
         raise _provider_failure(exc) from None
     try:
         return _store_account(
-            actor=actor, workspace=access.workspace, provider=pending_copy.provider, connected=connected, app=app,
+            actor=actor,
+            workspace=access.workspace,
+            provider=pending_copy.provider,
+            connected=connected,
+            app=app,
         )
     except PlanLimitError:
         # The grant exists at the provider but will not be kept: give it back (best effort).
         if adapter.capabilities.supports_revoke:
             with contextlib.suppress(ProviderError):
-                adapter.revoke(account=AccountContext(
-                    external_id=connected.external_id, credentials=dict(connected.credentials),
-                    instance_url=connected.instance_url,
-                    app=credentials.decrypt(app.credentials_encrypted) if app else {},
-                ))
+                adapter.revoke(
+                    account=AccountContext(
+                        external_id=connected.external_id,
+                        credentials=dict(connected.credentials),
+                        instance_url=connected.instance_url,
+                        app=credentials.decrypt(app.credentials_encrypted) if app else {},
+                    )
+                )
         raise
 
 
 @transaction.atomic
 def _store_account(
-    *, actor: Actor, workspace: Any, provider: str, connected: ConnectedAccount, app: ProviderApp | None
+    *,
+    actor: Actor,
+    workspace: Any,
+    provider: str,
+    connected: ConnectedAccount,
+    app: ProviderApp | None,
 ) -> Account:
     """Create the account, or refresh a live connection of the same external account. A stored
     refresh token is never overwritten with an empty one (field lesson 6)."""
     instance_url = connected.instance_url.rstrip("/")
     account = (
         Account.objects.select_for_update()
-        .filter(workspace=workspace, provider=provider, instance_url=instance_url, external_id=connected.external_id)
+        .filter(
+            workspace=workspace,
+            provider=provider,
+            instance_url=instance_url,
+            external_id=connected.external_id,
+        )
         .exclude(status=Account.Status.DISCONNECTED)
         .first()
     )
     new_credentials = dict(connected.credentials)
     if account is not None:
-        new_credentials = _merge_credentials(credentials.decrypt(account.credentials_encrypted), new_credentials)
+        new_credentials = _merge_credentials(
+            credentials.decrypt(account.credentials_encrypted), new_credentials
+        )
     else:
         # Checked again here: an OAuth connect was checked when it started, and other connects
         # may have filled the plan since.
-        live = Account.objects.filter(workspace=workspace).exclude(status=Account.Status.DISCONNECTED)
+        live = Account.objects.filter(workspace=workspace).exclude(
+            status=Account.Status.DISCONNECTED
+        )
         plan_check_current(workspace=workspace, metric="connected_accounts", current=live.count())
-        account = Account(workspace=workspace, provider=provider, instance_url=instance_url,
-                          external_id=connected.external_id, connected_by=actor.user)
+        account = Account(
+            workspace=workspace,
+            provider=provider,
+            instance_url=instance_url,
+            external_id=connected.external_id,
+            connected_by=actor.user,
+        )
     account.username = connected.username
     account.display_name = connected.display_name
     account.avatar_url = connected.avatar_url
@@ -331,7 +380,9 @@ def account_disconnect(*, actor: Actor, account_id: Any) -> None:
 
 def account_mark_reconnect_required(*, account_id: Any, reason: str) -> None:
     Account.objects.filter(pk=account_id, status=Account.Status.ACTIVE).update(
-        status=Account.Status.RECONNECT_REQUIRED, status_reason=reason[:300], updated_at=timezone.now()
+        status=Account.Status.RECONNECT_REQUIRED,
+        status_reason=reason[:300],
+        updated_at=timezone.now(),
     )
 
 

@@ -9,6 +9,8 @@ from publishing.models import IdempotencyRecord, OAuthState
 
 def housekeeping() -> dict[str, int]:
     now = timezone.now()
-    idempotency, _ = IdempotencyRecord.objects.filter(created_at__lt=now - IdempotencyRecord.TTL).delete()
+    idempotency, _ = IdempotencyRecord.objects.filter(
+        created_at__lt=now - IdempotencyRecord.TTL
+    ).delete()
     oauth, _ = OAuthState.objects.filter(expires_at__lt=now).delete()
     return {"idempotency_records": idempotency, "oauth_states": oauth}

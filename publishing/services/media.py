@@ -35,21 +35,33 @@ def sniff_mime_type(head: bytes) -> str | None:
     return None
 
 
-def media_upload(*, actor: Actor, workspace_id: Any, upload: UploadedFile, alt_text: str = "") -> Media:
+def media_upload(
+    *, actor: Actor, workspace_id: Any, upload: UploadedFile, alt_text: str = ""
+) -> Media:
     access = require_workspace(actor, workspace_id, role="editor")
     size = upload.size or 0
     if size <= 0:
         raise FieldValidationError([{"location": "body.file", "message": "The file is empty."}])
     if size > settings.HERALD_MAX_MEDIA_BYTES:
         raise FieldValidationError(
-            [{"location": "body.file", "message": f"At most {settings.HERALD_MAX_MEDIA_BYTES} bytes."}]
+            [
+                {
+                    "location": "body.file",
+                    "message": f"At most {settings.HERALD_MAX_MEDIA_BYTES} bytes.",
+                }
+            ]
         )
     upload.seek(0)
     head = upload.read(32)
     mime = sniff_mime_type(head)
     if mime is None:
         raise FieldValidationError(
-            [{"location": "body.file", "message": "Unsupported file type (PNG, JPEG, GIF, WebP or MP4)."}]
+            [
+                {
+                    "location": "body.file",
+                    "message": "Unsupported file type (PNG, JPEG, GIF, WebP or MP4).",
+                }
+            ]
         )
     width = height = None
     if mime.startswith("image/"):
@@ -90,7 +102,9 @@ def _image_dimensions(upload: UploadedFile) -> tuple[int, int]:
     limit = settings.HERALD_MAX_IMAGE_PIXELS
     if Image.MAX_IMAGE_PIXELS:
         limit = min(limit, Image.MAX_IMAGE_PIXELS)
-    too_many = [{"location": "body.file", "message": f"The image has too many pixels; at most {limit}."}]
+    too_many = [
+        {"location": "body.file", "message": f"The image has too many pixels; at most {limit}."}
+    ]
     damaged = [{"location": "body.file", "message": "The image is damaged or not decodable."}]
     try:
         upload.seek(0)
@@ -114,8 +128,13 @@ def _image_dimensions(upload: UploadedFile) -> tuple[int, int]:
 
 
 def _extension(mime: str) -> str:
-    return {"image/png": ".png", "image/jpeg": ".jpg", "image/gif": ".gif",
-            "image/webp": ".webp", "video/mp4": ".mp4"}[mime]
+    return {
+        "image/png": ".png",
+        "image/jpeg": ".jpg",
+        "image/gif": ".gif",
+        "image/webp": ".webp",
+        "video/mp4": ".mp4",
+    }[mime]
 
 
 def media_get(*, actor: Actor, media_id: Any) -> Media:
@@ -133,7 +152,11 @@ def media_delete(*, actor: Actor, media_id: Any) -> None:
     with transaction.atomic():
         open_publications = Publication.objects.select_for_update().filter(
             workspace_id=media.workspace_id,
-            status__in=[Publication.Status.DRAFT, Publication.Status.SCHEDULED, Publication.Status.PUBLISHING],
+            status__in=[
+                Publication.Status.DRAFT,
+                Publication.Status.SCHEDULED,
+                Publication.Status.PUBLISHING,
+            ],
         )
         media_key = str(media.pk)
         in_use = any(media_key in (p.media_ids or []) for p in open_publications) or any(

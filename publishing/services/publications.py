@@ -33,8 +33,14 @@ UNCHANGED: Any = object()  # publication_replace: keep the current voice overrid
 
 
 def event_record(
-    *, publication_id: Any, kind: str, destination: Destination | None = None, status: str = "",
-    detail: str = "", data: dict[str, Any] | None = None, destination_id: Any = None,
+    *,
+    publication_id: Any,
+    kind: str,
+    destination: Destination | None = None,
+    status: str = "",
+    detail: str = "",
+    data: dict[str, Any] | None = None,
+    destination_id: Any = None,
 ) -> None:
     PublicationEvent.objects.create(
         publication_id=publication_id,
@@ -67,16 +73,30 @@ def _validate(
         try:
             account_ids.append(uuid.UUID(str(item["account_id"])))
         except (KeyError, ValueError):
-            errors.append({"location": f"body.destinations[{index}].account_id", "message": "Unknown account."})
+            errors.append(
+                {
+                    "location": f"body.destinations[{index}].account_id",
+                    "message": "Unknown account.",
+                }
+            )
     if len(set(account_ids)) != len(account_ids):
         errors.append({"location": "body.destinations", "message": "Each account may appear once."})
     all_media_ids = set(media_ids)
     for item in destinations:
         all_media_ids.update(item.get("media_ids") or [])
-    media = {str(m.pk): m for m in Media.objects.filter(workspace_id=workspace_id, pk__in=_uuids(all_media_ids))}
+    media = {
+        str(m.pk): m
+        for m in Media.objects.filter(workspace_id=workspace_id, pk__in=_uuids(all_media_ids))
+    }
     for index, media_id in enumerate(media_ids):
         if media_id not in media:
-            errors.append({"location": f"body.media_ids[{index}]", "message": "No such media in this workspace.", "value": media_id})
+            errors.append(
+                {
+                    "location": f"body.media_ids[{index}]",
+                    "message": "No such media in this workspace.",
+                    "value": media_id,
+                }
+            )
     accounts = {a.pk: a for a in Account.objects.filter(pk__in=account_ids)}
     resolved: list[Account] = []
     for index, item in enumerate(destinations):
@@ -91,14 +111,21 @@ def _validate(
             from config.errors import PermissionDeniedError
 
             raise PermissionDeniedError(
-                "A destination account belongs to another workspace.", code="account_not_in_workspace"
+                "A destination account belongs to another workspace.",
+                code="account_not_in_workspace",
             )
         resolved.append(account)
         caps = get_adapter(account.provider).capabilities
         profile_key = item.get("profile") or _default_profile(account).key
         profile = caps.profile(profile_key)
         if profile is None:
-            errors.append({"location": f"{prefix}.profile", "message": f"{account.provider} has no format {profile_key}.", "value": profile_key})
+            errors.append(
+                {
+                    "location": f"{prefix}.profile",
+                    "message": f"{account.provider} has no format {profile_key}.",
+                    "value": profile_key,
+                }
+            )
             continue
         item["profile"] = profile.key
         effective_text = item["text"] if item.get("text") is not None else text
@@ -106,41 +133,92 @@ def _validate(
         text_location = f"{prefix}.text" if item.get("text") is not None else "body.text"
         length = profile.text_counter(effective_text)
         if length > profile.text_limit:
-            errors.append({"location": text_location, "message": f"{profile.key} allows {profile.text_limit} {profile.counting_rule}; this text has {length}."})
+            errors.append(
+                {
+                    "location": text_location,
+                    "message": f"{profile.key} allows {profile.text_limit} {profile.counting_rule}; this text has {length}.",
+                }
+            )
         if profile.text_required and not effective_text.strip():
             errors.append({"location": text_location, "message": f"{profile.key} needs text."})
         if not effective_text.strip() and not effective_media:
             errors.append({"location": text_location, "message": "Send text, media or both."})
-        media_location = f"{prefix}.media_ids" if item.get("media_ids") is not None else "body.media_ids"
+        media_location = (
+            f"{prefix}.media_ids" if item.get("media_ids") is not None else "body.media_ids"
+        )
         if len(effective_media) > profile.media.max_count:
-            errors.append({"location": media_location, "message": f"{profile.key} allows {profile.media.max_count} media items."})
+            errors.append(
+                {
+                    "location": media_location,
+                    "message": f"{profile.key} allows {profile.media.max_count} media items.",
+                }
+            )
         if profile.media.required and not effective_media:
-            errors.append({"location": media_location, "message": f"{profile.key} needs a media item."})
+            errors.append(
+                {"location": media_location, "message": f"{profile.key} needs a media item."}
+            )
         for m_index, media_id in enumerate(effective_media):
             item_media = media.get(media_id)
             if item_media is None:
                 if item.get("media_ids") is not None:
-                    errors.append({"location": f"{media_location}[{m_index}]", "message": "No such media in this workspace.", "value": media_id})
+                    errors.append(
+                        {
+                            "location": f"{media_location}[{m_index}]",
+                            "message": "No such media in this workspace.",
+                            "value": media_id,
+                        }
+                    )
                 continue
             if item_media.mime_type not in profile.media.mime_types:
-                errors.append({"location": f"{media_location}[{m_index}]", "message": f"{profile.key} does not take {item_media.mime_type}."})
+                errors.append(
+                    {
+                        "location": f"{media_location}[{m_index}]",
+                        "message": f"{profile.key} does not take {item_media.mime_type}.",
+                    }
+                )
             elif item_media.size_bytes > profile.media.max_bytes:
-                errors.append({"location": f"{media_location}[{m_index}]", "message": f"{profile.key} takes at most {profile.media.max_bytes} bytes per item."})
+                errors.append(
+                    {
+                        "location": f"{media_location}[{m_index}]",
+                        "message": f"{profile.key} takes at most {profile.media.max_bytes} bytes per item.",
+                    }
+                )
         options = dict(item.get("options") or {})
         known = {o.name for o in profile.options}
         for name in sorted(set(options) - known):
-            errors.append({"location": f"{prefix}.options.{name}", "message": "Unknown option for this format."})
+            errors.append(
+                {
+                    "location": f"{prefix}.options.{name}",
+                    "message": "Unknown option for this format.",
+                }
+            )
         for spec in profile.options:
             value = options.get(spec.name, spec.default)
             if value in (None, ""):
                 if spec.required:
-                    errors.append({"location": f"{prefix}.options.{spec.name}", "message": "This option is required."})
+                    errors.append(
+                        {
+                            "location": f"{prefix}.options.{spec.name}",
+                            "message": "This option is required.",
+                        }
+                    )
                 continue
             value = str(value)
             if spec.choices and value not in spec.choices:
-                errors.append({"location": f"{prefix}.options.{spec.name}", "message": f"One of: {', '.join(spec.choices)}.", "value": value})
+                errors.append(
+                    {
+                        "location": f"{prefix}.options.{spec.name}",
+                        "message": f"One of: {', '.join(spec.choices)}.",
+                        "value": value,
+                    }
+                )
             if len(value) > spec.max_length:
-                errors.append({"location": f"{prefix}.options.{spec.name}", "message": f"At most {spec.max_length} characters."})
+                errors.append(
+                    {
+                        "location": f"{prefix}.options.{spec.name}",
+                        "message": f"At most {spec.max_length} characters.",
+                    }
+                )
             options[spec.name] = value
         item["options"] = options
     if errors:
@@ -161,7 +239,9 @@ def _uuids(values: set[str]) -> list[uuid.UUID]:
 # --- Create and replace ---------------------------------------------------------------------
 
 
-def _write_destinations(publication: Publication, accounts: list[Account], destinations: list[dict[str, Any]]) -> None:
+def _write_destinations(
+    publication: Publication, accounts: list[Account], destinations: list[dict[str, Any]]
+) -> None:
     for position, (account, item) in enumerate(zip(accounts, destinations, strict=True)):
         Destination.objects.create(
             publication=publication,
@@ -177,14 +257,24 @@ def _write_destinations(publication: Publication, accounts: list[Account], desti
 
 @transaction.atomic
 def publication_create(
-    *, actor: Actor, workspace_id: Any, text: str = "", media_ids: list[str] | None = None,
-    destinations: list[dict[str, Any]], voice_profile_id: Any = None,
+    *,
+    actor: Actor,
+    workspace_id: Any,
+    text: str = "",
+    media_ids: list[str] | None = None,
+    destinations: list[dict[str, Any]],
+    voice_profile_id: Any = None,
 ) -> Publication:
     access = require_workspace(actor, workspace_id, role="editor")
     media_ids = [str(m) for m in (media_ids or [])]
-    accounts, _ = _validate(workspace_id=access.workspace.pk, text=text, media_ids=media_ids, destinations=destinations)
+    accounts, _ = _validate(
+        workspace_id=access.workspace.pk, text=text, media_ids=media_ids, destinations=destinations
+    )
     publication = Publication.objects.create(
-        workspace=access.workspace, created_by=actor.user, text=text, media_ids=media_ids,
+        workspace=access.workspace,
+        created_by=actor.user,
+        text=text,
+        media_ids=media_ids,
     )
     if voice_profile_id is not None:  # the override lives in the voice app (404 if unknown)
         voice.publication_voice_set(publication=publication, voice_profile_id=voice_profile_id)
@@ -211,8 +301,13 @@ def _check_revision(publication: Publication, expected_revision: int | None) -> 
 
 @transaction.atomic
 def publication_replace(
-    *, actor: Actor, publication_id: Any, expected_revision: int, text: str = "",
-    media_ids: list[str] | None = None, destinations: list[dict[str, Any]],
+    *,
+    actor: Actor,
+    publication_id: Any,
+    expected_revision: int,
+    text: str = "",
+    media_ids: list[str] | None = None,
+    destinations: list[dict[str, Any]],
     voice_profile_id: Any = UNCHANGED,
 ) -> Publication:
     publication = _lock(actor, publication_id)
@@ -224,7 +319,12 @@ def publication_replace(
     if voice_profile_id is not UNCHANGED:  # None clears the override
         voice.publication_voice_set(publication=publication, voice_profile_id=voice_profile_id)
     media_ids = [str(m) for m in (media_ids or [])]
-    accounts, _ = _validate(workspace_id=publication.workspace_id, text=text, media_ids=media_ids, destinations=destinations)
+    accounts, _ = _validate(
+        workspace_id=publication.workspace_id,
+        text=text,
+        media_ids=media_ids,
+        destinations=destinations,
+    )
     publication.text = text
     publication.media_ids = media_ids
     publication.revision += 1
@@ -233,10 +333,18 @@ def publication_replace(
     _write_destinations(publication, accounts, destinations)
     if publication.status == P.SCHEDULED:  # keep the schedule; new rows wait like the old ones
         due = publication.scheduled_at
-        publication.destinations.update(status=S.SCHEDULED, due_at=due, next_attempt_at=due,
-                                        deadline_at=_deadline(due) if due else None)
-    event_record(publication_id=publication.pk, kind="publication.replaced", status=publication.status,
-                 data={"revision": publication.revision})
+        publication.destinations.update(
+            status=S.SCHEDULED,
+            due_at=due,
+            next_attempt_at=due,
+            deadline_at=_deadline(due) if due else None,
+        )
+    event_record(
+        publication_id=publication.pk,
+        kind="publication.replaced",
+        status=publication.status,
+        data={"revision": publication.revision},
+    )
     return publication
 
 
@@ -246,9 +354,15 @@ def publication_delete(*, actor: Actor, publication_id: Any) -> None:
     published, deleting the record of it is admin-only (README "Roles")."""
     publication = _lock(actor, publication_id)
     if publication.destinations.filter(status=S.PUBLISHED).exists():
-        require_workspace_role(actor, publication.workspace_id, role="admin",
-                               operation="Deleting a publication that has published destinations")
-    if publication.destinations.filter(status__in=[S.QUEUED, S.SENDING, S.RETRY_WAIT, S.AMBIGUOUS]).exists():
+        require_workspace_role(
+            actor,
+            publication.workspace_id,
+            role="admin",
+            operation="Deleting a publication that has published destinations",
+        )
+    if publication.destinations.filter(
+        status__in=[S.QUEUED, S.SENDING, S.RETRY_WAIT, S.AMBIGUOUS]
+    ).exists():
         raise PublicationStateError("Delivery is in progress; cancel or wait for it to settle.")
     publication.delete()
 
@@ -256,18 +370,36 @@ def publication_delete(*, actor: Actor, publication_id: Any) -> None:
 # --- Queue actions --------------------------------------------------------------------------
 
 
-def _require_ready(publication: Publication, operation: str, destinations: Any = None, intent: str | None = None) -> None:
-    rows = list((destinations if destinations is not None else publication.destinations).select_related("account"))
-    decisions = readiness.decide_many([  # one readiness pass for every destination (constant queries)
-        readiness.DecisionRequest(provider=d.account.provider, operation=operation, output_profile=d.profile,
-                                  account=d.account, intent=intent or publication.execution_intent)
-        for d in rows
-    ])
+def _require_ready(
+    publication: Publication, operation: str, destinations: Any = None, intent: str | None = None
+) -> None:
+    rows = list(
+        (destinations if destinations is not None else publication.destinations).select_related(
+            "account"
+        )
+    )
+    decisions = readiness.decide_many(
+        [  # one readiness pass for every destination (constant queries)
+            readiness.DecisionRequest(
+                provider=d.account.provider,
+                operation=operation,
+                output_profile=d.profile,
+                account=d.account,
+                intent=intent or publication.execution_intent,
+            )
+            for d in rows
+        ]
+    )
     blocked = []
     for destination, decision in zip(rows, decisions, strict=True):
         if not decision.executable:
-            blocked.append({"destination_id": str(destination.pk), "account_id": str(destination.account_id),
-                            **decision.as_dict()})
+            blocked.append(
+                {
+                    "destination_id": str(destination.pk),
+                    "account_id": str(destination.account_id),
+                    **decision.as_dict(),
+                }
+            )
     if blocked:
         raise ReadinessBlockedError(
             "Provider readiness blocks "
@@ -281,15 +413,29 @@ def _deadline(due: datetime) -> datetime:
 
 
 @transaction.atomic
-def publication_schedule(*, actor: Actor, publication_id: Any, scheduled_at: datetime, expected_revision: int | None,
-                         intent: str = Publication.Intent.NORMAL) -> Publication:
+def publication_schedule(
+    *,
+    actor: Actor,
+    publication_id: Any,
+    scheduled_at: datetime,
+    expected_revision: int | None,
+    intent: str = Publication.Intent.NORMAL,
+) -> Publication:
     readiness.require_intent_allowed(user=actor.user, intent=intent)
     publication = _lock(actor, publication_id)
     _check_revision(publication, expected_revision)
     if publication.status not in (P.DRAFT, P.SCHEDULED):
         raise PublicationStateError(f"A {publication.status} publication cannot be scheduled.")
     if scheduled_at <= timezone.now():
-        raise FieldValidationError([{"location": "body.scheduled_at", "message": "Must be in the future.", "value": scheduled_at.isoformat()}])
+        raise FieldValidationError(
+            [
+                {
+                    "location": "body.scheduled_at",
+                    "message": "Must be in the future.",
+                    "value": scheduled_at.isoformat(),
+                }
+            ]
+        )
     _require_ready(publication, "publish_scheduled", intent=intent)
     if publication.status == P.DRAFT:
         usage_consume(workspace=publication.workspace, metric="scheduled_publications")
@@ -297,16 +443,29 @@ def publication_schedule(*, actor: Actor, publication_id: Any, scheduled_at: dat
     publication.scheduled_at = scheduled_at
     publication.execution_intent = intent  # queued work keeps it; the worker decides with it
     publication.save(update_fields=["status", "scheduled_at", "execution_intent", "updated_at"])
-    publication.destinations.update(status=S.SCHEDULED, due_at=scheduled_at, next_attempt_at=scheduled_at,
-                                    deadline_at=_deadline(scheduled_at))
-    event_record(publication_id=publication.pk, kind="publication.scheduled", status=P.SCHEDULED,
-                 data={"scheduled_at": scheduled_at.isoformat()})
+    publication.destinations.update(
+        status=S.SCHEDULED,
+        due_at=scheduled_at,
+        next_attempt_at=scheduled_at,
+        deadline_at=_deadline(scheduled_at),
+    )
+    event_record(
+        publication_id=publication.pk,
+        kind="publication.scheduled",
+        status=P.SCHEDULED,
+        data={"scheduled_at": scheduled_at.isoformat()},
+    )
     return publication
 
 
 @transaction.atomic
-def publication_publish_now(*, actor: Actor, publication_id: Any, expected_revision: int | None,
-                            intent: str = Publication.Intent.NORMAL) -> Publication:
+def publication_publish_now(
+    *,
+    actor: Actor,
+    publication_id: Any,
+    expected_revision: int | None,
+    intent: str = Publication.Intent.NORMAL,
+) -> Publication:
     readiness.require_intent_allowed(user=actor.user, intent=intent)
     publication = _lock(actor, publication_id)
     _check_revision(publication, expected_revision)
@@ -318,7 +477,9 @@ def publication_publish_now(*, actor: Actor, publication_id: Any, expected_revis
     publication.execution_intent = intent
     publication.scheduled_at = None  # published now: an earlier schedule no longer applies
     publication.save(update_fields=["status", "execution_intent", "scheduled_at", "updated_at"])
-    publication.destinations.update(status=S.QUEUED, due_at=now, next_attempt_at=now, deadline_at=_deadline(now))
+    publication.destinations.update(
+        status=S.QUEUED, due_at=now, next_attempt_at=now, deadline_at=_deadline(now)
+    )
     event_record(publication_id=publication.pk, kind="publication.queued", status=P.PUBLISHING)
     for destination_id in publication.destinations.values_list("pk", flat=True):
         transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination_id)))
@@ -341,7 +502,9 @@ def publication_cancel(*, actor: Actor, publication_id: Any) -> Publication:
 def publication_retry_failed(*, actor: Actor, publication_id: Any) -> Publication:
     """Requeue only the failed or blocked destinations: never the published ones."""
     publication = _lock(actor, publication_id)
-    readiness.require_intent_allowed(user=actor.user, intent=publication.execution_intent)  # requeues it
+    readiness.require_intent_allowed(
+        user=actor.user, intent=publication.execution_intent
+    )  # requeues it
     retryable_rows = publication.destinations.filter(status__in=[S.FAILED, S.BLOCKED])
     retryable = list(retryable_rows)
     if publication.status not in (P.FAILED, P.PARTIALLY_PUBLISHED, P.PUBLISHING) or not retryable:
@@ -351,13 +514,25 @@ def publication_retry_failed(*, actor: Actor, publication_id: Any) -> Publicatio
     now = timezone.now()
     ids = [d.pk for d in retryable]
     Destination.objects.filter(pk__in=ids).update(
-        status=S.QUEUED, attempts=0, due_at=now, next_attempt_at=now, deadline_at=_deadline(now),
-        error_kind="", error_message="", action="", readiness=None, write_started_at=None,
+        status=S.QUEUED,
+        attempts=0,
+        due_at=now,
+        next_attempt_at=now,
+        deadline_at=_deadline(now),
+        error_kind="",
+        error_message="",
+        action="",
+        readiness=None,
+        write_started_at=None,
     )
     publication.status = P.PUBLISHING
     publication.save(update_fields=["status", "updated_at"])
-    event_record(publication_id=publication.pk, kind="publication.retry", status=P.PUBLISHING,
-                 data={"destinations": [str(i) for i in ids]})
+    event_record(
+        publication_id=publication.pk,
+        kind="publication.retry",
+        status=P.PUBLISHING,
+        data={"destinations": [str(i) for i in ids]},
+    )
     for destination_id in ids:
         transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination_id)))
     return publication

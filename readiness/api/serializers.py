@@ -31,9 +31,12 @@ class ReadinessBlockerSerializer(serializers.Serializer):  # type: ignore[type-a
 
 
 class ReadinessFactSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    status = serializers.CharField(help_text="The fact's normalized status, e.g. present, passed, valid, enabled")
+    status = serializers.CharField(
+        help_text="The fact's normalized status, e.g. present, passed, valid, enabled"
+    )
     source = serializers.CharField(  # type: ignore[assignment]  # a field named like Field.source
-        required=False, help_text="configuration/control: where it comes from")
+        required=False, help_text="configuration/control: where it comes from"
+    )
     mode = serializers.CharField(required=False, help_text="policy: the policy mode")
     tested_at = serializers.DateTimeField(required=False, allow_null=True)
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
@@ -91,7 +94,9 @@ class ReadinessProfileSerializer(serializers.Serializer):  # type: ignore[type-a
 class ProviderReadinessEntrySerializer(ReadinessDecisionSerializer):
     provider = serializers.CharField()
     display_name = serializers.CharField()
-    configured_app_state = serializers.CharField(help_text="builtin, dynamic, database, missing or unknown")
+    configured_app_state = serializers.CharField(
+        help_text="builtin, dynamic, database, missing or unknown"
+    )
     connected_accounts = serializers.IntegerField()
     blocking_issues = ReadinessIssueSerializer(many=True)
     profiles = ReadinessProfileSerializer(many=True)
@@ -100,7 +105,9 @@ class ProviderReadinessEntrySerializer(ReadinessDecisionSerializer):
 class ProviderReadinessSerializer(ResponseSerializer):
     workspace_id = serializers.CharField()
     deployment = serializers.ChoiceField(choices=("self_hosted", "cloud"))
-    enforced = serializers.BooleanField(help_text="Evidence gaps block (cloud and the enforcement flag)")
+    enforced = serializers.BooleanField(
+        help_text="Evidence gaps block (cloud and the enforcement flag)"
+    )
     providers = ProviderReadinessEntrySerializer(many=True)
 
 
@@ -110,19 +117,28 @@ class ProviderReadinessSerializer(ResponseSerializer):
 class ApprovalReviewInputSerializer(StrictSerializer):
     provider = serializers.CharField(max_length=40)
     outcome = serializers.ChoiceField(choices=ApprovalReview.Outcome.choices)
-    operations = serializers.ListField(child=serializers.ChoiceField(choices=OPERATIONS), required=False,
-                                       allow_empty=False, max_length=len(OPERATIONS),
-                                       help_text="Permitted operations; default all")
-    review_reference = serializers.CharField(max_length=500, required=False, default="",
-                                             help_text="Stored only as a one-way fingerprint")
+    operations = serializers.ListField(
+        child=serializers.ChoiceField(choices=OPERATIONS),
+        required=False,
+        allow_empty=False,
+        max_length=len(OPERATIONS),
+        help_text="Permitted operations; default all",
+    )
+    review_reference = serializers.CharField(
+        max_length=500, required=False, default="", help_text="Stored only as a one-way fingerprint"
+    )
     reviewed_at = serializers.DateTimeField(required=False)
     expires_at = serializers.DateTimeField(required=False)
 
 
 class RuntimeControlInputSerializer(StrictSerializer):
     provider = serializers.CharField(max_length=40)
-    output_profile = serializers.CharField(max_length=80, required=False, default="", allow_blank=True)
-    operation = serializers.ChoiceField(choices=OPERATIONS, required=False, default="", allow_blank=True)
+    output_profile = serializers.CharField(
+        max_length=80, required=False, default="", allow_blank=True
+    )
+    operation = serializers.ChoiceField(
+        choices=OPERATIONS, required=False, default="", allow_blank=True
+    )
     mode = serializers.ChoiceField(choices=RuntimeControl.Mode.choices)
     reason = serializers.ChoiceField(choices=RuntimeControl.Reason.choices)
 
@@ -130,24 +146,45 @@ class RuntimeControlInputSerializer(StrictSerializer):
 class CertificationCheckInputSerializer(StrictSerializer):
     name = serializers.ChoiceField(choices=CertificationCheck.Name.choices)
     outcome = serializers.ChoiceField(choices=CertificationCheck.Outcome.choices)
-    reason = serializers.RegexField(r"^[a-z][a-z0-9_]{0,39}$", required=False, default="",
-                                    help_text="A contract-approved not-applicable reason")
+    reason = serializers.RegexField(
+        r"^[a-z][a-z0-9_]{0,39}$",
+        required=False,
+        default="",
+        help_text="A contract-approved not-applicable reason",
+    )
 
 
 class CertificationInputSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=CertificationRun.Kind.choices)
     provider = serializers.CharField(max_length=40)
     operation = serializers.ChoiceField(choices=OPERATIONS)
-    output_profile = serializers.CharField(max_length=80, required=False, default="", allow_blank=True)
-    account_id = serializers.UUIDField(required=False, help_text="Live runs: the account used (stored as a hash)")
-    account_kind = serializers.ChoiceField(choices=ACCOUNT_KINDS, required=False, default="", allow_blank=True,
-                                           help_text="Runs without account_id; default: the provider's kind")
-    instance_url = serializers.URLField(max_length=300, required=False, default="",
-                                        help_text="Federated providers without account_id (stored as a hash)")
+    output_profile = serializers.CharField(
+        max_length=80, required=False, default="", allow_blank=True
+    )
+    account_id = serializers.UUIDField(
+        required=False, help_text="Live runs: the account used (stored as a hash)"
+    )
+    account_kind = serializers.ChoiceField(
+        choices=ACCOUNT_KINDS,
+        required=False,
+        default="",
+        allow_blank=True,
+        help_text="Runs without account_id; default: the provider's kind",
+    )
+    instance_url = serializers.URLField(
+        max_length=300,
+        required=False,
+        default="",
+        help_text="Federated providers without account_id (stored as a hash)",
+    )
     checks = CertificationCheckInputSerializer(many=True, allow_empty=False, max_length=6)  # type: ignore[call-arg]
-    external_result_reference = serializers.CharField(max_length=500, required=False, default="",
-                                                      help_text="Required for publish operations (the provider's "
-                                                      "post reference); stored only as a one-way fingerprint")
+    external_result_reference = serializers.CharField(
+        max_length=500,
+        required=False,
+        default="",
+        help_text="Required for publish operations (the provider's "
+        "post reference); stored only as a one-way fingerprint",
+    )
     tested_at = serializers.DateTimeField(required=False)
     retest_days = serializers.IntegerField(min_value=1, max_value=365, required=False)
 

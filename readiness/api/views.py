@@ -56,8 +56,11 @@ class ApprovalReviewAppendView(LedgerAppendView):
         body = parse_body(s.ApprovalReviewInputSerializer, request)
         review = ledgers.approval_review_append(operator=request.user, **body)
         return Response(
-            s.ApprovalReviewSerializer(review, context={"request": request}).data, status=201,
-            headers={"Location": reverse("admin:readiness_approvalreview_change", args=[review.pk])},
+            s.ApprovalReviewSerializer(review, context={"request": request}).data,
+            status=201,
+            headers={
+                "Location": reverse("admin:readiness_approvalreview_change", args=[review.pk])
+            },
         )
 
 
@@ -73,8 +76,11 @@ class RuntimeControlAppendView(LedgerAppendView):
         body = parse_body(s.RuntimeControlInputSerializer, request)
         control = ledgers.runtime_control_append(operator=request.user, **body)
         return Response(
-            s.RuntimeControlSerializer(control, context={"request": request}).data, status=201,
-            headers={"Location": reverse("admin:readiness_runtimecontrol_change", args=[control.pk])},
+            s.RuntimeControlSerializer(control, context={"request": request}).data,
+            status=201,
+            headers={
+                "Location": reverse("admin:readiness_runtimecontrol_change", args=[control.pk])
+            },
         )
 
 
@@ -92,6 +98,7 @@ class CertificationAppendView(LedgerAppendView):
         checks = [dict(check) for check in body.pop("checks")]
         run = ledgers.certification_append(operator=request.user, checks=checks, **body)
         return Response(
-            s.CertificationRunSerializer(run, context={"request": request}).data, status=201,
+            s.CertificationRunSerializer(run, context={"request": request}).data,
+            status=201,
             headers={"Location": reverse("admin:readiness_certificationrun_change", args=[run.pk])},
         )

@@ -30,10 +30,12 @@ class RepostStageInputSerializer(StrictSerializer):
 
 class RepostRuleInputSerializer(StrictSerializer):
     delay_seconds = serializers.IntegerField(
-        min_value=0, max_value=MAX_SECONDS, default=86_400,
+        min_value=0,
+        max_value=MAX_SECONDS,
+        default=86_400,
         help_text="Seconds after publishing when a rule without stages becomes eligible (and "
-                  "reposts once the thresholds pass). A rule with stages uses each stage's delay.",
-    )  # fmt: skip
+        "reposts once the thresholds pass). A rule with stages uses each stage's delay.",
+    )
     evaluation_window_seconds = serializers.IntegerField(
         min_value=900, max_value=MAX_SECONDS, default=604_800
     )
@@ -47,11 +49,13 @@ class RepostRuleInputSerializer(StrictSerializer):
     plateau_checks = serializers.IntegerField(min_value=2, max_value=12, default=3)
     require_plateau = serializers.BooleanField(default=False)
     stages = serializers.ListField(
-        child=RepostStageInputSerializer(), max_length=MAX_STAGES, default=list,
+        child=RepostStageInputSerializer(),
+        max_length=MAX_STAGES,
+        default=list,
         help_text="At most 20; delays (seconds after publishing) strictly increasing; the first "
-                  "never unreposts and is when the execution becomes eligible. Empty: one repost "
-                  "at delay_seconds.",
-    )  # fmt: skip
+        "never unreposts and is when the execution becomes eligible. Empty: one repost "
+        "at delay_seconds.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         stages: list[dict[str, Any]] = attrs.get("stages") or []
@@ -92,13 +96,17 @@ class RepostPolicyInputSerializer(StrictSerializer):
     name = serializers.CharField(min_length=1, max_length=80)
     enabled = serializers.BooleanField(default=True)
     source_account_ids = serializers.ListField(
-        child=serializers.CharField(max_length=64), max_length=MAX_ACCOUNTS, default=list,
+        child=serializers.CharField(max_length=64),
+        max_length=MAX_ACCOUNTS,
+        default=list,
         help_text="Empty: every compatible account of the workspace.",
-    )  # fmt: skip
+    )
     target_account_ids = serializers.ListField(
-        child=serializers.CharField(max_length=64), min_length=1, max_length=MAX_ACCOUNTS,
+        child=serializers.CharField(max_length=64),
+        min_length=1,
+        max_length=MAX_ACCOUNTS,
         help_text="Accounts of this workspace, or of another through an active outbound grant.",
-    )  # fmt: skip
+    )
     rule = RepostRuleInputSerializer(required=False)
     # Accepted so that a policy read from GET can be sent back as is; the server sets them.
     created_at = serializers.DateTimeField(required=False, help_text="Ignored (set by the server).")
@@ -278,12 +286,12 @@ class RepostExecutionSerializer(serializers.Serializer):  # type: ignore[type-ar
     thresholds_met_at = serializers.DateTimeField(allow_null=True)
     skip_reason = serializers.CharField(
         help_text="window_closed, target_unavailable, source_unavailable, policy_removed, policy_disabled, "
-                  "target_removed or source_removed; empty unless skipped."
-    )  # fmt: skip
+        "target_removed or source_removed; empty unless skipped."
+    )
     unavailable_reason = serializers.CharField(
         help_text="Why the target (target_unavailable) or the source post (source_unavailable) "
-                  "cannot be used; empty otherwise."
-    )  # fmt: skip
+        "cannot be used; empty otherwise."
+    )
     error_message = serializers.CharField()
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)

@@ -47,7 +47,10 @@ class ThemeReferenceInputSerializer(StrictSerializer):
     kind = serializers.ChoiceField(choices=v.REFERENCE_KINDS)
     id = serializers.CharField(max_length=64)
     version = serializers.IntegerField(
-        min_value=1, required=False, allow_null=True, default=None,
+        min_value=1,
+        required=False,
+        allow_null=True,
+        default=None,
         help_text="A pinned built-in version or published revision; null or absent: the latest.",
     )
 
@@ -76,7 +79,8 @@ class ThemePublishInputSerializer(StrictSerializer):
     organization_id = serializers.CharField(max_length=64)
     expected_draft_revision = serializers.IntegerField(min_value=1)
     expected_published_revision = serializers.IntegerField(
-        min_value=1, allow_null=True,
+        min_value=1,
+        allow_null=True,
         help_text="The latest published revision the caller last saw; null when none was published.",
     )
 
@@ -98,12 +102,15 @@ class ThemeAssetUploadInputSerializer(StrictSerializer):
     organization_id = serializers.CharField(max_length=64)
     kind = serializers.ChoiceField(choices=v.ASSET_KINDS)
     name = NameField(max_length=120)
-    file = serializers.FileField(help_text="WOFF2 font (≤ 2 MiB) or PNG/JPEG/WebP/AVIF image (≤ 5 MiB)")
+    file = serializers.FileField(
+        help_text="WOFF2 font (≤ 2 MiB) or PNG/JPEG/WebP/AVIF image (≤ 5 MiB)"
+    )
     font_family = serializers.RegexField(v.FAMILY_PATTERN, max_length=128, required=False)
     font_style = serializers.ChoiceField(choices=v.FONT_STYLES, required=False)
     font_weight = serializers.IntegerField(min_value=100, max_value=900, required=False)
     license_acknowledged = serializers.BooleanField(
-        required=False, default=False,
+        required=False,
+        default=False,
         help_text="Fonts: the organization holds a license to serve this font on the web (must be true).",
     )
 
@@ -176,7 +183,9 @@ class PublishedRevisionSummarySerializer(ResponseSerializer):
 
 class ThemeSerializer(ResponseSerializer):
     draft = ThemeDraftSerializer()
-    latest_published = PublishedRevisionSerializer(allow_null=True, help_text="null until published")
+    latest_published = PublishedRevisionSerializer(
+        allow_null=True, help_text="null until published"
+    )
     summary = ThemeSummarySerializer()
 
 
@@ -203,7 +212,9 @@ class BuiltInThemePageSerializer(ResponseSerializer):
 class OrganizationThemeDefaultSerializer(ResponseSerializer):
     organization_id = serializers.CharField()
     default_reference = ThemeReferenceSerializer()
-    updated_at = serializers.DateTimeField(allow_null=True, help_text="null: Herald's default applies")
+    updated_at = serializers.DateTimeField(
+        allow_null=True, help_text="null: Herald's default applies"
+    )
     updated_by = serializers.CharField(allow_null=True)
 
 

@@ -23,7 +23,9 @@ from themes.api import serializers as s
 from themes.references import reference_from_input
 from workspaces.access import actor_from_request
 
-ORGANIZATION_ID = OpenApiParameter("organization_id", str, required=True, description="Organization ID")
+ORGANIZATION_ID = OpenApiParameter(
+    "organization_id", str, required=True, description="Organization ID"
+)
 WORKSPACE_ID = OpenApiParameter("workspace_id", str, required=True, description="Workspace ID")
 LIMIT = OpenApiParameter(
     "limit",
@@ -45,8 +47,12 @@ REVISION = OpenApiParameter(
     description="Published revision number (at least 1)",
 )
 THEME_ID = OpenApiParameter("theme_id", str, location=OpenApiParameter.PATH, description="Theme ID")
-ASSET_ID = OpenApiParameter("asset_id", str, location=OpenApiParameter.PATH, description="Theme asset ID")
-WORKSPACE_PATH = OpenApiParameter("workspace_id", str, location=OpenApiParameter.PATH, description="Workspace ID")
+ASSET_ID = OpenApiParameter(
+    "asset_id", str, location=OpenApiParameter.PATH, description="Theme asset ID"
+)
+WORKSPACE_PATH = OpenApiParameter(
+    "workspace_id", str, location=OpenApiParameter.PATH, description="Workspace ID"
+)
 
 
 def _data(serializer: Any, instance: Any, request: Request) -> Any:
@@ -59,7 +65,9 @@ def _theme_response(request: Request, theme: Any, status: int = 200, **kwargs: A
 
 
 def _page(serializer: Any, page: Any, request: Request) -> Response:
-    return Response(_data(serializer, {"items": page.items, "next_cursor": page.next_cursor}, request))
+    return Response(
+        _data(serializer, {"items": page.items, "next_cursor": page.next_cursor}, request)
+    )
 
 
 class BuiltInThemeListView(APIView):
@@ -73,7 +81,9 @@ class BuiltInThemeListView(APIView):
             {"summary": selectors.built_in_summary(built_in), "manifest": built_in.manifest}
             for built_in in selectors.built_in_list()
         ]
-        return Response(_data(s.BuiltInThemePageSerializer, {"items": items, "next_cursor": None}, request))
+        return Response(
+            _data(s.BuiltInThemePageSerializer, {"items": items, "next_cursor": None}, request)
+        )
 
 
 class ThemeListView(APIView):
@@ -87,8 +97,10 @@ class ThemeListView(APIView):
     def get(self, request: Request) -> Response:
         query = parse_query(s.OrganizationPageQuerySerializer, request)
         page = selectors.theme_summary_page(
-            actor=actor_from_request(request), organization_id=query["organization_id"],
-            limit=query["limit"], cursor=query.get("cursor"),
+            actor=actor_from_request(request),
+            organization_id=query["organization_id"],
+            limit=query["limit"],
+            cursor=query.get("cursor"),
         )
         return _page(s.ThemeSummaryPageSerializer, page, request)
 
@@ -103,11 +115,17 @@ class ThemeListView(APIView):
         body = parse_body(s.ThemeCreateInputSerializer, request)
         base = body.get("base_reference")
         theme = services.theme_create(
-            actor=actor_from_request(request), organization_id=body["organization_id"], name=body["name"],
-            description=body.get("description"), base_reference=reference_from_input(base) if base else None,
+            actor=actor_from_request(request),
+            organization_id=body["organization_id"],
+            name=body["name"],
+            description=body.get("description"),
+            base_reference=reference_from_input(base) if base else None,
         )
         return _theme_response(
-            request, theme, status=201, headers={"Location": reverse("themes:theme-detail", args=[theme.pk])}
+            request,
+            theme,
+            status=201,
+            headers={"Location": reverse("themes:theme-detail", args=[theme.pk])},
         )
 
 
@@ -122,8 +140,10 @@ class AvailableThemeListView(APIView):
     def get(self, request: Request) -> Response:
         query = parse_query(s.WorkspacePageQuerySerializer, request)
         page = selectors.theme_available_page(
-            actor=actor_from_request(request), workspace_id=query["workspace_id"],
-            limit=query["limit"], cursor=query.get("cursor"),
+            actor=actor_from_request(request),
+            workspace_id=query["workspace_id"],
+            limit=query["limit"],
+            cursor=query.get("cursor"),
         )
         return _page(s.ThemeSummaryPageSerializer, page, request)
 
@@ -137,7 +157,9 @@ class ThemeDetailView(APIView):
     def get(self, request: Request, theme_id: str) -> Response:
         query = parse_query(s.OrganizationQuerySerializer, request)
         detail = selectors.theme_get(
-            actor=actor_from_request(request), theme_id=theme_id, organization_id=query["organization_id"]
+            actor=actor_from_request(request),
+            theme_id=theme_id,
+            organization_id=query["organization_id"],
         )
         return Response(_data(s.ThemeSerializer, detail, request))
 
@@ -151,7 +173,9 @@ class ThemeDetailView(APIView):
     def delete(self, request: Request, theme_id: str) -> Response:
         query = parse_query(s.OrganizationQuerySerializer, request)
         services.theme_delete(
-            actor=actor_from_request(request), theme_id=theme_id, organization_id=query["organization_id"]
+            actor=actor_from_request(request),
+            theme_id=theme_id,
+            organization_id=query["organization_id"],
         )
         return Response(status=204)
 
@@ -168,8 +192,12 @@ class ThemeDraftView(APIView):
     def put(self, request: Request, theme_id: str) -> Response:
         body = parse_body(s.ThemeDraftReplaceInputSerializer, request)
         theme = services.theme_draft_replace(
-            actor=actor_from_request(request), theme_id=theme_id, organization_id=body["organization_id"],
-            expected_revision=body["expected_revision"], name=body["name"], manifest=body["manifest"],
+            actor=actor_from_request(request),
+            theme_id=theme_id,
+            organization_id=body["organization_id"],
+            expected_revision=body["expected_revision"],
+            name=body["name"],
+            manifest=body["manifest"],
         )
         return _theme_response(request, theme)
 
@@ -186,13 +214,18 @@ class ThemePublishView(APIView):
     def post(self, request: Request, theme_id: str) -> Response:
         body = parse_body(s.ThemePublishInputSerializer, request)
         revision = services.theme_publish(
-            actor=actor_from_request(request), theme_id=theme_id, organization_id=body["organization_id"],
+            actor=actor_from_request(request),
+            theme_id=theme_id,
+            organization_id=body["organization_id"],
             expected_draft_revision=body["expected_draft_revision"],
             expected_published_revision=body["expected_published_revision"],
         )
         location = reverse("themes:theme-revision", args=[revision.theme_id, revision.revision])
-        return Response(_data(s.PublishedRevisionSerializer, revision, request), status=201,
-                        headers={"Location": location})
+        return Response(
+            _data(s.PublishedRevisionSerializer, revision, request),
+            status=201,
+            headers={"Location": location},
+        )
 
 
 class ThemeRevisionListView(APIView):
@@ -205,8 +238,11 @@ class ThemeRevisionListView(APIView):
     def get(self, request: Request, theme_id: str) -> Response:
         query = parse_query(s.OrganizationPageQuerySerializer, request)
         page = selectors.theme_revision_page(
-            actor=actor_from_request(request), theme_id=theme_id, organization_id=query["organization_id"],
-            limit=query["limit"], cursor=query.get("cursor"),
+            actor=actor_from_request(request),
+            theme_id=theme_id,
+            organization_id=query["organization_id"],
+            limit=query["limit"],
+            cursor=query.get("cursor"),
         )
         return _page(s.PublishedRevisionPageSerializer, page, request)
 
@@ -223,7 +259,9 @@ class ThemeRevisionDetailView(APIView):
             raise RequestValidationError(path.errors, location="path")
         query = parse_query(s.OrganizationQuerySerializer, request)
         found = selectors.theme_revision_get(
-            actor=actor_from_request(request), theme_id=theme_id, organization_id=query["organization_id"],
+            actor=actor_from_request(request),
+            theme_id=theme_id,
+            organization_id=query["organization_id"],
             revision=path.validated_data["revision"],
         )
         return Response(_data(s.PublishedRevisionSerializer, found, request))
@@ -253,7 +291,8 @@ class OrganizationThemeDefaultView(APIView):
         body = parse_body(s.ThemeDefaultInputSerializer, request)
         reference = body["default_reference"]
         services.organization_theme_default_set(
-            actor=actor_from_request(request), organization_id=body["organization_id"],
+            actor=actor_from_request(request),
+            organization_id=body["organization_id"],
             reference=reference_from_input(reference) if reference else None,
         )
         default = selectors.organization_theme_default(body["organization_id"])
@@ -267,7 +306,9 @@ class WorkspaceThemeAssignmentView(APIView):
         responses={200: s.WorkspaceThemeSerializer, **problems(404)},
     )
     def get(self, request: Request, workspace_id: str) -> Response:
-        assignment = selectors.workspace_theme_get(actor=actor_from_request(request), workspace_id=workspace_id)
+        assignment = selectors.workspace_theme_get(
+            actor=actor_from_request(request), workspace_id=workspace_id
+        )
         return Response(_data(s.WorkspaceThemeSerializer, assignment, request))
 
     @extend_schema(
@@ -283,7 +324,8 @@ class WorkspaceThemeAssignmentView(APIView):
         reference = body["reference"]
         actor = actor_from_request(request)
         services.workspace_theme_assign(
-            actor=actor, workspace_id=workspace_id,
+            actor=actor,
+            workspace_id=workspace_id,
             reference=reference_from_input(reference) if reference else None,
         )
         assignment = selectors.workspace_theme_get(actor=actor, workspace_id=workspace_id)
@@ -303,8 +345,10 @@ class ThemeAssetListView(APIView):
     def get(self, request: Request) -> Response:
         query = parse_query(s.OrganizationPageQuerySerializer, request)
         page = selectors.theme_asset_page(
-            actor=actor_from_request(request), organization_id=query["organization_id"],
-            limit=query["limit"], cursor=query.get("cursor"),
+            actor=actor_from_request(request),
+            organization_id=query["organization_id"],
+            limit=query["limit"],
+            cursor=query.get("cursor"),
         )
         return _page(s.ThemeAssetPageSerializer, page, request)
 
@@ -319,9 +363,14 @@ class ThemeAssetListView(APIView):
     def post(self, request: Request) -> Response:
         body = parse_body(s.ThemeAssetUploadInputSerializer, request)
         asset = services.theme_asset_upload(
-            actor=actor_from_request(request), organization_id=body["organization_id"], kind=body["kind"],
-            name=body["name"], upload=body["file"], font_family=body.get("font_family"),
-            font_style=body.get("font_style"), font_weight=body.get("font_weight"),
+            actor=actor_from_request(request),
+            organization_id=body["organization_id"],
+            kind=body["kind"],
+            name=body["name"],
+            upload=body["file"],
+            font_family=body.get("font_family"),
+            font_style=body.get("font_style"),
+            font_weight=body.get("font_weight"),
             license_acknowledged=body["license_acknowledged"],
         )
         data = _data(s.ThemeAssetRecordSerializer, asset, request)
@@ -338,7 +387,9 @@ class ThemeAssetDetailView(APIView):
     def delete(self, request: Request, asset_id: str) -> Response:
         query = parse_query(s.OrganizationQuerySerializer, request)
         services.theme_asset_delete(
-            actor=actor_from_request(request), asset_id=asset_id, organization_id=query["organization_id"]
+            actor=actor_from_request(request),
+            asset_id=asset_id,
+            organization_id=query["organization_id"],
         )
         return Response(status=204)
 
@@ -364,8 +415,16 @@ class ThemeAssetContentView(APIView):
         operation_id="theme_assets_content",
         parameters=[ASSET_ID, ORGANIZATION_ID],
         responses={
-            **{(200, media_type): _BINARY for media_type in ("font/woff2", "image/png", "image/jpeg",
-                                                             "image/webp", "image/avif")},
+            **{
+                (200, media_type): _BINARY
+                for media_type in (
+                    "font/woff2",
+                    "image/png",
+                    "image/jpeg",
+                    "image/webp",
+                    "image/avif",
+                )
+            },
             304: OpenApiResponse(description="Not modified (If-None-Match matched the ETag)"),
             **problems(404, 422),
         },
@@ -377,7 +436,9 @@ class ThemeAssetContentView(APIView):
     def get(self, request: Request, asset_id: str) -> HttpResponseBase:
         query = parse_query(s.OrganizationQuerySerializer, request)
         asset = selectors.theme_asset_for_content(
-            actor=actor_from_request(request), asset_id=asset_id, organization_id=query["organization_id"]
+            actor=actor_from_request(request),
+            asset_id=asset_id,
+            organization_id=query["organization_id"],
         )
         etag = f'"{asset.checksum_sha256}"'
         headers = {
@@ -391,7 +452,9 @@ class ThemeAssetContentView(APIView):
         else:
             response = FileResponse(asset.file.open("rb"), content_type=asset.media_type)
             response["Content-Length"] = str(asset.size_bytes)
-            response["Content-Disposition"] = f'inline; filename="{asset.pk}{_extension(asset.file.name)}"'
+            response["Content-Disposition"] = (
+                f'inline; filename="{asset.pk}{_extension(asset.file.name)}"'
+            )
         for name, value in headers.items():
             response[name] = value
         return response

@@ -148,7 +148,9 @@ class Rgba:
         def channel(top: float, bottom: float) -> float:
             return (top * self.a + bottom * ground.a * (1.0 - self.a)) / out_a
 
-        return Rgba(channel(self.r, ground.r), channel(self.g, ground.g), channel(self.b, ground.b), out_a)
+        return Rgba(
+            channel(self.r, ground.r), channel(self.g, ground.g), channel(self.b, ground.b), out_a
+        )
 
     def luminance(self) -> float:
         """WCAG 2 relative luminance (of the opaque color)."""
@@ -271,7 +273,9 @@ def _parse_color_mix(body: str, *, depth: int) -> Rgba:
             percentage = float(_PERCENT_RE.match(tokens[0])[1])  # type: ignore[index]
             tokens = tokens[1:]
         if len(tokens) != 1:
-            raise CssValueError("Each color-mix() argument is one color and an optional percentage.")
+            raise CssValueError(
+                "Each color-mix() argument is one color and an optional percentage."
+            )
         if percentage is not None and not 0.0 <= percentage <= 100.0:
             raise CssValueError("color-mix() percentages are between 0% and 100%.")
         colors.append(parse_color(tokens[0], _depth=depth))
@@ -351,7 +355,9 @@ def oklch_in_gamut(lightness: float, chroma: float, hue: float) -> Rgba:
         if all(-1e-6 <= c <= 1 + 1e-6 for c in channels):
             break
         middle = (low + high) / 2
-        channels = _oklab_to_linear(lightness, middle * math.cos(radians), middle * math.sin(radians))
+        channels = _oklab_to_linear(
+            lightness, middle * math.cos(radians), middle * math.sin(radians)
+        )
         if all(-1e-6 <= c <= 1 + 1e-6 for c in channels):
             low = middle
         else:
@@ -390,7 +396,9 @@ class Length:
         return None if factor is None else self.value * factor
 
 
-def parse_length(value: str, *, units: tuple[str, ...] = ("px", "rem", "em", "%", "vw", "vh")) -> Length:
+def parse_length(
+    value: str, *, units: tuple[str, ...] = ("px", "rem", "em", "%", "vw", "vh")
+) -> Length:
     text = value.strip()
     if text == "0":
         return Length(0.0, "px")
@@ -418,7 +426,9 @@ def check_length(
     if function is not None:
         name, body = function
         if name != "clamp" or not allow_clamp:
-            raise CssValueError("Not a length: use a number with a unit, 0, or clamp(min, preferred, max).")
+            raise CssValueError(
+                "Not a length: use a number with a unit, 0, or clamp(min, preferred, max)."
+            )
         parts = split_top_level(body)
         if len(parts) != 3:
             raise CssValueError("clamp() takes three lengths: clamp(min, preferred, max).")
@@ -442,7 +452,9 @@ def check_length(
 
 def _within(px: float, minimum: float, maximum: float) -> None:
     if not minimum <= px <= maximum:
-        raise CssValueError(f"Must be between {_fmt(minimum)} px and {_fmt(maximum)} px (is {_fmt(px)} px).")
+        raise CssValueError(
+            f"Must be between {_fmt(minimum)} px and {_fmt(maximum)} px (is {_fmt(px)} px)."
+        )
 
 
 def _fmt(number: float) -> str:
@@ -471,7 +483,9 @@ def check_easing(value: str) -> None:
         return
     function = _function(text)
     if function is None or function[0] != "cubic-bezier":
-        raise CssValueError(f"An easing is one of {', '.join(EASING_KEYWORDS)} or cubic-bezier(x1, y1, x2, y2).")
+        raise CssValueError(
+            f"An easing is one of {', '.join(EASING_KEYWORDS)} or cubic-bezier(x1, y1, x2, y2)."
+        )
     parts = [part.strip() for part in function[1].split(",")]
     if len(parts) != 4:
         raise CssValueError("cubic-bezier() takes four numbers.")
@@ -490,8 +504,12 @@ def check_shadow(value: str) -> None:
     tokens = text.split(None, 4)
     if len(tokens) != 5:
         raise CssValueError("A shadow is none, or 'x y blur spread <color>'.")
-    for name, token, low in (("x", tokens[0], -256.0), ("y", tokens[1], -256.0),
-                             ("blur", tokens[2], 0.0), ("spread", tokens[3], -256.0)):
+    for name, token, low in (
+        ("x", tokens[0], -256.0),
+        ("y", tokens[1], -256.0),
+        ("blur", tokens[2], 0.0),
+        ("spread", tokens[3], -256.0),
+    ):
         length = parse_length(token, units=("px",))
         if not low <= length.value <= 256.0:
             raise CssValueError(f"The shadow {name} is between {_fmt(low)} px and 256 px.")

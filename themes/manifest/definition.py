@@ -60,12 +60,16 @@ def group(
 ) -> type:
     """A serializer class named ``name`` (its OpenAPI component, described by ``description``)
     with ``fields`` in key order."""
-    return type(f"{name}Serializer", (base,), {"__module__": __name__, "__doc__": description, **fields})
+    return type(
+        f"{name}Serializer", (base,), {"__module__": __name__, "__doc__": description, **fields}
+    )
 
 
 def _contrast_description() -> str:
     def rules(minimum: float) -> str:
-        return "; ".join(f"{ink} on {ground}" for ink, ground, m in v.CONTRAST_RULES if m == minimum)
+        return "; ".join(
+            f"{ink} on {ground}" for ink, ground, m in v.CONTRAST_RULES if m == minimum
+        )
 
     return (
         "Every key is required. Contrast (WCAG relative luminance; translucent colors composited on "
@@ -81,12 +85,20 @@ def _family(**kwargs: Any) -> TextField:
 MotionSpecSerializer = group(
     "MotionSpec",
     {
-        "distance": LengthField(0, 64, units=("px",), allow_clamp=False,
-                                description="N px (or 0); the bound depends on the motion"),
+        "distance": LengthField(
+            0,
+            64,
+            units=("px",),
+            allow_clamp=False,
+            description="N px (or 0); the bound depends on the motion",
+        ),
         "duration": DurationField(),
         "easing": EasingField(),
-        "opacity": NumberField(minimum=0.0, maximum=1.0,
-                               description="starting opacity; the lower bound depends on the motion"),
+        "opacity": NumberField(
+            minimum=0.0,
+            maximum=1.0,
+            description="starting opacity; the lower bound depends on the motion",
+        ),
     },
     "One motion: distance (px), duration, easing and starting opacity.",
 )
@@ -115,7 +127,9 @@ SchemeMotionSerializer = group(
         **{key: MotionSpecSerializer() for key in sorted(v.MOTION_LIMITS)},
         "reducedMotion": ChoiceField(v.REDUCED_MOTION),
     },
-    "Motions. Distance at most: " + ", ".join(f"{k} {d:g} px" for k, (d, _) in v.MOTION_LIMITS.items()) + "; starting opacity at least 0.5 for press, hover and selection, 0.1 for loading.",
+    "Motions. Distance at most: "
+    + ", ".join(f"{k} {d:g} px" for k, (d, _) in v.MOTION_LIMITS.items())
+    + "; starting opacity at least 0.5 for press, hover and selection, 0.1 for loading.",
     base=_MotionBase,
 )
 
@@ -123,13 +137,18 @@ TypeStyleSerializer = group(
     "TypeStyle",
     {
         "family": _family(description="a font family of the manifest's fonts, or a safe family"),
-        "fallbacks": ListOf(child=ChoiceField(v.SAFE_FAMILIES), min_length=1,
-                            max_length=v.MAX_FALLBACKS, unique=True),
+        "fallbacks": ListOf(
+            child=ChoiceField(v.SAFE_FAMILIES),
+            min_length=1,
+            max_length=v.MAX_FALLBACKS,
+            unique=True,
+        ),
         "lineHeight": LineHeightField(),
         "size": LengthField(*v.FONT_SIZE_PX),
         "tracking": LengthField(*v.TRACKING_PX, units=("px", "rem", "em"), allow_clamp=False),
-        "weight": IntegerField(minimum=v.FONT_WEIGHT_MIN, maximum=v.FONT_WEIGHT_MAX,
-                               step=v.FONT_WEIGHT_STEP),
+        "weight": IntegerField(
+            minimum=v.FONT_WEIGHT_MIN, maximum=v.FONT_WEIGHT_MAX, step=v.FONT_WEIGHT_STEP
+        ),
     },
     "A type style; family is a font family of the manifest's fonts or a safe family.",
 )
@@ -149,8 +168,10 @@ SchemeElevationSerializer = group(
 )
 SchemeProtectedEditorSerializer = group(
     "SchemeProtectedEditor",
-    {key: ColorField(description="owned by Herald: exactly the built-in value of the scheme")
-     for key in v.PROTECTED_EDITOR_KEYS},
+    {
+        key: ColorField(description="owned by Herald: exactly the built-in value of the scheme")
+        for key in v.PROTECTED_EDITOR_KEYS
+    },
     "The editor chrome is Herald's: a manifest carries exactly the built-in values of the scheme, "
     "so the editor stays legible whatever the theme.",
 )
@@ -221,12 +242,16 @@ FontSerializer = group(
     {
         "id": TextField(max_length=128, pattern=v.ID_PATTERN),
         "family": _family(),
-        "sourceUrl": TextField(max_length=64, pattern=v.ASSET_SOURCE_PATTERN,
-                               description="asset:<theme asset ID> of a font asset of the organization"),
+        "sourceUrl": TextField(
+            max_length=64,
+            pattern=v.ASSET_SOURCE_PATTERN,
+            description="asset:<theme asset ID> of a font asset of the organization",
+        ),
         "format": ChoiceField(v.FONT_FORMATS),
         "style": ChoiceField(v.FONT_STYLES),
-        "weight": IntegerField(minimum=v.FONT_WEIGHT_MIN, maximum=v.FONT_WEIGHT_MAX,
-                               step=v.FONT_WEIGHT_STEP),
+        "weight": IntegerField(
+            minimum=v.FONT_WEIGHT_MIN, maximum=v.FONT_WEIGHT_MAX, step=v.FONT_WEIGHT_STEP
+        ),
         "display": ChoiceField(v.FONT_DISPLAYS),
     },
     "A web font: sourceUrl names a font asset of the organization (asset:<ID>); IDs are unique across fonts and assets.",
@@ -236,12 +261,18 @@ ManifestAssetSerializer = group(
     "ManifestAsset",
     {
         "id": TextField(max_length=128, pattern=v.ID_PATTERN),
-        "alt": TextField(min_length=0, max_length=v.MAX_ALT_LENGTH,
-                         description="required (non-empty) for the two illustration slots"),
+        "alt": TextField(
+            min_length=0,
+            max_length=v.MAX_ALT_LENGTH,
+            description="required (non-empty) for the two illustration slots",
+        ),
         "mimeType": ChoiceField(v.ASSET_MIME_TYPES),
         "slot": ChoiceField(v.ASSET_SLOTS, description="each slot at most once"),
-        "sourceUrl": TextField(max_length=64, pattern=v.ASSET_SOURCE_PATTERN,
-                               description="asset:<theme asset ID> of an image asset of the organization"),
+        "sourceUrl": TextField(
+            max_length=64,
+            pattern=v.ASSET_SOURCE_PATTERN,
+            description="asset:<theme asset ID> of an image asset of the organization",
+        ),
     },
     "An image: sourceUrl names an image asset of the organization of this mimeType; each slot at most once; alt text is required for the illustration slots.",
 )
@@ -252,7 +283,11 @@ class _ManifestBase(ManifestGroup):
         size = len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode())
         if size > v.MAX_MANIFEST_BYTES:
             raise serializers.ValidationError(
-                {"non_field_errors": [f"The manifest is {size} bytes; at most {v.MAX_MANIFEST_BYTES} (256 KiB)."]}
+                {
+                    "non_field_errors": [
+                        f"The manifest is {size} bytes; at most {v.MAX_MANIFEST_BYTES} (256 KiB)."
+                    ]
+                }
             )
         return super().to_internal_value(data)
 
@@ -324,11 +359,16 @@ ManifestSerializer = group(
         "revision": TextField(max_length=128, pattern=v.REVISION_PATTERN),
         "schemaVersion": ConstantField(v.SCHEMA_VERSION),
         "iconPack": ChoiceField(v.ICON_PACKS),
-        "supportedSchemes": ListOf(child=ChoiceField(v.SCHEMES), min_length=1, max_length=2, unique=True),
+        "supportedSchemes": ListOf(
+            child=ChoiceField(v.SCHEMES), min_length=1, max_length=2, unique=True
+        ),
         "schemes": ManifestSchemesSerializer(),
-        "fonts": ListOf(child=FontSerializer(), max_length=v.MAX_FONTS, required=False, default=list),
-        "assets": ListOf(child=ManifestAssetSerializer(), max_length=v.MAX_ASSETS, required=False,
-                         default=list),
+        "fonts": ListOf(
+            child=FontSerializer(), max_length=v.MAX_FONTS, required=False, default=list
+        ),
+        "assets": ListOf(
+            child=ManifestAssetSerializer(), max_length=v.MAX_ASSETS, required=False, default=list
+        ),
     },
     "A theme manifest: at most 256 KiB as JSON; unknown keys are rejected at every level.",
     base=_ManifestBase,
@@ -368,7 +408,6 @@ def validate_manifest(data: Any) -> dict[str, Any]:
     return dict(serializer.validated_data)
 
 
-
 # --- OpenAPI: request bodies may leave out keys with defaults ---------------------------------
 
 
@@ -387,8 +426,8 @@ class ManifestGroupScheme(OpenApiSerializerExtension):
         schema = StrictSerializerScheme(self.target).map_serializer(auto_schema, direction)
         if direction == "response":
             schema["required"] = sorted(
-                name for name, field in self.target.fields.items()
+                name
+                for name, field in self.target.fields.items()
                 if field.required or field.default is not serializers.empty
             )
         return schema
-

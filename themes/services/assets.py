@@ -20,8 +20,18 @@ from themes.models import ThemeAsset
 from workspaces.access import Actor, parse_id, require_organization
 
 FONT_MEDIA_TYPE = "font/woff2"
-IMAGE_TYPES = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/avif": ".avif"}
-PILLOW_FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "AVIF": "image/avif"}
+IMAGE_TYPES = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/webp": ".webp",
+    "image/avif": ".avif",
+}
+PILLOW_FORMATS = {
+    "PNG": "image/png",
+    "JPEG": "image/jpeg",
+    "WEBP": "image/webp",
+    "AVIF": "image/avif",
+}
 _AVIF_BRANDS = (b"avif", b"avis")
 
 
@@ -33,7 +43,9 @@ def sniff_media_type(head: bytes) -> str | None:
         return "image/jpeg"
     if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
         return "image/webp"
-    if head[4:8] == b"ftyp" and (head[8:12] in _AVIF_BRANDS or any(b in head[16:32] for b in _AVIF_BRANDS)):
+    if head[4:8] == b"ftyp" and (
+        head[8:12] in _AVIF_BRANDS or any(b in head[16:32] for b in _AVIF_BRANDS)
+    ):
         return "image/avif"
     if head.startswith(b"wOF2"):
         return FONT_MEDIA_TYPE
@@ -73,7 +85,10 @@ def read_font(data: bytes) -> FontMetadata:
         font = TTFont(io.BytesIO(data), lazy=False)
         tables = set(font.keys())
         if "fvar" in tables:
-            raise _invalid("file", "Variable fonts are not accepted: upload one static WOFF2 per weight and style.")
+            raise _invalid(
+                "file",
+                "Variable fonts are not accepted: upload one static WOFF2 per weight and style.",
+            )
         for tag in tables:
             font[tag]  # decode every table: a font must decode fully
         names = font["name"]
@@ -85,7 +100,9 @@ def read_font(data: bytes) -> FontMetadata:
         raise
     except Exception as exc:  # fontTools raises many kinds of error on a malformed font
         raise _invalid("file", "The font is damaged or not a decodable WOFF2 font.") from exc
-    return FontMetadata(family=family, weight=min(900, max(100, round(weight / 100) * 100)), italic=italic)
+    return FontMetadata(
+        family=family, weight=min(900, max(100, round(weight / 100) * 100)), italic=italic
+    )
 
 
 @dataclass(frozen=True)
@@ -103,9 +120,14 @@ def read_image(data: bytes, media_type: str) -> ImageMetadata:
             if PILLOW_FORMATS.get(str(image.format)) != media_type:
                 raise _invalid("file", f"The file is not a valid {media_type} image.")
             width, height = image.size
-            side, pixels = settings.HERALD_THEME_IMAGE_MAX_SIDE, settings.HERALD_THEME_IMAGE_MAX_PIXELS
+            side, pixels = (
+                settings.HERALD_THEME_IMAGE_MAX_SIDE,
+                settings.HERALD_THEME_IMAGE_MAX_PIXELS,
+            )
             if width > side or height > side:
-                raise _invalid("file", f"The image is {width} x {height} px; at most {side} px per side.")
+                raise _invalid(
+                    "file", f"The image is {width} x {height} px; at most {side} px per side."
+                )
             if width * height > pixels:
                 raise _invalid("file", f"The image has {width * height} pixels; at most {pixels}.")
             image.load()
@@ -137,27 +159,45 @@ def theme_asset_upload(
         raise _invalid("name", "1 to 120 characters.")
     is_font = kind == ThemeAsset.Kind.FONT
     if not is_font:
-        for field, value in (("font_family", font_family), ("font_style", font_style), ("font_weight", font_weight)):
+        for field, value in (
+            ("font_family", font_family),
+            ("font_style", font_style),
+            ("font_weight", font_weight),
+        ):
             if value not in (None, ""):
                 raise _invalid(field, "Only font assets take font metadata.")
     else:
-        missing = [field for field, value in (("font_family", font_family), ("font_style", font_style),
-                                              ("font_weight", font_weight)) if value in (None, "")]
+        missing = [
+            field
+            for field, value in (
+                ("font_family", font_family),
+                ("font_style", font_style),
+                ("font_weight", font_weight),
+            )
+            if value in (None, "")
+        ]
         if missing:
             raise FieldValidationError(
-                [{"location": f"body.{field}", "message": "Required for a font."} for field in missing]
+                [
+                    {"location": f"body.{field}", "message": "Required for a font."}
+                    for field in missing
+                ]
             )
         if not license_acknowledged:
             raise _invalid(
                 "license_acknowledged",
                 "Acknowledge that the organization holds a license to use this font on the web (true).",
             )
-    limit = settings.HERALD_THEME_FONT_MAX_BYTES if is_font else settings.HERALD_THEME_IMAGE_MAX_BYTES
+    limit = (
+        settings.HERALD_THEME_FONT_MAX_BYTES if is_font else settings.HERALD_THEME_IMAGE_MAX_BYTES
+    )
     size = upload.size or 0
     if size <= 0:
         raise _invalid("file", "The file is empty.")
     if size > limit:
-        raise _invalid("file", f"The file is {size} bytes; a {kind} may have at most {limit} bytes.")
+        raise _invalid(
+            "file", f"The file is {size} bytes; a {kind} may have at most {limit} bytes."
+        )
     upload.seek(0)
     data = upload.read()
     media_type = sniff_media_type(data[:64])
@@ -165,9 +205,13 @@ def theme_asset_upload(
     if media_type is None:
         raise _invalid("file", f"Unrecognized file type: expected {expected}.")
     if is_font and media_type != FONT_MEDIA_TYPE:
-        raise _invalid("file", f"The file is {media_type}, declared as a font: expected {expected}.")
+        raise _invalid(
+            "file", f"The file is {media_type}, declared as a font: expected {expected}."
+        )
     if not is_font and media_type not in IMAGE_TYPES:
-        raise _invalid("file", f"The file is {media_type}, declared as an image: expected {expected}.")
+        raise _invalid(
+            "file", f"The file is {media_type}, declared as an image: expected {expected}."
+        )
 
     asset = ThemeAsset(
         organization=organization,
@@ -183,10 +227,20 @@ def theme_asset_upload(
     if is_font:
         metadata = read_font(data)
         if metadata.italic != (font_style == "italic"):
-            raise _invalid("font_style", f"The font file is {'italic' if metadata.italic else 'normal'}.", font_style)
+            raise _invalid(
+                "font_style",
+                f"The font file is {'italic' if metadata.italic else 'normal'}.",
+                font_style,
+            )
         if metadata.weight != font_weight:
-            raise _invalid("font_weight", f"The font file has weight {metadata.weight}.", font_weight)
-        asset.font_family, asset.font_style, asset.font_weight = str(font_family), str(font_style), font_weight
+            raise _invalid(
+                "font_weight", f"The font file has weight {metadata.weight}.", font_weight
+            )
+        asset.font_family, asset.font_style, asset.font_weight = (
+            str(font_family),
+            str(font_style),
+            font_weight,
+        )
     else:
         image = read_image(data, media_type)
         asset.width, asset.height = image.width, image.height
@@ -207,7 +261,11 @@ def theme_asset_delete(*, actor: Actor, asset_id: Any, organization_id: Any) -> 
     pk = parse_id(asset_id, what="theme asset")
     try:
         with transaction.atomic():
-            asset = ThemeAsset.objects.select_for_update().filter(pk=pk, organization=organization).first()
+            asset = (
+                ThemeAsset.objects.select_for_update()
+                .filter(pk=pk, organization=organization)
+                .first()
+            )
             if asset is None:
                 raise NotFoundError(f"No theme asset with ID {pk}.")
             stored_name = asset.file.name
@@ -216,4 +274,3 @@ def theme_asset_delete(*, actor: Actor, asset_id: Any, organization_id: Any) -> 
             transaction.on_commit(lambda: storage.delete(stored_name))
     except (ProtectedError, IntegrityError) as exc:
         raise ThemeAssetInUseError() from exc
-

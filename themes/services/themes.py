@@ -48,7 +48,9 @@ def _locked_theme(*, theme_id: Any, organization_id: Any) -> Theme:
 def _check_name(name: str, location: str = "body.name") -> str:
     cleaned = name.strip()
     if not 1 <= len(cleaned) <= 80:
-        raise FieldValidationError([{"location": location, "message": "1 to 80 characters.", "value": name[:100]}])
+        raise FieldValidationError(
+            [{"location": location, "message": "1 to 80 characters.", "value": name[:100]}]
+        )
     return cleaned
 
 
@@ -77,14 +79,29 @@ def _manifest_asset_ids(
         asset = found.get(asset_id)
         expected_kind = ThemeAsset.Kind.FONT if collection == "fonts" else ThemeAsset.Kind.IMAGE
         if asset is None:
-            errors.append({"location": f"{where}.sourceUrl", "value": item["sourceUrl"],
-                           "message": "No theme asset of this organization has this ID."})
+            errors.append(
+                {
+                    "location": f"{where}.sourceUrl",
+                    "value": item["sourceUrl"],
+                    "message": "No theme asset of this organization has this ID.",
+                }
+            )
         elif asset.kind != expected_kind:
-            errors.append({"location": f"{where}.sourceUrl", "value": item["sourceUrl"],
-                           "message": f"The asset is a {asset.kind}, not a {expected_kind}."})
+            errors.append(
+                {
+                    "location": f"{where}.sourceUrl",
+                    "value": item["sourceUrl"],
+                    "message": f"The asset is a {asset.kind}, not a {expected_kind}.",
+                }
+            )
         elif collection == "assets" and asset.media_type != item["mimeType"]:
-            errors.append({"location": f"{where}.mimeType", "value": item["mimeType"],
-                           "message": f"The asset is {asset.media_type}."})
+            errors.append(
+                {
+                    "location": f"{where}.mimeType",
+                    "value": item["mimeType"],
+                    "message": f"The asset is {asset.media_type}.",
+                }
+            )
     if errors:
         raise FieldValidationError(errors)
     return sorted({found[asset_id].pk for *_, asset_id in wanted})
@@ -103,9 +120,13 @@ def _record_uses(theme: Theme, asset_ids: list[Any], revision: int | None) -> No
     )
 
 
-def _base_manifest(base: Reference | None, *, organization_id: Any) -> tuple[dict[str, Any], list[Any]]:
+def _base_manifest(
+    base: Reference | None, *, organization_id: Any
+) -> tuple[dict[str, Any], list[Any]]:
     reference = base or HERALD_DEFAULT
-    theme = reference_check(reference, organization_id=organization_id, location="body.base_reference")
+    theme = reference_check(
+        reference, organization_id=organization_id, location="body.base_reference"
+    )
     if theme is None:
         return copy.deepcopy(BUILT_INS_BY_ID[reference.id].manifest), []
     revision = PublishedRevision.objects.get(
@@ -129,8 +150,14 @@ def theme_create(
     name = _check_name(name)
     manifest, asset_ids = _base_manifest(base_reference, organization_id=organization.pk)
     now = timezone.now()
-    theme = Theme(organization=organization, name=name, created_at=now, updated_at=now,
-                  draft_updated_at=now, draft_updated_by=_actor_id(actor))
+    theme = Theme(
+        organization=organization,
+        name=name,
+        created_at=now,
+        updated_at=now,
+        draft_updated_at=now,
+        draft_updated_by=_actor_id(actor),
+    )
     manifest.update({"id": str(theme.pk), "name": name, "revision": "1"})
     if description is not None:
         manifest["description"] = description
@@ -172,8 +199,16 @@ def theme_draft_replace(
             theme.draft_revision += 1
             theme.draft_updated_at = theme.updated_at = now
             theme.draft_updated_by = _actor_id(actor)
-            theme.save(update_fields=["name", "draft_manifest", "draft_revision", "draft_updated_at",
-                                      "draft_updated_by", "updated_at"])
+            theme.save(
+                update_fields=[
+                    "name",
+                    "draft_manifest",
+                    "draft_revision",
+                    "draft_updated_at",
+                    "draft_updated_by",
+                    "updated_at",
+                ]
+            )
             ThemeAssetUse.objects.filter(theme=theme, revision__isnull=True).delete()
             _record_uses(theme, asset_ids, None)
     except IntegrityError as exc:
@@ -195,7 +230,10 @@ def theme_publish(
     with transaction.atomic():
         theme = _locked_theme(theme_id=theme_id, organization_id=organization.pk)
         current_published = theme.published_revision or None
-        if theme.draft_revision != expected_draft_revision or current_published != expected_published_revision:
+        if (
+            theme.draft_revision != expected_draft_revision
+            or current_published != expected_published_revision
+        ):
             raise RevisionConflictError(
                 "The theme changed since you loaded it: the draft is at revision "
                 f"{theme.draft_revision} and the latest published revision is {current_published}.",
@@ -203,7 +241,9 @@ def theme_publish(
                 current_published_revision=current_published,
             )
         asset_ids = sorted(
-            ThemeAssetUse.objects.filter(theme=theme, revision__isnull=True).values_list("asset_id", flat=True)
+            ThemeAssetUse.objects.filter(theme=theme, revision__isnull=True).values_list(
+                "asset_id", flat=True
+            )
         )
         now = timezone.now()
         revision = PublishedRevision.objects.create(
@@ -228,16 +268,20 @@ def theme_delete(*, actor: Actor, theme_id: Any, organization_id: Any) -> None:
     with transaction.atomic():
         theme = _locked_theme(theme_id=theme_id, organization_id=organization.pk)
         reference = {"reference_kind": ReferenceKind.ORGANIZATION, "reference_id": str(theme.pk)}
-        is_default = OrganizationThemeSettings.objects.filter(organization=organization, **reference).exists()
+        is_default = OrganizationThemeSettings.objects.filter(
+            organization=organization, **reference
+        ).exists()
         assigned = ThemeAssignment.objects.filter(organization=organization, **reference).count()
         if is_default or assigned:
             raise ThemeInUseError(
                 "The theme is "
                 + " and ".join(
-                    part for part in (
+                    part
+                    for part in (
                         "the organization default" if is_default else "",
                         f"assigned to {assigned} workspace(s)" if assigned else "",
-                    ) if part
+                    )
+                    if part
                 )
                 + "; choose another theme there first.",
                 is_organization_default=is_default,
@@ -258,7 +302,9 @@ def organization_theme_default_set(
         if reference is None:
             OrganizationThemeSettings.objects.filter(organization=organization).delete()
             return None
-        reference_check(reference, organization_id=organization.pk, location="body.default_reference", lock=True)
+        reference_check(
+            reference, organization_id=organization.pk, location="body.default_reference", lock=True
+        )
         settings_row = OrganizationThemeSettings(
             organization=organization, updated_at=timezone.now(), updated_by=_actor_id(actor)
         )
@@ -277,7 +323,12 @@ def workspace_theme_assign(
         if reference is None:
             ThemeAssignment.objects.filter(workspace=workspace).delete()
             return None
-        reference_check(reference, organization_id=workspace.organization_id, location="body.reference", lock=True)
+        reference_check(
+            reference,
+            organization_id=workspace.organization_id,
+            location="body.reference",
+            lock=True,
+        )
         assignment = ThemeAssignment(
             workspace=workspace,
             organization_id=workspace.organization_id,

@@ -179,7 +179,8 @@ class VoiceProfileAssignmentSerializer(ResponseSerializer):
     account_id = serializers.CharField()
     workspace_id = serializers.CharField()
     voice_profile_id = serializers.CharField(
-        allow_null=True, help_text="The assigned profile; null when the account follows the default."
+        allow_null=True,
+        help_text="The assigned profile; null when the account follows the default.",
     )
     effective_voice_profile_id = serializers.CharField(
         allow_null=True, help_text="The profile the account writes with (assignment or default)."

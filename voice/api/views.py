@@ -17,9 +17,13 @@ from voice.api import serializers as s
 from workspaces.access import actor_from_request
 
 
-def _profile_response(request: Request, voice_profile_id: Any, status: int = 200, **kwargs: Any) -> Response:
+def _profile_response(
+    request: Request, voice_profile_id: Any, status: int = 200, **kwargs: Any
+) -> Response:
     # Re-read after the write (its transaction has committed): assignments included.
-    profile = selectors.voice_profile_get(actor=actor_from_request(request), voice_profile_id=voice_profile_id)
+    profile = selectors.voice_profile_get(
+        actor=actor_from_request(request), voice_profile_id=voice_profile_id
+    )
     data = s.VoiceProfileSerializer(profile, context={"request": request}).data
     return Response(data, status=status, **kwargs)
 

@@ -75,7 +75,10 @@ CURRENT_PASSWORD_MAX_LENGTH = 256
 class WorkspaceDeleteInputSerializer(StrictSerializer):
     confirm_name = serializers.CharField(max_length=200, trim_whitespace=False)
     current_password = serializers.CharField(
-        max_length=CURRENT_PASSWORD_MAX_LENGTH, required=False, trim_whitespace=False, write_only=True
+        max_length=CURRENT_PASSWORD_MAX_LENGTH,
+        required=False,
+        trim_whitespace=False,
+        write_only=True,
     )
 
 

@@ -52,7 +52,9 @@ class MeView(APIView):
         actor = actor_from_request(request)
         workspaces = list(selectors.workspace_list_for_actor(actor=actor).order_by("name"))
         org_roles = dict(
-            OrganizationMembership.objects.filter(user=actor.user).values_list("organization_id", "role")
+            OrganizationMembership.objects.filter(user=actor.user).values_list(
+                "organization_id", "role"
+            )
         )
         organizations = []
         if actor.token is None or actor.token.workspace_id is None:
@@ -127,7 +129,9 @@ class OrganizationListView(APIView):
 
 
 class OrganizationDetailView(APIView):
-    @extend_schema(operation_id="organizations_get", responses={200: s.OrganizationSerializer, **problems(404)})
+    @extend_schema(
+        operation_id="organizations_get", responses={200: s.OrganizationSerializer, **problems(404)}
+    )
     def get(self, request: Request, organization_id: str) -> Response:
         actor = actor_from_request(request)
         organization, membership = require_organization(
@@ -195,7 +199,9 @@ class WorkspaceDetailView(APIView):
         context = {"request": request, "roles": _roles(actor, [workspace])}
         return Response(s.WorkspaceSerializer(workspace, context=context).data)
 
-    @extend_schema(operation_id="workspaces_get", responses={200: s.WorkspaceSerializer, **problems(404)})
+    @extend_schema(
+        operation_id="workspaces_get", responses={200: s.WorkspaceSerializer, **problems(404)}
+    )
     def get(self, request: Request, workspace_id: str) -> Response:
         access = require_workspace(actor_from_request(request), workspace_id)
         return self._render(request, access.workspace.pk)
@@ -258,13 +264,19 @@ class WorkspaceDeletionPreviewView(APIView):
         preview = services.workspace_deletion_preview(
             actor=actor_from_request(request), workspace_id=workspace_id
         )
-        return Response(s.WorkspaceDeletionPreviewSerializer(preview, context={"request": request}).data)
+        return Response(
+            s.WorkspaceDeletionPreviewSerializer(preview, context={"request": request}).data
+        )
 
 
 class WorkspaceUsageView(APIView):
-    @extend_schema(operation_id="workspaces_usage", responses={200: s.UsageSerializer, **problems(404)})
+    @extend_schema(
+        operation_id="workspaces_usage", responses={200: s.UsageSerializer, **problems(404)}
+    )
     def get(self, request: Request, workspace_id: str) -> Response:
-        usage = selectors.workspace_usage(actor=actor_from_request(request), workspace_id=workspace_id)
+        usage = selectors.workspace_usage(
+            actor=actor_from_request(request), workspace_id=workspace_id
+        )
         return Response(s.UsageSerializer(usage, context={"request": request}).data)
 
 
@@ -306,7 +318,9 @@ class MemberDetailView(APIView):
         )
         return Response(s.MemberSerializer(membership, context={"request": request}).data)
 
-    @extend_schema(operation_id="workspace_members_remove", responses={204: None, **problems(404, 409)})
+    @extend_schema(
+        operation_id="workspace_members_remove", responses={204: None, **problems(404, 409)}
+    )
     def delete(self, request: Request, workspace_id: str, user_id: str) -> Response:
         services.workspace_member_remove(
             actor=actor_from_request(request), workspace_id=workspace_id, user_id=user_id
@@ -374,7 +388,9 @@ class InvitationResendView(APIView):
             actor=actor_from_request(request), invitation_id=invitation_id
         )
         _with_accept_link(request, invitation, raw)
-        return Response(s.InvitationWithTokenSerializer(invitation, context={"request": request}).data)
+        return Response(
+            s.InvitationWithTokenSerializer(invitation, context={"request": request}).data
+        )
 
 
 class InvitationDetailView(APIView):
@@ -392,7 +408,9 @@ class InvitationAcceptView(APIView):
     )
     def post(self, request: Request) -> Response:
         body = parse_body(s.InvitationAcceptInputSerializer, request)
-        membership = services.invitation_accept(actor=actor_from_request(request), token=body["token"])
+        membership = services.invitation_accept(
+            actor=actor_from_request(request), token=body["token"]
+        )
         return Response(s.MemberSerializer(membership, context={"request": request}).data)
 
 

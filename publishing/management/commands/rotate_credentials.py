@@ -16,8 +16,11 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         total = 0
-        for model, field in ((Account, "credentials_encrypted"), (ProviderApp, "credentials_encrypted"),
-                             (OAuthState, "code_verifier_encrypted")):
+        for model, field in (
+            (Account, "credentials_encrypted"),
+            (ProviderApp, "credentials_encrypted"),
+            (OAuthState, "code_verifier_encrypted"),
+        ):
             with transaction.atomic():
                 for row in model.objects.select_for_update().exclude(**{field: ""}):
                     setattr(row, field, credentials.rotate(getattr(row, field)))

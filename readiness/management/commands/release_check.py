@@ -21,12 +21,27 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("check", choices=["provider-certification"])
-        parser.add_argument("--claims", type=Path, default=CLAIMS_FILE, help="claims file (default: the shipped one)")
-        parser.add_argument("--manifest", type=Path, default=MANIFEST_FILE,
-                            help="release manifest (default: the shipped one)")
+        parser.add_argument(
+            "--claims",
+            type=Path,
+            default=CLAIMS_FILE,
+            help="claims file (default: the shipped one)",
+        )
+        parser.add_argument(
+            "--manifest",
+            type=Path,
+            default=MANIFEST_FILE,
+            help="release manifest (default: the shipped one)",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        result = provider_certification_check(claims_path=options["claims"], manifest_path=options["manifest"])
+        result = provider_certification_check(
+            claims_path=options["claims"], manifest_path=options["manifest"]
+        )
         if not result.ok:
-            raise CommandError("provider-certification rejected:\n  - " + "\n  - ".join(result.reasons))
-        self.stdout.write(f"provider-certification passed: manifest binds {result.claim_count} claim(s).")
+            raise CommandError(
+                "provider-certification rejected:\n  - " + "\n  - ".join(result.reasons)
+            )
+        self.stdout.write(
+            f"provider-certification passed: manifest binds {result.claim_count} claim(s)."
+        )

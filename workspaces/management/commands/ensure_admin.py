@@ -23,7 +23,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--password-file",
             help=(
-                "Write the one-time password as JSON {\"email\", \"password\"} to this file "
+                'Write the one-time password as JSON {"email", "password"} to this file '
                 "(created or truncated, mode 0600) instead of printing it; the file is left "
                 "empty when an administrator already exists. Used by `make run`, which prints "
                 "it once the server answers."
