@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint migrate bench bench-delivery bench-readiness bench-scale image clean
+.PHONY: run test install lint fmt migrate bench bench-delivery bench-readiness bench-scale image clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "Python 3.11 is required"; exit 1; }
@@ -23,13 +23,20 @@ run: install
 	$(BIN)/python scripts/run.py
 
 test: install
+	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: install
+	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+
+# Format and apply the safe lint fixes: what `make test` and the pre-commit hooks check.
+fmt: install
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
 
 bench: install
 	$(BIN)/python bench/api.py
