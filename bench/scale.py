@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # `python bench/scale.py` puts bench/ first on the path, not ROOT
     sys.path.insert(0, str(ROOT))
 
@@ -64,7 +64,7 @@ DEEP_PAGE_LIMIT = 10
 DEEP_PAGE_CURSORS = 50
 
 
-# --- Bulk seeding in SQL (also used by tests/test_query_plans.py) ---------------------------
+# --- Bulk seeding in SQL (also used by tests/publishing/test_query_plans.py) ---------------------------
 
 
 def _provider_rows() -> list[tuple[int, str, str, str, bool, str]]:

@@ -4,7 +4,7 @@ Every human-readable line goes through :func:`echo`, which escapes the control c
 server could smuggle into a publication text, an account name or a problem detail (ESC starting
 CSI/OSC sequences such as OSC 52 clipboard writes or OSC 8 links, BEL, CR, the C1 range, DEL), so
 nothing the server says can drive the terminal. ``--json`` output (:func:`emit_json`) stays exact
-JSON, with DEL and C1 characters written as ``\\u`` escapes. ``tests/test_cli_control_chars.py``
+JSON, with DEL and C1 characters written as ``\\u`` escapes. ``tests/cli/test_cli_control_chars.py``
 also checks that nothing in ``cli/`` calls ``click.echo`` except this module.
 """
 

@@ -4,7 +4,7 @@ One source of truth: each :class:`config.errors.DomainError` subclass carries it
 ``status``, ``title`` and description (``description`` or its own docstring); the catalogue walks
 those subclasses. Codes that no class of ours carries (raised by DRF, the middleware, a
 permission class, or a service that passes ``code=`` to a shared class) are listed once in
-:data:`OTHER_PROBLEMS`. ``tests/test_problem_catalogue.py`` scans the source for every code and
+:data:`OTHER_PROBLEMS`. ``tests/api/test_problem_catalogue.py`` scans the source for every code and
 fails when one is missing here.
 """
 

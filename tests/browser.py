@@ -1,5 +1,5 @@
 """A headless Chromium (Debian's ``chromium`` package) driven over the DevTools protocol, for the
-page tests (tests/test_pages_in_browser.py): load a page at a given width, read the main
+page tests (tests/api/test_pages_in_browser.py): load a page at a given width, read the main
 response's HTTP status, evaluate JavaScript, take a screenshot.
 
 Only the handful of protocol commands those tests need, over ``websocket-client``; no browser

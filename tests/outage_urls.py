@@ -1,5 +1,5 @@
 """Test-only URLconf: the real URLs plus a plain Django view (outside DRF) under /api/ that reads
-the cache, to show a Redis outage there is a 503 problem too (tests/test_redis_outage.py)."""
+the cache, to show a Redis outage there is a 503 problem too (tests/api/test_redis_outage.py)."""
 
 from __future__ import annotations
 

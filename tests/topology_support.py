@@ -1,5 +1,5 @@
 """The deployed topology of ``docker-compose.yml``, without Docker, for
-``tests/test_deployed_topology.py``.
+``tests/deploy/test_deployed_topology.py``.
 
 :func:`deployed_topology` starts, from a given ``bin`` folder (the venv the Herald wheel is
 installed in), what the composition runs:

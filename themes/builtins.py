@@ -4,7 +4,7 @@ Each built-in is a *recipe* — hues, lightness steps, type, shape, motion and c
 choices — from which a complete light and dark manifest is computed in OKLCH. Text colors are
 solved for contrast against every ground they sit on (with a margin above the WCAG minimum the
 validation enforces), so every built-in passes exactly the validation an organization's theme
-must pass (``tests/test_themes_manifest.py`` proves it).
+must pass (``tests/themes/test_themes_manifest.py`` proves it).
 """
 
 from __future__ import annotations

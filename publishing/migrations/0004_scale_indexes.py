@@ -1,5 +1,5 @@
 """Indexes that keep the hot reads flat as the tables grow (bench/README.md "Scale benchmark",
-tests/test_query_plans.py):
+tests/publishing/test_query_plans.py):
 
 - ``publication_ws_status_newest`` (workspace, status, created_at DESC, id DESC): a
   status-filtered page of publications is read in order from its cursor, where

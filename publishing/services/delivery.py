@@ -662,7 +662,7 @@ def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
     # Each due destination's workspace is looked up by the publication's primary key (a
     # correlated subquery), not joined: PostgreSQL cannot tell that few scheduled destinations are
     # due (it multiplies the two conditions' selectivities), and with a join it planned a hash
-    # join over a sequential scan of every publication (tests/test_query_plans.py).
+    # join over a sequential scan of every publication (tests/publishing/test_query_plans.py).
     workspace = Subquery(
         Publication.objects.filter(pk=OuterRef("publication_id")).values("workspace_id")[:1],
         output_field=UUIDField(),

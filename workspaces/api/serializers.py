@@ -142,7 +142,7 @@ class WorkspaceSerializer(ResponseSerializer):
 
     def to_representation(self, instance: Any) -> dict[str, Any]:
         # Built directly (lists of workspaces are hot): the same JSON as the fields declared above
-        # (which remain the schema); tests/test_api_representations.py compares the two.
+        # (which remain the schema); tests/api/test_api_representations.py compares the two.
         fields = self.fields
         iso = self.__dict__.get("_iso")  # one per response (a list reuses this instance)
         if iso is None:
