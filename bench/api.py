@@ -43,7 +43,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/api.py` puts bench/ first on the path, not ROOT
     sys.path.insert(0, str(ROOT))
 

@@ -57,7 +57,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/delivery.py` puts bench/ first on the path, not ROOT
     sys.path.insert(0, str(ROOT))
 
