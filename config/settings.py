@@ -485,6 +485,66 @@ HERALD_PROVIDER_MAX_IN_FLIGHT_PER_HOST = env_int("HERALD_PROVIDER_MAX_IN_FLIGHT_
 HERALD_PROVIDER_SLOT_LEASE_SECONDS = env_int("HERALD_PROVIDER_SLOT_LEASE_SECONDS", 60)
 HERALD_PROVIDER_SLOT_WAIT_SECONDS = env_float("HERALD_PROVIDER_SLOT_WAIT_SECONDS", 2.0)
 HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE = env_int("HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE", 64)
+
+# --- OAuth 2 provider apps (issue 20; spec "Accounts") --------------------------------------
+# The operator's app registration per OAuth provider: HERALD_<P>_CLIENT_ID / _CLIENT_SECRET
+# (both accept _FILE). A provider without both is "needs_configuration" (readiness
+# "configuration" fact) and cannot be connected (a provider's app is configured when both its
+# client_id and client_secret are non-empty). The URLs default to the real services and
+# are overridable so tests can point them at stand-ins on 127.0.0.1.
+_OAUTH_APP_DEFAULTS: dict[str, dict[str, str]] = {
+    "x": {
+        "api_url": "https://api.x.com",
+        "authorize_url": "https://x.com/i/oauth2/authorize",
+        "token_url": "https://api.x.com/2/oauth2/token",
+        "revoke_url": "https://api.x.com/2/oauth2/revoke",
+    },
+    "linkedin": {
+        "api_url": "https://api.linkedin.com",
+        "authorize_url": "https://www.linkedin.com/oauth/v2/authorization",
+        "token_url": "https://www.linkedin.com/oauth/v2/accessToken",
+        "revoke_url": "https://www.linkedin.com/oauth/v2/revoke",
+    },
+    "threads": {
+        "api_url": "https://graph.threads.net",
+        "authorize_url": "https://threads.net/oauth/authorize",
+        "token_url": "https://graph.threads.net/oauth/access_token",
+        "revoke_url": "",
+    },
+}
+
+
+def _oauth_app(provider: str, defaults: dict[str, str]) -> dict[str, object]:
+    prefix = f"HERALD_{provider.upper()}"
+    api_url = (env_str(f"{prefix}_API_URL") or defaults["api_url"]).rstrip("/")
+    app: dict[str, object] = {
+        "client_id": env_str(f"{prefix}_CLIENT_ID") or "",
+        "client_secret": env_str(f"{prefix}_CLIENT_SECRET") or "",
+        "api_url": api_url,
+        "authorize_url": env_str(f"{prefix}_AUTHORIZE_URL") or defaults["authorize_url"],
+    }
+    # Token and revoke endpoints follow an overridden API URL unless set themselves (X and
+    # Threads serve them under the API host; LinkedIn under www.linkedin.com).
+    for key in ("token_url", "revoke_url"):
+        default = defaults[key]
+        if default.startswith(defaults["api_url"]):
+            default = api_url + default[len(defaults["api_url"]) :]
+        app[key] = env_str(f"{prefix}_{key.upper()}") or default
+    return app
+
+
+PROVIDER_OAUTH_APPS: dict[str, dict[str, object]] = {
+    provider: _oauth_app(provider, defaults) for provider, defaults in _OAUTH_APP_DEFAULTS.items()
+}
+# An authorization started by connect must come back within this many seconds (the state is
+# single-use and bound to the user and workspace).
+HERALD_OAUTH_STATE_SECONDS = env_int("HERALD_OAUTH_STATE_SECONDS", 15 * 60)
+# Token lifecycle: refresh this long before an access token expires (beat task and the
+# just-in-time refresh before a send); tokens without programmatic refresh make the account
+# reconnect_required this many days before they expire.
+HERALD_TOKEN_REFRESH_AHEAD_SECONDS = env_int("HERALD_TOKEN_REFRESH_AHEAD_SECONDS", 15 * 60)
+HERALD_TOKEN_REFRESH_INTERVAL_SECONDS = env_float("HERALD_TOKEN_REFRESH_INTERVAL_SECONDS", 300.0)
+HERALD_RECONNECT_WARNING_DAYS = env_int("HERALD_RECONNECT_WARNING_DAYS", 7)
 CELERY_BEAT_SCHEDULE["publishing.delivery_dispatch"] = {
     "task": "publishing.delivery_dispatch",
     "schedule": HERALD_DISPATCH_INTERVAL_SECONDS,
