@@ -9,6 +9,9 @@ temporary folder and installs the wheel there with pip resolving its declared de
 environment's ``bin`` folder (``django-admin``, ``gunicorn``, ``celery``, ``herald``) and does the
 work once per test session. Fixture: ``installed_herald_bin`` (tests/conftest.py).
 
+``dockerfile_instructions()`` and ``stages()`` read the Dockerfile (its builder and runtime
+stages) for the tests that check what the image does.
+
 Run the installed commands with ``installed_env(...)`` as their environment and an empty folder
 as their working directory, so that only site-packages of the new environment can provide the
 project's modules.
@@ -167,6 +170,52 @@ def installed_env(bin_dir: Path, data_dir: Path, **extra: str) -> dict[str, str]
     )
     env.update(extra)
     return env
+
+
+# --- The Dockerfile, parsed (tests/deploy/test_containers.py, test_shipped_package.py) --------
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
+    instructions: list[tuple[str, str]] = []
+    pending = ""
+    for raw in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        line = pending + line
+        pending = ""
+        keyword, _, arguments = line.partition(" ")
+        instructions.append((keyword.upper(), arguments.strip()))
+    assert not pending, "Dockerfile ends inside a continuation line"
+    return instructions
+
+
+def stages() -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """(base image with global ARG defaults resolved, stage name, instructions) per stage."""
+    instructions = dockerfile_instructions()
+    global_args: dict[str, str] = {}
+    result: list[tuple[str, str, list[tuple[str, str]]]] = []
+    for keyword, arguments in instructions:
+        if keyword == "FROM":
+            match = re.fullmatch(r"(\S+)\s+AS\s+(\S+)", arguments, flags=re.IGNORECASE)
+            assert match, f"every stage is named (FROM <image> AS <name>): {arguments!r}"
+            image = re.sub(
+                r"\$\{(\w+)\}|\$(\w+)",
+                lambda m: global_args.get(m.group(1) or m.group(2), m.group(0)),
+                match.group(1),
+            )
+            result.append((image, match.group(2), []))
+        elif not result:
+            if keyword == "ARG" and "=" in arguments:
+                name, _, default = arguments.partition("=")
+                global_args[name.strip()] = default.strip()
+        else:
+            result[-1][2].append((keyword, arguments))
+    return result
 
 
 def installed_herald(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -18,21 +18,22 @@ import re
 from collections.abc import Callable, Iterator
 from html.parser import HTMLParser
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 from django.core.management import call_command
 from django.test import Client
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
 from rest_framework.test import APIClient
 
 from config.api.problems import PROBLEM_CONTENT_TYPE
+from tests.openapi_support import (
+    ERROR_MODEL_REF,
+    SchemaChecker,
+    declared_component,
+    expected_problems,
+    operations,
+    served_contract,
+)
 from workspaces.models import User
-
-ERROR_MODEL_REF = {"$ref": "#/components/schemas/ErrorModel"}
-SCHEMA_URL = re.compile(r"^http://testserver/api/v1/schemas/(?P<name>[A-Za-z0-9]+)\.json$")
 
 # Operations that only a browser session may call: a bearer token is not a way in.
 SESSION_ONLY = {
@@ -89,16 +90,7 @@ def _origin_from_request(settings: Any) -> None:
 
 @pytest.fixture(scope="module")
 def contract() -> dict[str, Any]:
-    response = Client().get("/docs/openapi.json")
-    assert response.status_code == 200
-    return response.json()  # type: ignore[no-any-return]
-
-
-def operations(contract: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
-    for path, item in contract["paths"].items():
-        for method, operation in item.items():
-            if method in {"get", "post", "put", "patch", "delete"}:
-                yield path, method, operation
+    return served_contract()
 
 
 def identity_operations(contract: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
@@ -189,28 +181,11 @@ def test_both_security_schemes_are_declared(contract: dict[str, Any]) -> None:
             assert security == [{"bearerAuth": []}, {"sessionAuth": []}], op_id
 
 
-def _expected_problems(path: str, operation: dict[str, Any]) -> set[str]:
-    expected = {"406", "429", "500"}
-    if operation.get("security"):
-        expected |= {"401", "403"}
-    if "{" in path:
-        expected.add("404")
-    if "requestBody" in operation or any(
-        p["in"] == "query" for p in operation.get("parameters", [])
-    ):
-        expected.add("422")
-    if "requestBody" in operation:
-        expected |= {"400", "413", "415"}
-    if operation["operationId"] == "health_readiness":
-        expected.add("503")
-    return expected
-
-
 def test_operations_declare_their_problem_responses(contract: dict[str, Any]) -> None:
     for path, _, operation in identity_operations(contract):
         responses = operation["responses"]
         errors = {code for code in responses if code[0] in "45"}
-        missing = _expected_problems(path, operation) - errors
+        missing = expected_problems(path, operation) - errors
         assert not missing, (operation["operationId"], missing)
         for code in errors:
             assert responses[code]["content"] == {
@@ -292,65 +267,6 @@ def test_docs_render_from_local_static_assets() -> None:
 # --- B. $schema: every response names a JSON Schema that it validates against ----------------
 
 
-class SchemaChecker:
-    """Fetches ``$schema`` documents through the Django test client and validates bodies."""
-
-    def __init__(self) -> None:
-        self.client = Client()
-        self.fetched: set[str] = set()
-        self.registry: Registry[Any] = Registry(retrieve=self._retrieve)  # type: ignore[call-arg]
-
-    def _retrieve(self, uri: str) -> Resource[Any]:
-        return Resource.from_contents(self.fetch(uri), default_specification=DRAFT202012)
-
-    def fetch(self, uri: str) -> dict[str, Any]:
-        match = SCHEMA_URL.match(uri)
-        assert match, f"not an absolute schema URL of this instance: {uri}"
-        response = self.client.get(urlsplit(uri).path)
-        assert response.status_code == 200, uri
-        assert response["Content-Type"] == "application/schema+json"
-        document: dict[str, Any] = response.json()
-        assert document["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-        assert document["$id"] == uri
-        Draft202012Validator.check_schema(document)
-        self.fetched.add(match["name"])
-        return document
-
-    def validate(self, body: Any) -> str:
-        """Validate ``body`` against its own ``$schema`` (and every nested object against
-        its own); returns the component name."""
-        assert isinstance(body, dict), body
-        uri = body["$schema"]
-        schema = self.fetch(uri)
-        validator = Draft202012Validator(
-            schema, registry=self.registry, format_checker=Draft202012Validator.FORMAT_CHECKER
-        )
-        errors = sorted(validator.iter_errors(body), key=lambda e: list(e.path))
-        assert not errors, [f"{list(e.path)}: {e.message}" for e in errors]
-        for nested in _nested_objects(body):
-            if "$schema" in nested:
-                self.validate(nested)
-        return str(SCHEMA_URL.match(uri)["name"])  # type: ignore[index]
-
-
-def _nested_objects(node: Any) -> Iterator[dict[str, Any]]:
-    children = node.values() if isinstance(node, dict) else node
-    for child in children:
-        if isinstance(child, dict):
-            yield child
-            yield from _nested_objects(child)
-        elif isinstance(child, list):
-            yield from _nested_objects(child)
-
-
-def _declared_component(contract: dict[str, Any], path: str, method: str, status: int) -> str:
-    response = contract["paths"][path][method]["responses"][str(status)]
-    content = response["content"]
-    schema = (content.get("application/json") or content[PROBLEM_CONTENT_TYPE])["schema"]
-    ref = schema.get("$ref") or schema["items"]["$ref"]
-    return str(ref.rsplit("/", 1)[1])
-
-
 @pytest.fixture
 def checker() -> SchemaChecker:
     return SchemaChecker()
@@ -401,7 +317,7 @@ def test_every_identity_response_validates_against_its_schema(
         assert items, path
         for item in items:
             name = checker.validate(item)
-            assert name == _declared_component(contract, template, method, status), path
+            assert name == declared_component(contract, template, method, status), path
         checked.add(contract["paths"][template][method]["operationId"])
         return data
 

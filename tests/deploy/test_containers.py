@@ -12,7 +12,6 @@ import fnmatch
 import http.server
 import json
 import os
-import re
 import runpy
 import subprocess
 import sys
@@ -24,6 +23,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.shipped_support import dockerfile_instructions, stages
 
 ROOT = Path(__file__).resolve().parents[2]
 LIVENESS = "/api/v1/health"
@@ -41,49 +42,6 @@ REQUIRED_APP_ENV = (
 
 
 # --- Dockerfile ----------------------------------------------------------------------------
-
-
-def dockerfile_instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) pairs, continuation lines joined, comments dropped."""
-    instructions: list[tuple[str, str]] = []
-    pending = ""
-    for raw in (ROOT / "Dockerfile").read_text(encoding="utf-8").splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.endswith("\\"):
-            pending += line[:-1] + " "
-            continue
-        line = pending + line
-        pending = ""
-        keyword, _, arguments = line.partition(" ")
-        instructions.append((keyword.upper(), arguments.strip()))
-    assert not pending, "Dockerfile ends inside a continuation line"
-    return instructions
-
-
-def stages() -> list[tuple[str, str, list[tuple[str, str]]]]:
-    """(base image with global ARG defaults resolved, stage name, instructions) per stage."""
-    instructions = dockerfile_instructions()
-    global_args: dict[str, str] = {}
-    result: list[tuple[str, str, list[tuple[str, str]]]] = []
-    for keyword, arguments in instructions:
-        if keyword == "FROM":
-            match = re.fullmatch(r"(\S+)\s+AS\s+(\S+)", arguments, flags=re.IGNORECASE)
-            assert match, f"every stage is named (FROM <image> AS <name>): {arguments!r}"
-            image = re.sub(
-                r"\$\{(\w+)\}|\$(\w+)",
-                lambda m: global_args.get(m.group(1) or m.group(2), m.group(0)),
-                match.group(1),
-            )
-            result.append((image, match.group(2), []))
-        elif not result:
-            if keyword == "ARG" and "=" in arguments:
-                name, _, default = arguments.partition("=")
-                global_args[name.strip()] = default.strip()
-        else:
-            result[-1][2].append((keyword, arguments))
-    return result
 
 
 def exec_form(arguments: str) -> list[str]:

@@ -32,7 +32,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.deploy.test_make_run import Run, attempt_sign_in, password_box
+from tests.make_run_support import Run, attempt_sign_in, password_box
 from tests.worker_harness import free_port
 
 pytestmark = pytest.mark.slow

@@ -30,13 +30,13 @@ import requests
 import yaml
 from django.apps import apps
 
-from tests.deploy.test_containers import stages
 from tests.shipped_support import (
     GUNICORN_CONF,
     ROOT,
     installed_context,
     installed_env,
     installed_wheel,
+    stages,
 )
 
 # Packages the wheel ships that are not Django apps.

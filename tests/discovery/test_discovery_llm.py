@@ -15,7 +15,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from publishing.models import Publication
-from tests.discovery.test_discovery import assert_card_invariants
+from tests.discovery_support import assert_card_invariants, discover
 from tests.llm_standin import LlmStandIn
 from tests.problem_asserts import assert_problem
 from voice.definition import clean_definition
@@ -23,7 +23,6 @@ from voice.models import VoiceProfile
 
 pytestmark = pytest.mark.django_db
 
-URL = "/api/v1/publication-opportunities/discover"
 API_KEY = "sk-test-0123456789abcdef"
 
 
@@ -36,11 +35,6 @@ def llm(settings: Any) -> Iterator[LlmStandIn]:
         settings.HERALD_DISCOVERY_LLM_API_KEY = API_KEY
         settings.HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS = 1.0
         yield server
-
-
-def discover(client: APIClient, workspace: Any, **body: Any) -> Any:
-    payload = {"workspace_id": str(workspace.pk), "platforms": ["mastodon", "bluesky"], **body}
-    return client.post(URL, payload, format="json")
 
 
 def test_valid_reply_becomes_the_result(

@@ -776,7 +776,7 @@ def test_responses_validate_against_their_served_json_schemas(
     admin_user: Any,
     admin_session: tuple[APIClient, dict[str, str]],
 ) -> None:
-    from tests.api.test_contract_openapi import SchemaChecker
+    from tests.openapi_support import SchemaChecker
 
     settings.HERALD_PUBLIC_URL = ""  # $schema URLs from the request origin (http://testserver)
     checker = SchemaChecker()

@@ -6,15 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.test import Client
 from rest_framework.test import APIClient
 
-from tests.api.test_contract_openapi import (
+from config.api.problems import PROBLEM_CONTENT_TYPE
+from tests.openapi_support import (
     ERROR_MODEL_REF,
-    PROBLEM_CONTENT_TYPE,
     SchemaChecker,
-    _expected_problems,
+    expected_problems,
     operations,
+    served_contract,
 )
 from tests.publishing_support import make_account
 from tests.repost_support import API, policy, put_policies, settings_url
@@ -36,9 +36,7 @@ OPERATIONS = {
 
 @pytest.fixture(scope="module")
 def contract() -> dict[str, Any]:
-    response = Client().get("/docs/openapi.json")
-    assert response.status_code == 200
-    return response.json()  # type: ignore[no-any-return]
+    return served_contract()
 
 
 def test_repost_operations_declare_schemas_and_problems(contract: dict[str, Any]) -> None:
@@ -57,7 +55,7 @@ def test_repost_operations_declare_schemas_and_problems(contract: dict[str, Any]
             ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
             assert components[ref.rsplit("/", 1)[1]]["additionalProperties"] is False, operation_id
         errors = {code for code in operation["responses"] if code[0] in "45"}
-        assert not _expected_problems(path, operation) - errors, operation_id
+        assert not expected_problems(path, operation) - errors, operation_id
         for code in errors:
             assert operation["responses"][code]["content"] == {
                 PROBLEM_CONTENT_TYPE: {"schema": ERROR_MODEL_REF}

@@ -19,7 +19,7 @@ from publishing.providers import get_adapter
 from publishing.services.accounts import account_context
 from reposts import engine, rules
 from reposts.models import RepostExecution, RepostStage
-from tests.api.test_contract_openapi import SchemaChecker
+from tests.openapi_support import SchemaChecker
 from tests.providers.bluesky import ACCOUNTS as BLUESKY_ACCOUNTS
 from tests.providers.bluesky import BlueskyStandIn
 from tests.providers.mastodon import MastodonStandIn

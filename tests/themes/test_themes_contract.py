@@ -10,12 +10,11 @@ from typing import Any
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from tests.api.test_contract_openapi import SchemaChecker, _declared_component
+from tests.openapi_support import SchemaChecker, declared_component, served_contract
 from tests.themes_support import (
     create_theme,
     image_bytes,
@@ -35,7 +34,7 @@ def _origin_from_request(settings: Any) -> None:
 
 @pytest.fixture(scope="module")
 def contract() -> dict[str, Any]:
-    return Client().get("/docs/openapi.json").json()  # type: ignore[no-any-return]
+    return served_contract()
 
 
 THEME_OPERATIONS = {
@@ -109,7 +108,7 @@ def test_every_theme_response_validates_against_its_schema(
     def check(response: Any, template: str, method: str, status: int) -> Any:
         assert response.status_code == status, (template, response.content[:400])
         body = response.json()
-        assert checker.validate(body) == _declared_component(contract, template, method, status), (
+        assert checker.validate(body) == declared_component(contract, template, method, status), (
             template
         )
         checked.add(contract["paths"][template][method]["operationId"])
