@@ -171,6 +171,13 @@ OTHER_PROBLEMS: tuple[ProblemType, ...] = (
         "Provider denied access",
         "The provider did not grant access during the OAuth connection flow.",
     ),
+    _p(
+        "oauth_user_mismatch",
+        403,
+        "Authorization started by another user",
+        "The OAuth callback came from a browser signed in as another user than the one who "
+        "started the connection; the pending connection is discarded.",
+    ),
     # Conflicts raised through the shared ConflictError with their own code.
     _p(
         "already_member",

@@ -545,6 +545,16 @@ HERALD_OAUTH_STATE_SECONDS = env_int("HERALD_OAUTH_STATE_SECONDS", 15 * 60)
 HERALD_TOKEN_REFRESH_AHEAD_SECONDS = env_int("HERALD_TOKEN_REFRESH_AHEAD_SECONDS", 15 * 60)
 HERALD_TOKEN_REFRESH_INTERVAL_SECONDS = env_float("HERALD_TOKEN_REFRESH_INTERVAL_SECONDS", 300.0)
 HERALD_RECONNECT_WARNING_DAYS = env_int("HERALD_RECONNECT_WARNING_DAYS", 7)
+# A refresh in progress holds its account's lease this long: it outlasts the token call, and a
+# lease left by a dead worker frees the account for the next refresh once it expires.
+HERALD_TOKEN_REFRESH_LEASE_SECONDS = env_int(
+    "HERALD_TOKEN_REFRESH_LEASE_SECONDS", int(HERALD_PROVIDER_TIMEOUT_SECONDS * 3) + 30
+)
+CELERY_BEAT_SCHEDULE["publishing.account_tokens_refresh_due"] = {
+    "task": "publishing.account_tokens_refresh_due",
+    "schedule": HERALD_TOKEN_REFRESH_INTERVAL_SECONDS,
+    "options": {"expires": HERALD_TOKEN_REFRESH_INTERVAL_SECONDS},
+}
 CELERY_BEAT_SCHEDULE["publishing.delivery_dispatch"] = {
     "task": "publishing.delivery_dispatch",
     "schedule": HERALD_DISPATCH_INTERVAL_SECONDS,

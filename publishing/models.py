@@ -69,6 +69,11 @@ class Account(models.Model):
     status = models.CharField(max_length=24, choices=Status.choices, default=Status.ACTIVE)
     status_reason = models.CharField(max_length=300, blank=True, default="")
     token_expires_at = models.DateTimeField(null=True, blank=True)
+    # Token lifecycle (publishing/services/tokens.py): when the token was last refreshed, and
+    # the lease of a refresh in progress (claimed under the row lock: one refresh per account
+    # at a time; a lease left by a dead worker expires).
+    token_refreshed_at = models.DateTimeField(null=True, blank=True)
+    refresh_lease_until = models.DateTimeField(null=True, blank=True)
     connected_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
@@ -87,6 +92,8 @@ class Account(models.Model):
             models.Index(fields=["workspace", "-created_at"], name="account_ws_newest"),
             # The built-in feed's public URLs name the account by its token (its external id).
             models.Index(fields=["provider", "external_id"], name="account_provider_external"),
+            # The token refresh sweep: live accounts whose token expires soon.
+            models.Index(fields=["status", "token_expires_at"], name="account_token_expiry"),
         ]
 
     def __str__(self) -> str:

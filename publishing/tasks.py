@@ -94,3 +94,22 @@ def housekeeping() -> dict[str, int]:
     from publishing.services import housekeeping as service
 
     return service.housekeeping()
+
+
+@shared_task(
+    name="publishing.account_token_refresh",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+)
+def account_token_refresh(account_id: str) -> str:
+    from publishing.services import tokens
+
+    return str(tokens.account_token_refresh(account_id=account_id))
+
+
+@shared_task(name="publishing.account_tokens_refresh_due", ignore_result=True)
+def account_tokens_refresh_due() -> dict[str, int]:
+    from publishing.services import tokens
+
+    return tokens.account_tokens_refresh_due()

@@ -238,9 +238,11 @@ def evaluate(
     if caps is not None and not app.present:
         block("app_missing", "The provider app is not configured.")
     if account is not None and caps is not None:
+        # An account of an environment app uses the deployment's app (no registration row).
         if (
             str(getattr(caps.connection, "value", caps.connection)) == "oauth2"
             and not account.has_app
+            and app.source != "environment"
         ):
             facts["configuration"] = {"status": "missing", "source": app.source}
             block("app_missing", "The account's provider app registration is missing.")

@@ -96,7 +96,14 @@ class AppIdentity:
 
     @property
     def present(self) -> bool:
-        return self.source in ("builtin", "dynamic", "database")
+        return self.source in ("builtin", "dynamic", "environment", "database")
+
+
+def environment_app(provider: str) -> dict[str, Any]:
+    """The operator's OAuth app of ``provider`` from the environment (``PROVIDER_OAUTH_APPS``),
+    or ``{}`` when it is not configured (client id or secret missing)."""
+    app = dict(getattr(settings, "PROVIDER_OAUTH_APPS", {}).get(provider) or {})
+    return app if app.get("client_id") and app.get("client_secret") else {}
 
 
 def app_identity(provider: str, caps: Any, *, database_app: bool | None = None) -> AppIdentity:
@@ -104,7 +111,9 @@ def app_identity(provider: str, caps: Any, *, database_app: bool | None = None) 
 
     Credential and webhook providers use a built-in identity (their configured API base); a
     federated OAuth provider registers a dynamic app per instance at connect time; any other
-    OAuth provider needs a registered app (``database_app``: whether one exists)."""
+    OAuth provider needs the operator's app: from the environment (``PROVIDER_OAUTH_APPS``, both
+    client id and secret set; its client id is part of the identity, so another app makes
+    earlier evidence unusable) or a registered one (``database_app``: whether one exists)."""
     if caps is None:
         return AppIdentity("unknown", fingerprint("app", f"{provider}:unknown"))
     from publishing.providers import get_adapter
@@ -112,17 +121,25 @@ def app_identity(provider: str, caps: Any, *, database_app: bool | None = None) 
     adapter = get_adapter(provider)
     base = str(getattr(adapter, "service_url", "") or getattr(adapter, "api_url", "") or "")
     connection = str(getattr(caps.connection, "value", caps.connection))
+    env_app = environment_app(provider)
     if connection == "oauth2":
-        source = "dynamic" if caps.federated else "database" if database_app else "missing"
+        if caps.federated:
+            source = "dynamic"
+        elif env_app:
+            source = "environment"
+        else:
+            source = "database" if database_app else "missing"
     else:
         source = "builtin"
     identity = {
         "provider": provider,
         "source": source,
-        "base": base,
+        "base": base or str(env_app.get("api_url", "")),
         "deployment": settings.HERALD_DEPLOYMENT,
         "public_origin": settings.HERALD_PUBLIC_URL,
     }
+    if source == "environment":
+        identity["client_id"] = str(env_app["client_id"])
     return AppIdentity(source, fingerprint("app", json.dumps(identity, sort_keys=True)))
 
 

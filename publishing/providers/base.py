@@ -259,6 +259,13 @@ class ProviderAdapter(abc.ABC):
     def refresh(self, *, account: AccountContext) -> ConnectedAccount:
         raise NotSupported("Refresh")
 
+    def can_refresh(self, *, credentials: dict[str, str]) -> bool:
+        """Whether an account with these credentials can get a new token without the user
+        (token lifecycle). An adapter whose grants sometimes come without a refresh token (e.g.
+        LinkedIn for most apps) says so here; such an account is asked to reconnect
+        ``HERALD_RECONNECT_WARNING_DAYS`` before its token expires."""
+        return self.capabilities.supports_refresh
+
     def revoke(self, *, account: AccountContext) -> None:
         raise NotSupported("Revoke")
 

@@ -13,13 +13,26 @@ from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.errors import FieldValidationError, NotFoundError, PlanLimitError
+from config.errors import (
+    FieldValidationError,
+    NotFoundError,
+    PermissionDeniedError,
+    PlanLimitError,
+)
 from publishing import credentials
 from publishing.errors import ProviderConnectError, ReadinessBlockedError
-from publishing.models import Account, OAuthState, ProviderApp
+from publishing.models import (
+    Account,
+    Destination,
+    OAuthState,
+    ProviderApp,
+    Publication,
+    PublicationEvent,
+)
 from publishing.providers import PROVIDERS, feed, get_adapter
 from publishing.providers.base import (
     AccountContext,
@@ -31,8 +44,6 @@ from publishing.providers.base import (
 from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
 from workspaces.services import plan_check_current
-
-OAUTH_STATE_TTL = timedelta(minutes=15)
 
 
 def _hash(value: str) -> str:
@@ -103,8 +114,15 @@ def _require_connectable(provider: str, instance_url: str = "") -> None:
         provider=provider, operation="connect", instance_url=instance_url
     )
     if not decision.executable:
+        reasons = " ".join(b.detail for b in decision.blockers)
+        if any(b.code == "app_missing" for b in decision.blockers) and (
+            provider in settings.PROVIDER_OAUTH_APPS
+        ):
+            prefix = f"HERALD_{provider.upper()}"
+            reasons += f" Set {prefix}_CLIENT_ID and {prefix}_CLIENT_SECRET on the server."
         raise ReadinessBlockedError(
-            f"{provider} cannot be connected now ({decision.state}).", decision=decision.as_dict()
+            f"{provider} cannot be connected now ({decision.state}). {reasons}".strip(),
+            decision=decision.as_dict(),
         )
 
 
@@ -222,13 +240,24 @@ def _oauth_begin(
             code_verifier_encrypted=credentials.encrypt({"v": start.code_verifier})
             if start.code_verifier
             else "",
-            expires_at=timezone.now() + OAUTH_STATE_TTL,
+            expires_at=timezone.now() + timedelta(seconds=settings.HERALD_OAUTH_STATE_SECONDS),
         )
     return start.authorization_url
 
 
-def account_oauth_complete(*, state: str, code: str) -> Account:
-    """The OAuth callback: single-use state, PKCE verifier, token exchange, store the account."""
+def account_oauth_abort(*, state: str) -> None:
+    """The provider sent the user back without a grant (denied, or an error): the state is
+    spent all the same (single use)."""
+    OAuthState.objects.filter(state_hash=_hash(state)).delete()
+
+
+def account_oauth_complete(*, state: str, code: str, session_user: Any = None) -> Account:
+    """The OAuth callback: single-use state, PKCE verifier, token exchange, store the account.
+
+    The state is bound to the user and workspace that started the connect. The callback itself
+    is unauthenticated (a CLI user's browser has no Herald session), but a browser signed in as
+    another user is refused: it would connect someone's provider account to a workspace of the
+    user who sent them the authorization link."""
     with transaction.atomic():
         pending = (
             OAuthState.objects.select_for_update(of=("self",))  # app is a nullable join
@@ -242,6 +271,12 @@ def account_oauth_complete(*, state: str, code: str) -> Account:
             )
         pending_copy = pending
         pending.delete()  # single use, even if the exchange fails
+    if session_user is not None and session_user.pk != pending_copy.user_id:
+        raise PermissionDeniedError(
+            "This authorization was started by another Herald user; sign in as that user, or "
+            "connect the account again yourself.",
+            code="oauth_user_mismatch",
+        )
     # The world may have changed since the connect started: the user's role, the provider's
     # readiness, the plan.
     actor = Actor(user=pending_copy.user)
@@ -307,6 +342,7 @@ def _store_account(
         .first()
     )
     new_credentials = dict(connected.credentials)
+    reconnected = account is not None and account.status != Account.Status.ACTIVE
     if account is not None:
         new_credentials = _merge_credentials(
             credentials.decrypt(account.credentials_encrypted), new_credentials
@@ -336,11 +372,14 @@ def _store_account(
     account.app = app
     account.status = Account.Status.ACTIVE
     account.status_reason = ""
+    account.refresh_lease_until = None
     try:
         with transaction.atomic():
             account.save()
     except IntegrityError as exc:  # a concurrent connect of the same account won
         raise ProviderConnectError("The account was connected concurrently; reload.") from exc
+    if reconnected:
+        _destinations_release(account_id=account.pk)
     return account
 
 
@@ -366,23 +405,111 @@ def account_disconnect(*, actor: Actor, account_id: Any) -> None:
     )
     adapter = get_adapter(account.provider)
     if adapter.capabilities.supports_revoke and account.status == Account.Status.ACTIVE:
-        # Best effort: the grant is dropped here whatever the provider says.
-        with contextlib.suppress(ProviderError):
-            adapter.revoke(account=account_context(account))
-    with transaction.atomic():
+        # The provider is called only when readiness permits the revoke now (the worker's rule
+        # for every provider call); best effort: the grant is dropped here whatever it says.
+        decision = readiness.decide_account(account=account, operation="revoke")
+        if decision.executable:
+            with contextlib.suppress(ProviderError):
+                adapter.revoke(account=account_context(account))
+    with transaction.atomic():  # the credentials are always removed locally
         Account.objects.filter(pk=account.pk).update(
             status=Account.Status.DISCONNECTED,
             credentials_encrypted="",
             status_reason="Disconnected by a user.",
+            token_expires_at=None,
+            refresh_lease_until=None,
             updated_at=timezone.now(),
         )
 
 
-def account_mark_reconnect_required(*, account_id: Any, reason: str) -> None:
-    Account.objects.filter(pk=account_id, status=Account.Status.ACTIVE).update(
-        status=Account.Status.RECONNECT_REQUIRED,
-        status_reason=reason[:300],
+HELD = "held"  # error_kind of a destination held while its account must be reconnected
+
+
+def account_mark_reconnect_required(*, account_id: Any, reason: str) -> bool:
+    """The grant is invalid or about to expire without renewal: the account becomes
+    ``reconnect_required`` (readiness "authorization" fact) with ``reason``, and its scheduled
+    destinations are held (``blocked``, ``error_kind`` "held", action ``reconnect``) with that
+    reason instead of failing one by one when due. A reconnect releases them. True when this
+    call changed the account."""
+    now = timezone.now()
+    with transaction.atomic():
+        changed = Account.objects.filter(pk=account_id, status=Account.Status.ACTIVE).update(
+            status=Account.Status.RECONNECT_REQUIRED,
+            status_reason=reason[:300],
+            refresh_lease_until=None,
+            updated_at=now,
+        )
+        if changed:
+            _destinations_hold(account_id=account_id, reason=reason, now=now)
+    return bool(changed)
+
+
+def _destinations_hold(*, account_id: Any, reason: str, now: Any) -> None:
+    # A conditional UPDATE: a destination the dispatcher queued first is not held here (the
+    # worker's readiness check blocks it before any provider call).
+    scheduled = Destination.objects.filter(
+        account_id=account_id, status=Destination.Status.SCHEDULED
+    )
+    rows = list(scheduled.values_list("pk", "publication_id"))
+    if not rows:
+        return
+    message = f"Held until the account is reconnected: {reason}"[:500]
+    held = Destination.objects.filter(
+        pk__in=[pk for pk, _ in rows], status=Destination.Status.SCHEDULED
+    ).update(
+        status=Destination.Status.BLOCKED,
+        error_kind=HELD,
+        error_message=message,
+        action="reconnect",
+        updated_at=now,
+    )
+    if held:
+        PublicationEvent.objects.bulk_create(
+            PublicationEvent(
+                publication_id=publication_id,
+                destination_id=pk,
+                kind="destination.held",
+                status=Destination.Status.BLOCKED,
+                detail=message,
+                data={"action": "reconnect"},
+            )
+            for pk, publication_id in rows
+        )
+
+
+def _destinations_release(*, account_id: Any) -> None:
+    """After a reconnect: held destinations of publications still waiting to go out are
+    scheduled again (due ones go with the dispatcher's next tick). A publication that has since
+    settled keeps them blocked; its retry-failed action requeues them."""
+    rows = list(
+        Destination.objects.filter(
+            account_id=account_id,
+            status=Destination.Status.BLOCKED,
+            error_kind=HELD,
+            publication__status__in=[Publication.Status.SCHEDULED, Publication.Status.PUBLISHING],
+        ).values_list("pk", "publication_id")
+    )
+    if not rows:
+        return
+    Destination.objects.filter(
+        pk__in=[pk for pk, _ in rows], status=Destination.Status.BLOCKED, error_kind=HELD
+    ).update(
+        status=Destination.Status.SCHEDULED,
+        error_kind="",
+        error_message="",
+        action="",
+        readiness=None,
         updated_at=timezone.now(),
+    )
+    PublicationEvent.objects.bulk_create(
+        PublicationEvent(
+            publication_id=publication_id,
+            destination_id=pk,
+            kind="destination.released",
+            status=Destination.Status.SCHEDULED,
+            detail="The account was reconnected.",
+        )
+        for pk, publication_id in rows
     )
 
 
