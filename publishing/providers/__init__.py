@@ -10,6 +10,8 @@
   PDS). Tests.
 * ``HERALD_BLUESKY_SERVICE_URL`` (default https://bsky.social).
 * ``HERALD_TELEGRAM_API_URL`` (default https://api.telegram.org).
+* ``PROVIDER_OAUTH_APPS`` (``{provider: {"client_id", "client_secret", "api_url", ...}}``): the
+  operator's OAuth apps of X, LinkedIn and Threads (config/settings.py).
 
 The adapter modules themselves never import Django.
 """
@@ -26,15 +28,25 @@ from publishing.providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
 from publishing.providers.mastodon import MastodonAdapter
 from publishing.providers.telegram import DEFAULT_API_URL, TelegramAdapter
 from publishing.providers.webhook import WebhookAdapter
+from publishing.providers.x import XAdapter
 
 PROVIDERS: tuple[str, ...] = ("mastodon", "bluesky", "discord_webhook", "telegram")
 PROVIDERS += ("webhook",)  # generic signed JSON POST (publishing/providers/webhook.py)
 PROVIDERS += ("feed",)  # built-in public Atom / JSON Feed (publishing/providers/feed.py)
+PROVIDERS += ("x",)  # the operator's OAuth 2 app (publishing/providers/x/)
+
+# PROVIDER_OAUTH_APPS as a hashable key of the adapter cache: ((provider, ((key, value), ...)),)
+OAuthApps = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
 @lru_cache(maxsize=32)
 def _build(
-    provider: str, timeout: float, allow_private: bool, bluesky_url: str, telegram_url: str
+    provider: str,
+    timeout: float,
+    allow_private: bool,
+    bluesky_url: str,
+    telegram_url: str,
+    oauth_apps: OAuthApps = (),
 ) -> ProviderAdapter:
     http = HttpClient(
         read_timeout=timeout,
@@ -53,7 +65,18 @@ def _build(
         return FeedAdapter()  # built in: no HTTP, writes feed entries to the database
     if provider == "webhook":
         return WebhookAdapter(http=http)
+    apps = {name: dict(items) for name, items in oauth_apps}
+    if provider == "x":
+        return XAdapter(http=http, app=apps.get("x"))
     raise KeyError(provider)
+
+
+def _oauth_apps(settings: object) -> OAuthApps:
+    apps = getattr(settings, "PROVIDER_OAUTH_APPS", {}) or {}
+    return tuple(
+        (name, tuple(sorted((str(k), str(v)) for k, v in (app or {}).items())))
+        for name, app in sorted(apps.items())
+    )
 
 
 def get_adapter(provider: str) -> ProviderAdapter:
@@ -72,6 +95,7 @@ def get_adapter(provider: str) -> ProviderAdapter:
         bool(getattr(settings, "HERALD_ALLOW_PRIVATE_PROVIDER_URLS", False)),
         str(getattr(settings, "HERALD_BLUESKY_SERVICE_URL", "") or DEFAULT_SERVICE_URL),
         str(getattr(settings, "HERALD_TELEGRAM_API_URL", "") or DEFAULT_API_URL),
+        _oauth_apps(settings),
     )
 
 
