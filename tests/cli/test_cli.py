@@ -543,14 +543,6 @@ def test_a_workspace_must_be_chosen_when_the_token_reaches_several(
     assert "reaches 2 workspaces" in one_line(result.stderr)
 
 
-@pytest.fixture
-def discord(provider_settings: Any) -> Any:
-    from tests.providers.discord_webhook import DiscordWebhookStandIn
-
-    with DiscordWebhookStandIn() as server:
-        yield server
-
-
 def test_publication_create_publish_now_and_follow_status(
     cli: Cli,
     url: str,

@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from tests.cli_support import (
 from tests.providers.bluesky import BlueskyStandIn
 from tests.providers.discord_webhook import DiscordWebhookStandIn
 from tests.providers.mastodon import MastodonStandIn
-from tests.publishing_support import connect_fields, point_settings_at
+from tests.publishing_support import connect_fields
 from workspaces.models import User
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -44,25 +44,6 @@ def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
 def base(live_server: Any, make_token: Callable[..., str], user: User, workspace: Any) -> list[str]:
     """``--instance URL --token TOKEN`` of the workspace owner (the only workspace)."""
     return ["--instance", str(live_server.url), "--token", make_token(user)]
-
-
-@pytest.fixture
-def discord(provider_settings: Any) -> Iterator[DiscordWebhookStandIn]:
-    with DiscordWebhookStandIn() as server:
-        yield server
-
-
-@pytest.fixture
-def bluesky(provider_settings: Any) -> Iterator[BlueskyStandIn]:
-    with BlueskyStandIn() as server:
-        point_settings_at(provider_settings, "bluesky", server)
-        yield server
-
-
-@pytest.fixture
-def mastodon(provider_settings: Any) -> Iterator[MastodonStandIn]:
-    with MastodonStandIn() as server:
-        yield server
 
 
 def labelled(stdout: str) -> dict[str, str]:

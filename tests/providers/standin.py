@@ -353,7 +353,7 @@ class StandIn:
         self._stopping.clear()
         self._thread = threading.Thread(
             target=server.serve_forever,
-            kwargs={"poll_interval": 0.1},
+            kwargs={"poll_interval": 0.01},  # stop() waits up to one interval
             daemon=True,
             name=f"standin-{self.provider}",
         )

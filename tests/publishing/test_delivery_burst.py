@@ -53,12 +53,6 @@ RECEIVED = re.compile(r"Task publishing\.delivery_send\[[0-9a-f-]+\] received")
 
 
 @pytest.fixture
-def mastodon() -> Iterator[MastodonStandIn]:
-    with MastodonStandIn() as server:
-        yield server
-
-
-@pytest.fixture
 def stack(worker_database_url: str, tmp_path: Path) -> Iterator[DeliveryStack]:
     broker = Broker.redis(django_settings.REDIS_URL)
     keys = {

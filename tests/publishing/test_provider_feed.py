@@ -12,7 +12,7 @@ import importlib
 import json
 import re
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -517,45 +517,39 @@ def test_disconnect_stops_serving_the_feed(
 # --- profile_url --------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def mastodon(provider_settings: Any) -> Iterator[MastodonStandIn]:
-    with MastodonStandIn() as server:
-        yield server
-
-
 def test_profile_url_of_each_provider(
-    owner_client: APIClient, workspace: Any, provider_settings: Any, mastodon: MastodonStandIn
+    owner_client: APIClient,
+    workspace: Any,
+    mastodon: MastodonStandIn,
+    bluesky: BlueskyStandIn,
+    discord: DiscordWebhookStandIn,
+    telegram: TelegramStandIn,
 ) -> None:
     account = connect(owner_client, workspace, "mastodon", mastodon)
     assert account["profile_url"] == f"{mastodon.url}/@herald"
-    with BlueskyStandIn() as server:
-        provider_settings.HERALD_BLUESKY_SERVICE_URL = server.url
-        account = connect(owner_client, workspace, "bluesky", server)
-        assert account["profile_url"] == "https://bsky.app/profile/herald.test"
-    with DiscordWebhookStandIn() as server:
-        account = connect(owner_client, workspace, "discord_webhook", server)
-        assert account["profile_url"] == ""
-    with TelegramStandIn() as server:
-        provider_settings.HERALD_TELEGRAM_API_URL = server.url
-        account = connect(owner_client, workspace, "telegram", server)  # a group without a username
-        assert account["profile_url"] == ""
-        fields = {
-            **connect_fields("telegram", server),
-            "chat_id": server.fixtures()["channel_chat_id"],
-        }
-        channel = ok(
-            owner_client.post(
-                f"{API}/accounts/connect",
-                {
-                    "workspace_id": str(workspace.pk),
-                    "provider": "telegram",
-                    "fields": fields,
-                },
-                format="json",
-            ),
-            201,
-        )["account"]
-        assert channel["profile_url"] == "https://t.me/heraldnews"
+    account = connect(owner_client, workspace, "bluesky", bluesky)
+    assert account["profile_url"] == "https://bsky.app/profile/herald.test"
+    account = connect(owner_client, workspace, "discord_webhook", discord)
+    assert account["profile_url"] == ""
+    account = connect(owner_client, workspace, "telegram", telegram)  # a group without a username
+    assert account["profile_url"] == ""
+    fields = {
+        **connect_fields("telegram", telegram),
+        "chat_id": telegram.fixtures()["channel_chat_id"],
+    }
+    channel = ok(
+        owner_client.post(
+            f"{API}/accounts/connect",
+            {
+                "workspace_id": str(workspace.pk),
+                "provider": "telegram",
+                "fields": fields,
+            },
+            format="json",
+        ),
+        201,
+    )["account"]
+    assert channel["profile_url"] == "https://t.me/heraldnews"
     listed = ok(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk)}))["items"]
     assert all("profile_url" in item for item in listed)
 

@@ -5,7 +5,7 @@ dispatcher's handling of due, stale, dead-worker and overdue work, partial resul
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -28,32 +28,6 @@ from workspaces.access import Actor
 from workspaces.models import User
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def mastodon(provider_settings: Any) -> Iterator[MastodonStandIn]:
-    with MastodonStandIn() as server:
-        yield server
-
-
-@pytest.fixture
-def discord(provider_settings: Any) -> Iterator[DiscordWebhookStandIn]:
-    with DiscordWebhookStandIn() as server:
-        yield server
-
-
-@pytest.fixture
-def telegram(provider_settings: Any) -> Iterator[TelegramStandIn]:
-    with TelegramStandIn() as server:
-        provider_settings.HERALD_TELEGRAM_API_URL = server.url
-        yield server
-
-
-@pytest.fixture
-def bluesky(provider_settings: Any) -> Iterator[BlueskyStandIn]:
-    with BlueskyStandIn() as server:
-        provider_settings.HERALD_BLUESKY_SERVICE_URL = server.url
-        yield server
 
 
 @pytest.fixture

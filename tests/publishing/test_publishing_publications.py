@@ -4,7 +4,7 @@ Idempotency-Key; plan limits; access."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -34,19 +34,6 @@ from workspaces.models import Plan, User, WorkspaceMembership
 pytestmark = pytest.mark.django_db
 
 URL = "https://example.com/" + "x" * 100  # counts 23 on Mastodon
-
-
-@pytest.fixture
-def discord(provider_settings: Any) -> Iterator[DiscordWebhookStandIn]:
-    with DiscordWebhookStandIn() as server:
-        yield server
-
-
-@pytest.fixture
-def telegram(provider_settings: Any) -> Iterator[TelegramStandIn]:
-    with TelegramStandIn() as server:
-        provider_settings.HERALD_TELEGRAM_API_URL = server.url
-        yield server
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ import hashlib
 import hmac
 import json
 import logging
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -31,12 +30,6 @@ pytestmark = pytest.mark.django_db
 PUBLIC_URL = "https://herald.example.com"
 
 
-@pytest.fixture
-def receiver(provider_settings: Any) -> Iterator[WebhookReceiverStandIn]:
-    with WebhookReceiverStandIn() as server:
-        yield server
-
-
 def connect_webhook(client: APIClient, workspace: Any, fields: dict[str, str]) -> Any:
     return client.post(
         f"{API}/accounts/connect",
@@ -50,11 +43,11 @@ def connect_webhook(client: APIClient, workspace: Any, fields: dict[str, str]) -
 
 
 def connected(
-    client: APIClient, workspace: Any, receiver: WebhookReceiverStandIn
+    client: APIClient, workspace: Any, webhook_receiver: WebhookReceiverStandIn
 ) -> dict[str, Any]:
-    account: dict[str, Any] = ok(connect_webhook(client, workspace, receiver.fixtures()), 201)[
-        "account"
-    ]
+    account: dict[str, Any] = ok(
+        connect_webhook(client, workspace, webhook_receiver.fixtures()), 201
+    )["account"]
     return account
 
 
@@ -95,13 +88,13 @@ def no_secret_in(text: str) -> None:
 
 
 def test_connect_stores_the_secret_encrypted_and_never_shows_it(
-    owner_client: APIClient, workspace: Any, receiver: WebhookReceiverStandIn
+    owner_client: APIClient, workspace: Any, webhook_receiver: WebhookReceiverStandIn
 ) -> None:
-    response = connect_webhook(owner_client, workspace, receiver.fixtures())
+    response = connect_webhook(owner_client, workspace, webhook_receiver.fixtures())
     account = ok(response, 201)["account"]
-    assert receiver.requests == 0  # connect calls nothing
+    assert webhook_receiver.requests == 0  # connect calls nothing
     assert account["provider"] == "webhook"
-    assert account["username"] == f"127.0.0.1:{receiver.port}"
+    assert account["username"] == f"127.0.0.1:{webhook_receiver.port}"
     no_secret_in(response.content.decode())
     for path in (
         f"/accounts/{account['id']}",
@@ -117,7 +110,7 @@ def test_connect_stores_the_secret_encrypted_and_never_shows_it(
     assert row.credentials_encrypted in stored
     no_secret_in(stored)
     assert credentials.decrypt(row.credentials_encrypted) == {
-        "url": receiver.webhook_url(),
+        "url": webhook_receiver.webhook_url(),
         "secret": SECRET,
     }
     # The catalogue describes the provider like the others: fields, no scopes.
@@ -133,13 +126,13 @@ def test_connect_stores_the_secret_encrypted_and_never_shows_it(
 
 
 def test_connecting_the_same_url_again_rotates_the_secret(
-    owner_client: APIClient, workspace: Any, receiver: WebhookReceiverStandIn
+    owner_client: APIClient, workspace: Any, webhook_receiver: WebhookReceiverStandIn
 ) -> None:
-    first = connected(owner_client, workspace, receiver)
+    first = connected(owner_client, workspace, webhook_receiver)
     rotated = "a-brand-new-secret-0123456789"
     second = ok(
         connect_webhook(
-            owner_client, workspace, {"url": receiver.webhook_url(), "secret": rotated}
+            owner_client, workspace, {"url": webhook_receiver.webhook_url(), "secret": rotated}
         ),
         201,
     )
@@ -200,7 +193,7 @@ def test_private_or_plain_http_urls_are_422_in_production(
 def test_publish_posts_signed_json_with_absolute_media_urls(
     owner_client: APIClient,
     workspace: Any,
-    receiver: WebhookReceiverStandIn,
+    webhook_receiver: WebhookReceiverStandIn,
     media_storage: Any,
     delivery_queue: Any,
     django_capture_on_commit_callbacks: Any,
@@ -209,7 +202,7 @@ def test_publish_posts_signed_json_with_absolute_media_urls(
 ) -> None:
     caplog.set_level(logging.DEBUG)
     settings.HERALD_PUBLIC_URL = PUBLIC_URL
-    account = connected(owner_client, workspace, receiver)
+    account = connected(owner_client, workspace, webhook_receiver)
     media = upload(owner_client, workspace, name="pixel.png", alt_text="A red pixel")
     publication = publish_now(
         owner_client,
@@ -225,10 +218,10 @@ def test_publish_posts_signed_json_with_absolute_media_urls(
     destination = Destination.objects.get(publication=publication)
     assert destination.status == "published"
     assert destination.external_id == "rcv-1"  # the receiver's {"id": ...}
-    assert receiver.posts_accepted == 1
-    assert receiver.rejected_signatures == 0
-    raw = receiver.raw_bodies[0]
-    headers = {k.lower(): v for k, v in receiver.headers_seen[0].items()}
+    assert webhook_receiver.posts_accepted == 1
+    assert webhook_receiver.rejected_signatures == 0
+    raw = webhook_receiver.raw_bodies[0]
+    headers = {k.lower(): v for k, v in webhook_receiver.headers_seen[0].items()}
     assert headers["x-herald-delivery"] == destination.idempotency_key
     assert (
         headers["x-herald-signature"]
@@ -263,11 +256,11 @@ def test_publish_posts_signed_json_with_absolute_media_urls(
 def test_scheduled_publication_carries_scheduled_at(
     owner_client: APIClient,
     workspace: Any,
-    receiver: WebhookReceiverStandIn,
+    webhook_receiver: WebhookReceiverStandIn,
     delivery_queue: Any,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
-    account = connected(owner_client, workspace, receiver)
+    account = connected(owner_client, workspace, webhook_receiver)
     body = create_publication(owner_client, workspace, [account["id"]], text="Later")
     due = (timezone.now() + timedelta(minutes=10)).replace(microsecond=0)
     ok(
@@ -281,7 +274,7 @@ def test_scheduled_publication_carries_scheduled_at(
         assert delivery.delivery_dispatch()["due"] == 1
         with django_capture_on_commit_callbacks(execute=True):
             delivery_queue.run()
-    sent = json.loads(receiver.raw_bodies[0])
+    sent = json.loads(webhook_receiver.raw_bodies[0])
     assert sent["scheduled_at"] == due.astimezone(
         timezone.get_fixed_timezone(0)
     ).isoformat().replace("+00:00", "Z")
@@ -291,14 +284,14 @@ def test_scheduled_publication_carries_scheduled_at(
 def test_media_without_a_public_origin_fail_before_sending(
     owner_client: APIClient,
     workspace: Any,
-    receiver: WebhookReceiverStandIn,
+    webhook_receiver: WebhookReceiverStandIn,
     media_storage: Any,
     delivery_queue: Any,
     django_capture_on_commit_callbacks: Any,
     settings: Any,
 ) -> None:
     settings.HERALD_PUBLIC_URL = ""
-    account = connected(owner_client, workspace, receiver)
+    account = connected(owner_client, workspace, webhook_receiver)
     media = upload(owner_client, workspace)
     publication = publish_now(
         owner_client,
@@ -313,22 +306,22 @@ def test_media_without_a_public_origin_fail_before_sending(
     destination = Destination.objects.get(publication=publication)
     assert (destination.status, destination.error_kind) == ("failed", "permanent")
     assert "HERALD_PUBLIC_URL" in destination.error_message
-    assert receiver.requests == 0
+    assert webhook_receiver.requests == 0
 
 
 def test_429_waits_for_retry_after(
     owner_client: APIClient,
     workspace: Any,
-    receiver: WebhookReceiverStandIn,
+    webhook_receiver: WebhookReceiverStandIn,
     delivery_queue: Any,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
-    account = connected(owner_client, workspace, receiver)
+    account = connected(owner_client, workspace, webhook_receiver)
     publication = publish_now(
         owner_client, workspace, account["id"], delivery_queue, django_capture_on_commit_callbacks
     )
     destination = Destination.objects.get(publication=publication)
-    receiver.set_faults(rate_limit={"count": 1, "retry_after": 120})
+    webhook_receiver.set_faults(rate_limit={"count": 1, "retry_after": 120})
     start = timezone.now()
     with time_machine.travel(start, tick=False) as clock:
         destination = send(destination, django_capture_on_commit_callbacks)
@@ -341,46 +334,46 @@ def test_429_waits_for_retry_after(
         clock.move_to(destination.next_attempt_at + timedelta(seconds=1))
         destination = send(destination, django_capture_on_commit_callbacks)
     assert destination.status == "published"
-    assert receiver.posts_accepted == 1
+    assert webhook_receiver.posts_accepted == 1
     # The retry carried the same delivery key.
-    assert json.loads(receiver.raw_bodies[0])["id"] == destination.idempotency_key
+    assert json.loads(webhook_receiver.raw_bodies[0])["id"] == destination.idempotency_key
 
 
 def test_500_is_retried(
     owner_client: APIClient,
     workspace: Any,
-    receiver: WebhookReceiverStandIn,
+    webhook_receiver: WebhookReceiverStandIn,
     delivery_queue: Any,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
-    account = connected(owner_client, workspace, receiver)
+    account = connected(owner_client, workspace, webhook_receiver)
     publication = publish_now(
         owner_client, workspace, account["id"], delivery_queue, django_capture_on_commit_callbacks
     )
     destination = Destination.objects.get(publication=publication)
-    receiver.set_faults(server_error={"count": 1, "status": 500})
+    webhook_receiver.set_faults(server_error={"count": 1, "status": 500})
     destination = send(destination, django_capture_on_commit_callbacks)
     assert (destination.status, destination.error_kind, destination.action) == (
         "retry_wait",
         "transient",
         "retry",
     )
-    assert receiver.posts_accepted == 0
+    assert webhook_receiver.posts_accepted == 0
 
 
 def test_400_fails_for_good(
     owner_client: APIClient,
     workspace: Any,
-    receiver: WebhookReceiverStandIn,
+    webhook_receiver: WebhookReceiverStandIn,
     delivery_queue: Any,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
-    account = connected(owner_client, workspace, receiver)
+    account = connected(owner_client, workspace, webhook_receiver)
     publication = publish_now(
         owner_client, workspace, account["id"], delivery_queue, django_capture_on_commit_callbacks
     )
     destination = Destination.objects.get(publication=publication)
-    receiver.set_faults(
+    webhook_receiver.set_faults(
         permanent={"count": 1, "status": 400, "message": f"unknown channel ({SECRET})"}
     )
     destination = send(destination, django_capture_on_commit_callbacks)
@@ -398,18 +391,18 @@ def test_400_fails_for_good(
 def test_timeout_after_sending_stays_ambiguous_for_a_person(
     owner_client: APIClient,
     workspace: Any,
-    receiver: WebhookReceiverStandIn,
+    webhook_receiver: WebhookReceiverStandIn,
     delivery_queue: Any,
     django_capture_on_commit_callbacks: Any,
     provider_settings: Any,
 ) -> None:
     provider_settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
-    account = connected(owner_client, workspace, receiver)
+    account = connected(owner_client, workspace, webhook_receiver)
     publication = publish_now(
         owner_client, workspace, account["id"], delivery_queue, django_capture_on_commit_callbacks
     )
     destination = Destination.objects.get(publication=publication)
-    receiver.set_faults(accept_then_timeout={"count": 1, "seconds": 2.5})
+    webhook_receiver.set_faults(accept_then_timeout={"count": 1, "seconds": 2.5})
     destination = send(destination, django_capture_on_commit_callbacks)
     assert (destination.status, destination.error_kind) == ("ambiguous", "ambiguous")
     assert delivery_queue.reconciles == [str(destination.pk)]
@@ -417,8 +410,8 @@ def test_timeout_after_sending_stays_ambiguous_for_a_person(
         delivery_queue.run()  # reconcile: the receiver cannot be asked
     destination.refresh_from_db()
     assert (destination.status, destination.action) == ("ambiguous", "contact_support")
-    assert receiver.posts_accepted == 1
-    assert receiver.requests == 1
+    assert webhook_receiver.posts_accepted == 1
+    assert webhook_receiver.requests == 1
     assert delivery_queue.sends == []
     assert PublicationEvent.objects.filter(
         publication=publication, kind="destination.unconfirmable"

@@ -4,7 +4,7 @@ capability resolution), the three admin appends (superuser browser session + CSR
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -57,12 +57,6 @@ def admin_session(
 ) -> tuple[APIClient, dict[str, str]]:
     client = make_session_client(admin_user)
     return client, csrf_headers(client)
-
-
-@pytest.fixture
-def discord(provider_settings: Any) -> Iterator[DiscordWebhookStandIn]:
-    with DiscordWebhookStandIn() as server:
-        yield server
 
 
 # --- The projection -------------------------------------------------------------------------------

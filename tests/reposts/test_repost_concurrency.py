@@ -4,7 +4,7 @@ serializes writers, so these run only on PostgreSQL)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -20,12 +20,6 @@ from tests.repost_support import Requests, live_mastodon_boosts, mastodon_accoun
 from workspaces.access import Actor
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def mastodon(provider_settings: Any) -> Iterator[MastodonStandIn]:
-    with MastodonStandIn() as server:
-        yield server
 
 
 def in_threads(count: int, work: Callable[[int], Any]) -> list[Any]:

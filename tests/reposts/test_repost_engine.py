@@ -4,7 +4,6 @@ engine call gets an explicit ``now`` (issue 7, "Must show")."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
 from unittest import mock
@@ -48,24 +47,10 @@ INTERVAL = 900  # metrics cadence in these tests (the default)
 S = RepostExecution.Status
 
 
-@pytest.fixture(scope="module")
-def mastodon() -> Iterator[MastodonStandIn]:
-    with MastodonStandIn() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def bluesky() -> Iterator[BlueskyStandIn]:
-    with BlueskyStandIn() as server:
-        yield server
-
-
 @pytest.fixture(autouse=True)
 def _providers(provider_settings: Any, mastodon: MastodonStandIn, bluesky: BlueskyStandIn) -> None:
-    provider_settings.HERALD_BLUESKY_SERVICE_URL = bluesky.url
+    """Fresh stand-ins for every test (tests/conftest.py), the metrics cadence of these tests."""
     provider_settings.HERALD_REPOST_METRICS_INTERVAL_SECONDS = INTERVAL
-    mastodon.reset()
-    bluesky.reset()
 
 
 @pytest.fixture

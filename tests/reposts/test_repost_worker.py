@@ -41,12 +41,6 @@ def _keys() -> dict[str, str]:
 
 
 @pytest.fixture
-def mastodon() -> Iterator[MastodonStandIn]:
-    with MastodonStandIn() as server:
-        yield server
-
-
-@pytest.fixture
 def stack(worker_database_url: str, tmp_path: Any) -> Iterator[DeliveryStack]:
     redis_url = django_settings.REDIS_URL
     broker = Broker.redis(redis_url) if redis_url else Broker.filesystem(tmp_path)
