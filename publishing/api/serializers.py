@@ -177,6 +177,12 @@ class AccountSerializer(ResponseSerializer):
     granted_scopes = serializers.ListField(child=serializers.CharField())
     status = serializers.CharField()
     status_reason = serializers.CharField()
+    token_expires_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="When the provider's access token expires (null: it does not). Herald renews "
+        "it ahead of time where the provider allows; otherwise the account becomes "
+        "reconnect_required some days before (HERALD_RECONNECT_WARNING_DAYS).",
+    )
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
 

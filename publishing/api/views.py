@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from django.http import HttpResponseRedirect
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -15,7 +16,7 @@ from rest_framework.views import APIView
 
 from config.api.request import parse_body, parse_query
 from config.api.schema import problems
-from config.errors import NotFoundError, PermissionDeniedError
+from config.errors import DomainError, NotFoundError, PermissionDeniedError
 from publishing import selectors
 from publishing.api import serializers as s
 from publishing.api.idempotency import idempotent
@@ -23,8 +24,10 @@ from publishing.models import Account, Publication
 from publishing.providers import all_adapters, get_adapter
 from publishing.providers.base import describe
 from publishing.services import accounts, media, publications
+from publishing.web import oauth_result_location
 from readiness.projection import provider_readiness_projection
 from workspaces.access import actor_from_request, require_workspace
+from workspaces.authentication import CsrfSessionAuthentication
 
 IDEMPOTENCY = OpenApiParameter(
     "Idempotency-Key",
@@ -137,22 +140,60 @@ class OAuthCallbackView(APIView):
     """The provider redirects the user's browser here; the single-use state identifies the
     pending connect (it is bound to the workspace and user who started it)."""
 
-    authentication_classes: list[Any] = []
+    # No credentials are required; a browser's session is read only to refuse a callback from
+    # a browser signed in as another user than the one who started the connect.
+    authentication_classes = [CsrfSessionAuthentication]
     permission_classes = [AllowAny]
 
     @extend_schema(
         operation_id="accounts_oauth_callback",
         auth=[],
         parameters=[s.OAuthCallbackQuerySerializer],
+        description="The provider redirects the user's browser here; the single-use state "
+        "identifies the pending connect (it is bound to the workspace and user who started "
+        "it). API clients get the connected account (JSON). A browser (Accept: "
+        "text/html) is redirected (303) to a Herald page saying in words what happened, errors "
+        "included.",
         # Unauthenticated, so 403 is not implied: a denied grant, a role or plan that
         # changed since the connect started; 409: readiness blocks the provider now.
-        responses={200: s.AccountSerializer, **problems(400, 403, 404, 409, 422, 502)},
+        responses={
+            200: s.AccountSerializer,
+            303: OpenApiResponse(description="Browsers: to the page describing the outcome."),
+            **problems(400, 403, 404, 409, 422, 502),
+        },
     )
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> Response | HttpResponseRedirect:
         query = parse_query(s.OAuthCallbackQuerySerializer, request)
-        if query.get("error") or not query.get("code"):
-            raise PermissionDeniedError("The provider did not grant access.", code="oauth_denied")
-        account = accounts.account_oauth_complete(state=query["state"], code=query["code"])
+        browser = "text/html" in request.headers.get("Accept", "")
+        user = request.user if request.user.is_authenticated else None
+        try:
+            if query.get("error") or not query.get("code"):
+                accounts.account_oauth_abort(state=query["state"])
+                reason = f" ({query['error']})" if query.get("error") else ""
+                raise PermissionDeniedError(
+                    f"The provider did not grant access{reason}.", code="oauth_denied"
+                )
+            account = accounts.account_oauth_complete(
+                state=query["state"], code=query["code"], session_user=user
+            )
+        except DomainError as exc:
+            if not browser:
+                raise
+            return HttpResponseRedirect(
+                oauth_result_location(ok=False, title=exc.title, detail=exc.detail), status=303
+            )
+        if browser:
+            name = get_adapter(account.provider).capabilities.display_name
+            return HttpResponseRedirect(
+                oauth_result_location(
+                    ok=True,
+                    title=f"{name} account connected",
+                    detail=f"{account.username} is connected to Herald and can be published to.",
+                    provider=name,
+                    username=account.username,
+                ),
+                status=303,
+            )
         return Response(s.AccountSerializer(account, context={"request": request}).data)
 
 
