@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config.errors import NotFoundError, PermissionDeniedError
+from config.types import ModelId
 from workspaces.models import (
     ApiToken,
     Organization,
@@ -36,7 +37,7 @@ class Actor:
     def can_write(self) -> bool:
         return self.token is None or "api:write" in (self.token.permissions or [])
 
-    def check_workspace_binding(self, workspace_id: Any) -> None:
+    def check_workspace_binding(self, workspace_id: ModelId) -> None:
         token = self.token
         if (
             token is not None
@@ -83,7 +84,9 @@ class WorkspaceAccess:
         return self.membership.role == WorkspaceMembership.Role.ADMIN
 
 
-def require_workspace(actor: Actor, workspace_id: Any, *, role: str = "viewer") -> WorkspaceAccess:
+def require_workspace(
+    actor: Actor, workspace_id: ModelId, *, role: str = "viewer"
+) -> WorkspaceAccess:
     """The workspace if the actor holds an active membership of at least ``role``.
 
     Unknown workspace → 404; no membership, inactive, role too low or token scope → 403.
@@ -106,7 +109,7 @@ def require_workspace(actor: Actor, workspace_id: Any, *, role: str = "viewer") 
 
 
 def require_workspace_role(
-    actor: Actor, workspace_id: Any, *, role: str = "viewer", operation: str | None = None
+    actor: Actor, workspace_id: ModelId, *, role: str = "viewer", operation: str | None = None
 ) -> uuid.UUID:
     """``require_workspace`` for callers that need only the check, not the workspace: the same
     answers (404, 403), from a lighter query. Returns the workspace ID.
@@ -146,7 +149,7 @@ def _check_membership(
 
 
 def require_organization(
-    actor: Actor, organization_id: Any, *, roles: tuple[str, ...] = ORG_ADMIN_ROLES
+    actor: Actor, organization_id: ModelId, *, roles: tuple[str, ...] = ORG_ADMIN_ROLES
 ) -> tuple[Organization, OrganizationMembership]:
     pk = parse_id(organization_id, what="organization")
     organization = Organization.objects.filter(pk=pk).first()

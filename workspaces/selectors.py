@@ -9,6 +9,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 
 from config.api.pagination import Page, keyset_page
 from config.queries import CompiledQuery, Param
+from config.types import ModelId
 from workspaces.access import (
     WORKSPACE_ROLE_RANK,
     Actor,
@@ -70,7 +71,7 @@ def organization_list_for_actor(*, actor: Actor) -> QuerySet[Organization]:
 
 
 def member_page(
-    *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None
+    *, actor: Actor, workspace_id: ModelId, limit: int, cursor: str | None
 ) -> Page[WorkspaceMembership]:
     access = require_workspace(actor, workspace_id)
     queryset = WorkspaceMembership.objects.filter(workspace=access.workspace).select_related("user")
@@ -80,7 +81,7 @@ def member_page(
 
 
 def invitation_page(
-    *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None
+    *, actor: Actor, workspace_id: ModelId, limit: int, cursor: str | None
 ) -> Page[Invitation]:
     access = require_workspace(actor, workspace_id, role="admin")
     queryset = Invitation.objects.filter(workspace=access.workspace)
@@ -107,7 +108,7 @@ ADMIN_AUDIT_PAGE = CompiledQuery(_admin_audit_page)
 
 
 def access_audit_list(
-    *, actor: Actor, workspace_id: Any, limit: int, columns: Sequence[str] | None = None
+    *, actor: Actor, workspace_id: ModelId, limit: int, columns: Sequence[str] | None = None
 ) -> list[Any]:
     """The newest ``limit`` events of a workspace; active workspace admins only.
 
@@ -137,7 +138,7 @@ def api_token_list(*, user: Any) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user).order_by("-created_at", "-pk")
 
 
-def workspace_usage(*, actor: Actor, workspace_id: Any) -> dict[str, Any]:
+def workspace_usage(*, actor: Actor, workspace_id: ModelId) -> dict[str, Any]:
     access = require_workspace(actor, workspace_id)
     workspace = access.workspace
     start, end = usage_period()

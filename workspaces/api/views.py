@@ -14,6 +14,7 @@ from config.api.openapi import DeleteBodyAutoSchema
 from config.api.pagination import page_query_serializer
 from config.api.request import parse_body, parse_query
 from config.api.schema import problems
+from config.types import ModelId
 from workspaces import selectors, services
 from workspaces.access import actor_from_request, require_organization, require_workspace
 from workspaces.api import serializers as s
@@ -193,7 +194,7 @@ class WorkspaceDetailView(APIView):
     def session_only(self) -> bool:  # bearer tokens never delete workspaces
         return self.request.method == "DELETE"
 
-    def _render(self, request: Request, workspace_id: Any) -> Response:
+    def _render(self, request: Request, workspace_id: ModelId) -> Response:
         actor = actor_from_request(request)
         workspace = selectors.workspace_list_for_actor(actor=actor).get(pk=workspace_id)
         context = {"request": request, "roles": _roles(actor, [workspace])}

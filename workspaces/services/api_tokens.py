@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError
+from config.types import ModelId
 from workspaces.access import Actor, parse_id, require_workspace
 from workspaces.models import ApiToken, User
 from workspaces.tokens import new_token
@@ -21,7 +21,7 @@ def api_token_create(
     user: User,
     name: str,
     permissions: list[str],
-    workspace_id: Any = None,
+    workspace_id: ModelId | None = None,
     expires_at: datetime | None = None,
 ) -> tuple[ApiToken, str]:
     if workspace_id is not None:

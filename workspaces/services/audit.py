@@ -3,16 +3,15 @@ the same transaction as the change) and the instance administrator's check."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from config.errors import PermissionDeniedError
+from config.types import ModelId
 from workspaces.access import Actor
 from workspaces.models import AccessAuditEvent, Invitation, User
 
 
 def audit_record(
     *,
-    workspace_id: Any,
+    workspace_id: ModelId,
     action: str,
     actor: User | None,
     subject_user: User | None = None,

@@ -10,6 +10,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError, PermissionDeniedError
+from config.types import ModelId
 from workspaces import lifecycle
 from workspaces.access import Actor, parse_id, require_organization
 from workspaces.errors import RecentAuthenticationRequiredError, WorkspaceDeletionBlockedError
@@ -24,7 +25,7 @@ from workspaces.models import (
 )
 
 
-def _require_owner(actor: Actor, workspace_id: Any) -> Workspace:
+def _require_owner(actor: Actor, workspace_id: ModelId) -> Workspace:
     pk = parse_id(workspace_id, what="workspace")
     workspace = Workspace.objects.select_related("organization", "plan").filter(pk=pk).first()
     if workspace is None:
@@ -56,7 +57,7 @@ def workspace_deletion_blockers(workspace: Workspace) -> list[lifecycle.Blocker]
     return blockers
 
 
-def workspace_deletion_preview(*, actor: Actor, workspace_id: Any) -> dict[str, Any]:
+def workspace_deletion_preview(*, actor: Actor, workspace_id: ModelId) -> dict[str, Any]:
     workspace = _require_owner(actor, workspace_id)
     data_loss: dict[str, int] = {
         "members": WorkspaceMembership.objects.filter(workspace=workspace).count(),
@@ -91,7 +92,7 @@ def workspace_deletion_preview(*, actor: Actor, workspace_id: Any) -> dict[str, 
 def workspace_delete(
     *,
     actor: Actor,
-    workspace_id: Any,
+    workspace_id: ModelId,
     confirm_name: str,
     password_confirmed: bool,
     authenticated_at: float | None,

@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 from datetime import datetime, timedelta
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from config.errors import ConflictError, NotFoundError, PermissionDeniedError
+from config.types import ModelId
 from workspaces.access import Actor, parse_id, require_workspace
 from workspaces.errors import InvitationNotPendingError
 from workspaces.models import (
@@ -38,7 +38,7 @@ def _invitation_expiry() -> datetime:
 
 @transaction.atomic
 def invitation_create(
-    *, actor: Actor, workspace_id: Any, email: str, role: str
+    *, actor: Actor, workspace_id: ModelId, email: str, role: str
 ) -> tuple[Invitation, str]:
     access = require_workspace(actor, workspace_id, role="admin")
     email = email.strip().lower()
@@ -80,7 +80,7 @@ def invitation_create(
     return invitation, raw
 
 
-def _lock_invitation(invitation_id: Any) -> Invitation:
+def _lock_invitation(invitation_id: ModelId) -> Invitation:
     pk = parse_id(invitation_id, what="invitation")
     invitation = Invitation.objects.select_for_update().filter(pk=pk).first()
     if invitation is None:
@@ -89,7 +89,7 @@ def _lock_invitation(invitation_id: Any) -> Invitation:
 
 
 @transaction.atomic
-def invitation_resend(*, actor: Actor, invitation_id: Any) -> tuple[Invitation, str]:
+def invitation_resend(*, actor: Actor, invitation_id: ModelId) -> tuple[Invitation, str]:
     invitation = _lock_invitation(invitation_id)
     require_workspace(actor, invitation.workspace_id, role="admin")
     if invitation.status != Invitation.Status.PENDING:
@@ -114,7 +114,7 @@ def invitation_resend(*, actor: Actor, invitation_id: Any) -> tuple[Invitation, 
 
 @transaction.atomic
 def invitation_revoke(
-    *, actor: Actor, invitation_id: Any, instance_admin: bool = False
+    *, actor: Actor, invitation_id: ModelId, instance_admin: bool = False
 ) -> Invitation:
     invitation = _lock_invitation(invitation_id)
     if instance_admin:

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.errors import ConflictError, FieldValidationError, NotFoundError
+from config.types import ModelId
 from workspaces.access import Actor, parse_id
 from workspaces.errors import LastAdminError
 from workspaces.models import (
@@ -26,7 +27,7 @@ Role = WorkspaceMembership.Role
 Status = WorkspaceMembership.Status
 
 
-def _lock_membership(workspace: Workspace, user_id: Any) -> WorkspaceMembership:
+def _lock_membership(workspace: Workspace, user_id: ModelId) -> WorkspaceMembership:
     pk = parse_id(user_id, what="member")
     membership = (
         WorkspaceMembership.objects.select_for_update()
@@ -53,7 +54,7 @@ def _ensure_other_active_admin(workspace: Workspace, membership: WorkspaceMember
 
 @transaction.atomic
 def workspace_member_add(
-    *, actor: Actor, workspace_id: Any, user_id: Any, role: str
+    *, actor: Actor, workspace_id: ModelId, user_id: ModelId, role: str
 ) -> WorkspaceMembership:
     """The instance administrator adds an existing user directly (the Django admin); members
     otherwise join by invitation. Like an accepted invitation, the user also joins the
@@ -92,8 +93,8 @@ def workspace_member_add(
 def workspace_member_update(
     *,
     actor: Actor,
-    workspace_id: Any,
-    user_id: Any,
+    workspace_id: ModelId,
+    user_id: ModelId,
     role: str | None = None,
     status: str | None = None,
     instance_admin: bool = False,
@@ -110,7 +111,7 @@ def workspace_member_update(
     membership.role = new_role
     membership.status = new_status
     membership.save(update_fields=["role", "status", "updated_at"])
-    common = {
+    common: dict[str, Any] = {
         "workspace_id": workspace.pk,
         "actor": actor.user,
         "subject_user": membership.user,
@@ -133,7 +134,7 @@ def workspace_member_update(
 
 @transaction.atomic
 def workspace_member_remove(
-    *, actor: Actor, workspace_id: Any, user_id: Any, instance_admin: bool = False
+    *, actor: Actor, workspace_id: ModelId, user_id: ModelId, instance_admin: bool = False
 ) -> None:
     workspace = _lock_workspace_as_admin(actor, workspace_id, instance_admin=instance_admin)
     membership = _lock_membership(workspace, user_id)

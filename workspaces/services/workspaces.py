@@ -8,6 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from config.errors import ConflictError, FieldValidationError, NotFoundError
+from config.types import ModelId
 from workspaces.access import (
     ORG_ADMIN_ROLES,
     Actor,
@@ -73,7 +74,7 @@ def _ensure_default_plan() -> Plan:
 def workspace_create(
     *,
     actor: Actor,
-    organization_id: Any,
+    organization_id: ModelId,
     name: str,
     timezone_name: str = "UTC",
     first_admin: User | None = None,
@@ -133,7 +134,7 @@ def register_workspace_created(hook: Any) -> None:
 def workspace_update(
     *,
     actor: Actor,
-    workspace_id: Any,
+    workspace_id: ModelId,
     name: str | None = None,
     timezone_name: str | None = None,
     plan_code: str | None = None,
@@ -169,7 +170,7 @@ def workspace_update(
 
 
 def _lock_workspace_as_admin(
-    actor: Actor, workspace_id: Any, *, instance_admin: bool = False
+    actor: Actor, workspace_id: ModelId, *, instance_admin: bool = False
 ) -> Workspace:
     """Lock the workspace row first, then check the actor's role under the lock: member changes
     of one workspace are serialized, and an admin demoted by a concurrent request that committed
