@@ -36,6 +36,7 @@ from django.utils.html import escape
 from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 
+from config.types import ModelId
 from publishing import credentials
 from publishing.models import Account, FeedEnclosure, FeedEntry, Media
 from publishing.providers.feed import MAX_ENTRIES, PROVIDER, entry_path, feed_path, media_path
@@ -285,7 +286,7 @@ def feed_json(request: HttpRequest, token: str) -> HttpResponse:
 
 
 @require_safe
-def feed_entry(request: HttpRequest, token: str, entry_id: Any) -> HttpResponse:
+def feed_entry(request: HttpRequest, token: str, entry_id: ModelId) -> HttpResponse:
     account = _feed_or_answer(token)
     if isinstance(account, HttpResponse):
         return account
@@ -327,7 +328,7 @@ def feed_entry(request: HttpRequest, token: str, entry_id: Any) -> HttpResponse:
 
 
 @require_safe
-def feed_media(request: HttpRequest, token: str, media_id: Any) -> HttpResponse:
+def feed_media(request: HttpRequest, token: str, media_id: ModelId) -> HttpResponse:
     account = _feed_or_answer(token)
     if isinstance(account, HttpResponse):
         return account

@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
 from config.api.pagination import Page, keyset_page
 from config.api.problems import RequestValidationError
 from config.errors import NotFoundError
+from config.types import ModelId
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
 from workspaces.access import Actor, parse_id, require_workspace
 
 
 def account_page(
-    *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None, provider: str | None = None
+    *,
+    actor: Actor,
+    workspace_id: ModelId,
+    limit: int,
+    cursor: str | None,
+    provider: str | None = None,
 ) -> Page[Account]:
     access = require_workspace(actor, workspace_id)
     queryset = Account.objects.filter(workspace=access.workspace).exclude(
@@ -28,7 +33,9 @@ def account_page(
     )
 
 
-def media_page(*, actor: Actor, workspace_id: Any, limit: int, cursor: str | None) -> Page[Media]:
+def media_page(
+    *, actor: Actor, workspace_id: ModelId, limit: int, cursor: str | None
+) -> Page[Media]:
     access = require_workspace(actor, workspace_id)
     return keyset_page(
         Media.objects.filter(workspace=access.workspace),
@@ -51,11 +58,11 @@ def _with_destinations(queryset: QuerySet[Publication]) -> QuerySet[Publication]
 def publication_page(
     *,
     actor: Actor,
-    workspace_id: Any,
+    workspace_id: ModelId,
     limit: int,
     cursor: str | None,
     status: str | None = None,
-    account_id: Any = None,
+    account_id: ModelId | None = None,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
 ) -> Page[Publication]:
@@ -79,7 +86,7 @@ def publication_page(
     return keyset_page(_with_destinations(queryset), list_key=key, limit=limit, cursor=cursor)
 
 
-def publication_get(*, actor: Actor, publication_id: Any) -> Publication:
+def publication_get(*, actor: Actor, publication_id: ModelId) -> Publication:
     pk = parse_id(publication_id, what="publication")
     publication = _with_destinations(Publication.objects.filter(pk=pk)).first()
     if publication is None:
@@ -89,7 +96,7 @@ def publication_get(*, actor: Actor, publication_id: Any) -> Publication:
 
 
 def publication_events(
-    *, actor: Actor, publication_id: Any, limit: int, cursor: str | None
+    *, actor: Actor, publication_id: ModelId, limit: int, cursor: str | None
 ) -> Page[PublicationEvent]:
     publication = publication_get(actor=actor, publication_id=publication_id)
     return keyset_page(

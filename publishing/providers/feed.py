@@ -23,6 +23,7 @@ import unicodedata
 from typing import Any
 from urllib.parse import urlsplit
 
+from config.types import ModelId
 from publishing.providers.base import (
     AccountContext,
     Capabilities,
@@ -78,11 +79,11 @@ def feed_path(token: str, kind: str) -> str:
     return f"/feeds/{token}.{kind}"
 
 
-def entry_path(token: str, entry_id: Any) -> str:
+def entry_path(token: str, entry_id: ModelId) -> str:
     return f"/feeds/{token}/entries/{entry_id}"
 
 
-def media_path(token: str, media_id: Any) -> str:
+def media_path(token: str, media_id: ModelId) -> str:
     return f"/feeds/{token}/media/{media_id}"
 
 

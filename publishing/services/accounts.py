@@ -23,6 +23,7 @@ from config.errors import (
     PermissionDeniedError,
     PlanLimitError,
 )
+from config.types import ModelId
 from publishing import credentials
 from publishing.errors import ProviderConnectError, ReadinessBlockedError
 from publishing.models import (
@@ -62,7 +63,7 @@ def account_context(account: Account) -> AccountContext:
     )
 
 
-def account_credentials_store(new_credentials: dict[str, str], *, account_id: Any) -> None:
+def account_credentials_store(new_credentials: dict[str, str], *, account_id: ModelId) -> None:
     """Persist rotated credentials (e.g. a Bluesky session refreshed mid-call). A refresh token
     is never replaced by an empty one (field lesson 6)."""
     with transaction.atomic():
@@ -140,7 +141,7 @@ def _input_invalid(exc: ProviderInputError) -> FieldValidationError:
 def account_connect(
     *,
     actor: Actor,
-    workspace_id: Any,
+    workspace_id: ModelId,
     provider: str,
     redirect_uri: str,
     instance_url: str = "",
@@ -383,7 +384,7 @@ def _store_account(
     return account
 
 
-def _get_account(actor: Actor, account_id: Any, *, role: str = "viewer") -> Account:
+def _get_account(actor: Actor, account_id: ModelId, *, role: str = "viewer") -> Account:
     pk = parse_id(account_id, what="account")
     account = Account.objects.select_related("app").filter(pk=pk).first()
     if account is None or account.status == Account.Status.DISCONNECTED:
@@ -392,11 +393,11 @@ def _get_account(actor: Actor, account_id: Any, *, role: str = "viewer") -> Acco
     return account
 
 
-def account_get(*, actor: Actor, account_id: Any) -> Account:
+def account_get(*, actor: Actor, account_id: ModelId) -> Account:
     return _get_account(actor, account_id)
 
 
-def account_disconnect(*, actor: Actor, account_id: Any) -> None:
+def account_disconnect(*, actor: Actor, account_id: ModelId) -> None:
     """Admin-only (README "Roles"): a connected account belongs to the workspace and every
     member publishes through it, so an editor may not take it away from the others."""
     account = _get_account(actor, account_id)
@@ -425,7 +426,7 @@ def account_disconnect(*, actor: Actor, account_id: Any) -> None:
 HELD = "held"  # error_kind of a destination held while its account must be reconnected
 
 
-def account_mark_reconnect_required(*, account_id: Any, reason: str) -> bool:
+def account_mark_reconnect_required(*, account_id: ModelId, reason: str) -> bool:
     """The grant is invalid or about to expire without renewal: the account becomes
     ``reconnect_required`` (readiness "authorization" fact) with ``reason``, and its scheduled
     destinations are held (``blocked``, ``error_kind`` "held", action ``reconnect``) with that
@@ -444,7 +445,7 @@ def account_mark_reconnect_required(*, account_id: Any, reason: str) -> bool:
     return bool(changed)
 
 
-def _destinations_hold(*, account_id: Any, reason: str, now: Any) -> None:
+def _destinations_hold(*, account_id: ModelId, reason: str, now: Any) -> None:
     # A conditional UPDATE: a destination the dispatcher queued first is not held here (the
     # worker's readiness check blocks it before any provider call).
     scheduled = Destination.objects.filter(
@@ -477,7 +478,7 @@ def _destinations_hold(*, account_id: Any, reason: str, now: Any) -> None:
         )
 
 
-def _destinations_release(*, account_id: Any) -> None:
+def _destinations_release(*, account_id: ModelId) -> None:
     """After a reconnect: held destinations of publications still waiting to go out are
     scheduled again (due ones go with the dispatcher's next tick). A publication that has since
     settled keeps them blocked; its retry-failed action requeues them."""
@@ -514,7 +515,7 @@ def _destinations_release(*, account_id: Any) -> None:
 
 
 def account_destination_options(
-    *, actor: Actor, account_id: Any, region_code: str, language: str
+    *, actor: Actor, account_id: ModelId, region_code: str, language: str
 ) -> dict[str, list[dict[str, str]]]:
     account = _get_account(actor, account_id)
     adapter = get_adapter(account.provider)

@@ -30,6 +30,7 @@ from django.utils import timezone
 from config import limits
 from config.db import release_connection
 from config.queries import CompiledQuery, Param
+from config.types import ModelId
 from publishing import tasks
 from publishing.models import Destination, Media, Publication, PublicationEvent, SchedulerHeartbeat
 from publishing.providers import get_adapter
@@ -68,7 +69,7 @@ def backoff_seconds(attempt: int, retry_after: float | None = None) -> float:
 # --- Send -----------------------------------------------------------------------------------
 
 
-def _claim(destination_id: Any) -> bool:
+def _claim(destination_id: ModelId) -> bool:
     now = timezone.now()
     lease = timedelta(seconds=settings.HERALD_DELIVERY_LEASE_SECONDS)
     return bool(
@@ -140,7 +141,7 @@ def _request_for(destination: Destination) -> PublishRequest:
     )
 
 
-def delivery_send(*, destination_id: Any) -> None:
+def delivery_send(*, destination_id: ModelId) -> None:
     """Idempotent: a second message for the same destination finds nothing to claim."""
     if not _claim(destination_id):
         return
@@ -473,7 +474,7 @@ def _settle(
             _aggregate(destination.publication_id)
 
 
-def _aggregate(publication_id: Any) -> None:
+def _aggregate(publication_id: ModelId) -> None:
     """Settle the publication once every destination has settled (call inside a transaction)."""
     # The lock serializes the last destinations of a publication settling at the same time: the
     # one that locks second sees the other's committed status.
@@ -499,7 +500,7 @@ def _aggregate(publication_id: Any) -> None:
 # --- Reconcile ------------------------------------------------------------------------------
 
 
-def delivery_reconcile(*, destination_id: Any) -> None:
+def delivery_reconcile(*, destination_id: ModelId) -> None:
     """Ask the provider whether an ambiguous write landed; re-queue only when it says no."""
     now = timezone.now()
     lease = now + timedelta(seconds=settings.HERALD_DELIVERY_LEASE_SECONDS)

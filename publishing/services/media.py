@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -11,6 +10,7 @@ from django.db import transaction
 from PIL import Image, UnidentifiedImageError
 
 from config.errors import FieldValidationError, NotFoundError
+from config.types import ModelId
 from publishing.errors import MediaInUseError
 from publishing.models import Destination, Media, Publication
 from workspaces.access import Actor, parse_id, require_workspace
@@ -36,7 +36,7 @@ def sniff_mime_type(head: bytes) -> str | None:
 
 
 def media_upload(
-    *, actor: Actor, workspace_id: Any, upload: UploadedFile, alt_text: str = ""
+    *, actor: Actor, workspace_id: ModelId, upload: UploadedFile, alt_text: str = ""
 ) -> Media:
     access = require_workspace(actor, workspace_id, role="editor")
     size = upload.size or 0
@@ -137,7 +137,7 @@ def _extension(mime: str) -> str:
     }[mime]
 
 
-def media_get(*, actor: Actor, media_id: Any) -> Media:
+def media_get(*, actor: Actor, media_id: ModelId) -> Media:
     pk = parse_id(media_id, what="media")
     media = Media.objects.filter(pk=pk).first()
     if media is None:
@@ -146,7 +146,7 @@ def media_get(*, actor: Actor, media_id: Any) -> Media:
     return media
 
 
-def media_delete(*, actor: Actor, media_id: Any) -> None:
+def media_delete(*, actor: Actor, media_id: ModelId) -> None:
     media = media_get(actor=actor, media_id=media_id)
     require_workspace(actor, media.workspace_id, role="editor")
     with transaction.atomic():

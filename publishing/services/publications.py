@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError, RevisionConflictError
+from config.types import ModelId
 from publishing import tasks
 from publishing.errors import PublicationStateError, ReadinessBlockedError
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
@@ -34,13 +35,13 @@ UNCHANGED: Any = object()  # publication_replace: keep the current voice overrid
 
 def event_record(
     *,
-    publication_id: Any,
+    publication_id: ModelId,
     kind: str,
     destination: Destination | None = None,
     status: str = "",
     detail: str = "",
     data: dict[str, Any] | None = None,
-    destination_id: Any = None,
+    destination_id: ModelId | None = None,
 ) -> None:
     PublicationEvent.objects.create(
         publication_id=publication_id,
@@ -60,7 +61,7 @@ def _default_profile(account: Account) -> OutputProfile:
 
 
 def _validate(
-    *, workspace_id: Any, text: str, media_ids: list[str], destinations: list[dict[str, Any]]
+    *, workspace_id: ModelId, text: str, media_ids: list[str], destinations: list[dict[str, Any]]
 ) -> tuple[list[Account], dict[str, Media]]:
     """Every destination against its output profile; 422 locations name destination and field."""
     errors: list[dict[str, Any]] = []
@@ -259,11 +260,11 @@ def _write_destinations(
 def publication_create(
     *,
     actor: Actor,
-    workspace_id: Any,
+    workspace_id: ModelId,
     text: str = "",
     media_ids: list[str] | None = None,
     destinations: list[dict[str, Any]],
-    voice_profile_id: Any = None,
+    voice_profile_id: ModelId | None = None,
 ) -> Publication:
     access = require_workspace(actor, workspace_id, role="editor")
     media_ids = [str(m) for m in (media_ids or [])]
@@ -283,7 +284,7 @@ def publication_create(
     return publication
 
 
-def _lock(actor: Actor, publication_id: Any, *, role: str = "editor") -> Publication:
+def _lock(actor: Actor, publication_id: ModelId, *, role: str = "editor") -> Publication:
     pk = parse_id(publication_id, what="publication")
     workspace_id = Publication.objects.filter(pk=pk).values_list("workspace_id", flat=True).first()
     if workspace_id is None:
@@ -303,12 +304,12 @@ def _check_revision(publication: Publication, expected_revision: int | None) -> 
 def publication_replace(
     *,
     actor: Actor,
-    publication_id: Any,
+    publication_id: ModelId,
     expected_revision: int,
     text: str = "",
     media_ids: list[str] | None = None,
     destinations: list[dict[str, Any]],
-    voice_profile_id: Any = UNCHANGED,
+    voice_profile_id: ModelId = UNCHANGED,
 ) -> Publication:
     publication = _lock(actor, publication_id)
     _check_revision(publication, expected_revision)
@@ -349,7 +350,7 @@ def publication_replace(
 
 
 @transaction.atomic
-def publication_delete(*, actor: Actor, publication_id: Any) -> None:
+def publication_delete(*, actor: Actor, publication_id: ModelId) -> None:
     """Editors delete drafts and publications that never published; once a destination has
     published, deleting the record of it is admin-only (README "Roles")."""
     publication = _lock(actor, publication_id)
@@ -416,7 +417,7 @@ def _deadline(due: datetime) -> datetime:
 def publication_schedule(
     *,
     actor: Actor,
-    publication_id: Any,
+    publication_id: ModelId,
     scheduled_at: datetime,
     expected_revision: int | None,
     intent: str = Publication.Intent.NORMAL,
@@ -462,7 +463,7 @@ def publication_schedule(
 def publication_publish_now(
     *,
     actor: Actor,
-    publication_id: Any,
+    publication_id: ModelId,
     expected_revision: int | None,
     intent: str = Publication.Intent.NORMAL,
 ) -> Publication:
@@ -487,7 +488,7 @@ def publication_publish_now(
 
 
 @transaction.atomic
-def publication_cancel(*, actor: Actor, publication_id: Any) -> Publication:
+def publication_cancel(*, actor: Actor, publication_id: ModelId) -> Publication:
     publication = _lock(actor, publication_id)
     if publication.status not in (P.DRAFT, P.SCHEDULED):
         raise PublicationStateError(f"A {publication.status} publication cannot be canceled.")
@@ -499,7 +500,7 @@ def publication_cancel(*, actor: Actor, publication_id: Any) -> Publication:
 
 
 @transaction.atomic
-def publication_retry_failed(*, actor: Actor, publication_id: Any) -> Publication:
+def publication_retry_failed(*, actor: Actor, publication_id: ModelId) -> Publication:
     """Requeue only the failed or blocked destinations: never the published ones."""
     publication = _lock(actor, publication_id)
     readiness.require_intent_allowed(

@@ -41,6 +41,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.types import ModelId
 from publishing import credentials, tasks
 from publishing.models import Account
 from publishing.providers import get_adapter
@@ -76,7 +77,7 @@ def _lease_held(account: Account, now: datetime) -> bool:
     return account.refresh_lease_until is not None and account.refresh_lease_until > now
 
 
-def _claim(account_id: Any, *, force: bool) -> RefreshOutcome | datetime:
+def _claim(account_id: ModelId, *, force: bool) -> RefreshOutcome | datetime:
     """Claim the account's refresh lease under its row lock: the lease's end when claimed, else
     why not."""
     now = timezone.now()
@@ -93,13 +94,13 @@ def _claim(account_id: Any, *, force: bool) -> RefreshOutcome | datetime:
         return lease
 
 
-def _release(account_id: Any, lease: datetime) -> None:
+def _release(account_id: ModelId, lease: datetime) -> None:
     Account.objects.filter(pk=account_id, refresh_lease_until=lease).update(
         refresh_lease_until=None
     )
 
 
-def _store(account_id: Any, lease: datetime, fresh: ConnectedAccount) -> bool:
+def _store(account_id: ModelId, lease: datetime, fresh: ConnectedAccount) -> bool:
     """Access token, rotated refresh token and expiry: one UPDATE in one transaction."""
     with transaction.atomic():
         account = Account.objects.select_for_update(of=("self",)).filter(pk=account_id).first()
@@ -122,7 +123,7 @@ def _store(account_id: Any, lease: datetime, fresh: ConnectedAccount) -> bool:
     return True
 
 
-def account_token_refresh(*, account_id: Any, force: bool = False) -> RefreshOutcome:
+def account_token_refresh(*, account_id: ModelId, force: bool = False) -> RefreshOutcome:
     """Refresh one account's token when it expires within the lead (always with ``force``).
 
     Idempotent and single-flight: concurrent calls make one provider call; the others answer
