@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.errors import FieldValidationError, PermissionDeniedError
+from config.types import ModelId
 from readiness.models import (
     OPERATIONS,
     ApprovalReview,
@@ -240,7 +241,7 @@ def certification_append(
     operation: str,
     checks: list[dict[str, str]],
     output_profile: str = "",
-    account_id: Any = None,
+    account_id: ModelId | None = None,
     account_kind: str = "",
     instance_url: str = "",
     external_result_reference: str = "",

@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 
+from config.types import ModelId
 from readiness.services import DecisionRequest, decide_many, enforcement_applies
 
 ACCOUNT_FIELDS = (
@@ -32,7 +33,7 @@ ACCOUNT_FIELDS = (
 )
 
 
-def _live_accounts(workspace_id: Any) -> list[Any]:
+def _live_accounts(workspace_id: ModelId) -> list[Any]:
     from publishing.models import Account
 
     return list(
@@ -45,7 +46,7 @@ def _live_accounts(workspace_id: Any) -> list[Any]:
 
 def provider_readiness_projection(
     *,
-    workspace_id: Any,
+    workspace_id: ModelId,
     accounts: Iterable[Any] | None = None,
     content_profile: str = "",
 ) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from django.conf import settings
 
+from config.types import ModelId
 from readiness.models import OPERATIONS
 
 CONTRACT_VERSION = 1
@@ -49,7 +50,7 @@ def operator_fingerprint(user: Any) -> str:
     return fingerprint("operator", str(user.pk))
 
 
-def account_fingerprint(account_id: Any) -> str:
+def account_fingerprint(account_id: ModelId) -> str:
     return fingerprint("account", str(account_id))
 
 
