@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config.errors import FieldValidationError, NotFoundError
+from config.types import ModelId
 from themes.builtins import BUILT_INS_BY_ID, DEFAULT_BUILT_IN_ID
 from themes.errors import ThemeNotPublishedError
 from themes.models import ReferenceKind, Theme, ThemeReferenceFields
@@ -41,7 +42,7 @@ def reference_from_input(data: dict[str, Any]) -> Reference:
 
 
 def reference_check(
-    reference: Reference, *, organization_id: Any, location: str, lock: bool = False
+    reference: Reference, *, organization_id: ModelId, location: str, lock: bool = False
 ) -> Theme | None:
     """Check that ``reference`` names a theme the organization can use: a built-in (and one of
     its versions), or a published theme of the organization (and one of its revisions).

@@ -14,6 +14,7 @@ from django.db.models import Exists, OuterRef, Q
 from config.api.pagination import Page, decode_cursor, encode_cursor, keyset_page
 from config.api.problems import RequestValidationError
 from config.errors import NotFoundError, PermissionDeniedError
+from config.types import ModelId
 from themes.builtins import BUILT_INS, BUILT_INS_BY_ID, DEFAULT_BUILT_IN_ID, BuiltIn
 from themes.models import (
     OrganizationThemeSettings,
@@ -91,7 +92,7 @@ class Usage:
         return self.default.kind == kind and self.default.id == ref_id
 
 
-def _usage(organization_id: Any, *, themes: Iterable[tuple[str, str]] | None = None) -> Usage:
+def _usage(organization_id: ModelId, *, themes: Iterable[tuple[str, str]] | None = None) -> Usage:
     settings_row = OrganizationThemeSettings.objects.filter(organization_id=organization_id).first()
     default = Reference.of(settings_row) if settings_row is not None else HERALD_DEFAULT
     assignments = ThemeAssignment.objects.filter(organization_id=organization_id)
@@ -161,7 +162,7 @@ def built_in_list() -> list[BuiltIn]:
     return list(BUILT_INS)
 
 
-def _theme_in(organization: Organization, theme_id: Any) -> Theme:
+def _theme_in(organization: Organization, theme_id: ModelId) -> Theme:
     pk = parse_id(theme_id, what="theme")
     theme = Theme.objects.filter(pk=pk, organization=organization, deleted_at__isnull=True).first()
     if theme is None:
@@ -169,7 +170,7 @@ def _theme_in(organization: Organization, theme_id: Any) -> Theme:
     return theme
 
 
-def theme_get(*, actor: Actor, theme_id: Any, organization_id: Any) -> ThemeDetail:
+def theme_get(*, actor: Actor, theme_id: ModelId, organization_id: ModelId) -> ThemeDetail:
     organization, _ = require_organization(actor, organization_id)
     return theme_detail(_theme_in(organization, theme_id))
 
@@ -184,7 +185,7 @@ def theme_detail(theme: Theme) -> ThemeDetail:
 
 
 def theme_summary_page(
-    *, actor: Actor, organization_id: Any, limit: int, cursor: str | None
+    *, actor: Actor, organization_id: ModelId, limit: int, cursor: str | None
 ) -> SummaryPage:
     organization, _ = require_organization(actor, organization_id)
     page = keyset_page(
@@ -205,7 +206,7 @@ def theme_summary_page(
 
 
 def theme_available_page(
-    *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None
+    *, actor: Actor, workspace_id: ModelId, limit: int, cursor: str | None
 ) -> SummaryPage:
     """Built-ins first (in their fixed order), then the organization's published themes, newest
     first; summaries only (no drafts, manifests or assets). For workspace administrators."""
@@ -255,7 +256,7 @@ def theme_available_page(
 
 
 def theme_revision_page(
-    *, actor: Actor, theme_id: Any, organization_id: Any, limit: int, cursor: str | None
+    *, actor: Actor, theme_id: ModelId, organization_id: ModelId, limit: int, cursor: str | None
 ) -> Page[PublishedRevision]:
     """Published revisions, newest (highest number) first, without their manifests."""
     organization, _ = require_organization(actor, organization_id)
@@ -274,7 +275,7 @@ def theme_revision_page(
 
 
 def theme_revision_get(
-    *, actor: Actor, theme_id: Any, organization_id: Any, revision: int
+    *, actor: Actor, theme_id: ModelId, organization_id: ModelId, revision: int
 ) -> PublishedRevision:
     organization, _ = require_organization(actor, organization_id)
     theme = _theme_in(organization, theme_id)
@@ -292,12 +293,12 @@ class DefaultTheme:
     updated_by: str | None
 
 
-def organization_theme_default_get(*, actor: Actor, organization_id: Any) -> DefaultTheme:
+def organization_theme_default_get(*, actor: Actor, organization_id: ModelId) -> DefaultTheme:
     organization, _ = require_organization(actor, organization_id)
     return organization_theme_default(organization.pk)
 
 
-def organization_theme_default(organization_id: Any) -> DefaultTheme:
+def organization_theme_default(organization_id: ModelId) -> DefaultTheme:
     row = OrganizationThemeSettings.objects.filter(organization_id=organization_id).first()
     if row is None:
         return DefaultTheme(str(organization_id), HERALD_DEFAULT.as_dict(), None, None)
@@ -331,12 +332,12 @@ class WorkspaceTheme:
         )
 
 
-def workspace_theme_get(*, actor: Actor, workspace_id: Any) -> WorkspaceTheme:
+def workspace_theme_get(*, actor: Actor, workspace_id: ModelId) -> WorkspaceTheme:
     access = require_workspace(actor, workspace_id)
     return workspace_theme(access.workspace.pk, access.workspace.organization_id)
 
 
-def workspace_theme(workspace_id: Any, organization_id: Any) -> WorkspaceTheme:
+def workspace_theme(workspace_id: ModelId, organization_id: ModelId) -> WorkspaceTheme:
     row = ThemeAssignment.objects.filter(workspace_id=workspace_id).first()
     if row is not None:
         reference = Reference.of(row).as_dict()
@@ -356,7 +357,7 @@ def workspace_theme(workspace_id: Any, organization_id: Any) -> WorkspaceTheme:
 
 
 def theme_asset_page(
-    *, actor: Actor, organization_id: Any, limit: int, cursor: str | None
+    *, actor: Actor, organization_id: ModelId, limit: int, cursor: str | None
 ) -> Page[ThemeAsset]:
     """Newest first (``created_at`` then ID, descending) with a keyset cursor: assets uploaded
     while a client pages sort before its position, so no page shifts."""
@@ -369,7 +370,9 @@ def theme_asset_page(
     )
 
 
-def theme_asset_for_content(*, actor: Actor, asset_id: Any, organization_id: Any) -> ThemeAsset:
+def theme_asset_for_content(
+    *, actor: Actor, asset_id: ModelId, organization_id: ModelId
+) -> ThemeAsset:
     """An asset's bytes. Organization owners and admins read any asset of the organization.
     Whoever renders a published theme reads the assets that live published revisions use: any
     member of the organization, including through a token bound to one of its workspaces. An

@@ -15,6 +15,7 @@ from django.db.models import ProtectedError
 from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError
+from config.types import ModelId
 from themes.errors import ThemeAssetInUseError
 from themes.models import ThemeAsset
 from workspaces.access import Actor, parse_id, require_organization
@@ -144,7 +145,7 @@ def read_image(data: bytes, media_type: str) -> ImageMetadata:
 def theme_asset_upload(
     *,
     actor: Actor,
-    organization_id: Any,
+    organization_id: ModelId,
     kind: str,
     name: str,
     upload: UploadedFile,
@@ -256,7 +257,7 @@ def theme_asset_upload(
     return asset
 
 
-def theme_asset_delete(*, actor: Actor, asset_id: Any, organization_id: Any) -> None:
+def theme_asset_delete(*, actor: Actor, asset_id: ModelId, organization_id: ModelId) -> None:
     organization, _ = require_organization(actor, organization_id)
     pk = parse_id(asset_id, what="theme asset")
     try:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import copy
 import re
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError, RevisionConflictError
+from config.types import ModelId
 from themes.builtins import BUILT_INS_BY_ID
 from themes.errors import ThemeInUseError, ThemeNameTakenError
 from themes.models import (
@@ -33,7 +35,7 @@ def _actor_id(actor: Actor) -> str:
     return str(actor.user.pk)
 
 
-def _locked_theme(*, theme_id: Any, organization_id: Any) -> Theme:
+def _locked_theme(*, theme_id: ModelId, organization_id: ModelId) -> Theme:
     pk = parse_id(theme_id, what="theme")
     theme = (
         Theme.objects.select_for_update()
@@ -55,7 +57,7 @@ def _check_name(name: str, location: str = "body.name") -> str:
 
 
 def _manifest_asset_ids(
-    manifest: dict[str, Any], *, organization_id: Any, location: str = "body.manifest"
+    manifest: dict[str, Any], *, organization_id: ModelId, location: str = "body.manifest"
 ) -> list[Any]:
     """The theme assets the manifest names, checked against the organization's assets: each
     exists, fonts are font assets and images are image assets of the declared type."""
@@ -114,14 +116,14 @@ def _uuid(value: str) -> uuid.UUID | None:
         return None
 
 
-def _record_uses(theme: Theme, asset_ids: list[Any], revision: int | None) -> None:
+def _record_uses(theme: Theme, asset_ids: Sequence[ModelId], revision: int | None) -> None:
     ThemeAssetUse.objects.bulk_create(
         [ThemeAssetUse(theme=theme, asset_id=asset_id, revision=revision) for asset_id in asset_ids]
     )
 
 
 def _base_manifest(
-    base: Reference | None, *, organization_id: Any
+    base: Reference | None, *, organization_id: ModelId
 ) -> tuple[dict[str, Any], list[Any]]:
     reference = base or HERALD_DEFAULT
     theme = reference_check(
@@ -139,7 +141,7 @@ def _base_manifest(
 def theme_create(
     *,
     actor: Actor,
-    organization_id: Any,
+    organization_id: ModelId,
     name: str,
     description: str | None = None,
     base_reference: Reference | None = None,
@@ -174,8 +176,8 @@ def theme_create(
 def theme_draft_replace(
     *,
     actor: Actor,
-    theme_id: Any,
-    organization_id: Any,
+    theme_id: ModelId,
+    organization_id: ModelId,
     expected_revision: int,
     name: str,
     manifest: dict[str, Any],
@@ -219,8 +221,8 @@ def theme_draft_replace(
 def theme_publish(
     *,
     actor: Actor,
-    theme_id: Any,
-    organization_id: Any,
+    theme_id: ModelId,
+    organization_id: ModelId,
     expected_draft_revision: int,
     expected_published_revision: int | None,
 ) -> PublishedRevision:
@@ -261,7 +263,7 @@ def theme_publish(
     return revision
 
 
-def theme_delete(*, actor: Actor, theme_id: Any, organization_id: Any) -> None:
+def theme_delete(*, actor: Actor, theme_id: ModelId, organization_id: ModelId) -> None:
     """Delete a theme that is neither the organization default nor assigned to a workspace.
     Its published revisions stay (immutable); the theme disappears from every listing."""
     organization, _ = require_organization(actor, organization_id)
@@ -294,7 +296,7 @@ def theme_delete(*, actor: Actor, theme_id: Any, organization_id: Any) -> None:
 
 
 def organization_theme_default_set(
-    *, actor: Actor, organization_id: Any, reference: Reference | None
+    *, actor: Actor, organization_id: ModelId, reference: Reference | None
 ) -> OrganizationThemeSettings | None:
     """Set the organization default theme; ``None`` goes back to Herald's default built-in."""
     organization, _ = require_organization(actor, organization_id)
@@ -314,7 +316,7 @@ def organization_theme_default_set(
 
 
 def workspace_theme_assign(
-    *, actor: Actor, workspace_id: Any, reference: Reference | None
+    *, actor: Actor, workspace_id: ModelId, reference: Reference | None
 ) -> ThemeAssignment | None:
     """Assign a theme to a workspace (workspace admin); ``None`` returns it to the default."""
     access = require_workspace(actor, workspace_id, role="admin")
