@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
 
 from django.db.models import Prefetch, QuerySet
 
 from config.api.pagination import Page, keyset_page
 from config.errors import NotFoundError
+from config.types import ModelId
 from publishing.models import Account
 from voice.models import PublicationVoiceOverride, VoiceProfile, VoiceProfileAssignment
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
@@ -28,14 +29,14 @@ def assigned_account_ids(profile: VoiceProfile) -> list[str]:
 
 
 def voice_profile_page(
-    *, actor: Actor, workspace_id: Any, limit: int, cursor: str | None
+    *, actor: Actor, workspace_id: ModelId, limit: int, cursor: str | None
 ) -> Page[VoiceProfile]:
     pk = require_workspace_role(actor, workspace_id)
     queryset = _with_assignments(VoiceProfile.objects.filter(workspace_id=pk))
     return keyset_page(queryset, list_key=f"voice-profiles:{pk}", limit=limit, cursor=cursor)
 
 
-def voice_profile_get(*, actor: Actor, voice_profile_id: Any) -> VoiceProfile:
+def voice_profile_get(*, actor: Actor, voice_profile_id: ModelId) -> VoiceProfile:
     pk = parse_id(voice_profile_id, what="voice profile")
     profile = _with_assignments(VoiceProfile.objects.filter(pk=pk)).first()
     if profile is None:
@@ -44,12 +45,15 @@ def voice_profile_get(*, actor: Actor, voice_profile_id: Any) -> VoiceProfile:
     return profile
 
 
-def voice_profile_default(*, workspace_id: Any) -> VoiceProfile | None:
+def voice_profile_default(*, workspace_id: ModelId) -> VoiceProfile | None:
     return VoiceProfile.objects.filter(workspace_id=workspace_id, is_default=True).first()
 
 
 def voice_profile_effective(
-    *, workspace_id: Any, account_id: Any = None, publication_id: Any = None
+    *,
+    workspace_id: ModelId,
+    account_id: ModelId | None = None,
+    publication_id: ModelId | None = None,
 ) -> VoiceProfile | None:
     """The profile a post is written in: the publication's override, else the account's
     assignment, else the workspace default. (No access check: callers have done theirs.)"""
@@ -90,7 +94,9 @@ def account_voice_profile_ids(*, account: Account) -> tuple[str | None, str | No
     )
 
 
-def voice_profile_for_accounts(*, workspace_id: Any, account_ids: list[Any]) -> VoiceProfile | None:
+def voice_profile_for_accounts(
+    *, workspace_id: ModelId, account_ids: Sequence[ModelId]
+) -> VoiceProfile | None:
     """The one profile every given account writes with, when they agree; else the default."""
     profiles = {
         profile.pk: profile
@@ -105,7 +111,7 @@ def voice_profile_for_accounts(*, workspace_id: Any, account_ids: list[Any]) -> 
     return voice_profile_default(workspace_id=workspace_id)
 
 
-def publication_voice_profile_id(*, publication_id: Any) -> str | None:
+def publication_voice_profile_id(*, publication_id: ModelId) -> str | None:
     value = (
         PublicationVoiceOverride.objects.filter(publication_id=publication_id)
         .values_list("voice_profile_id", flat=True)

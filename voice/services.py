@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError, RevisionConflictError
+from config.types import ModelId
 from publishing.models import Account, Publication
 from voice.definition import DefinitionError, Text, clean_definition, clean_text
 from voice.errors import (
@@ -60,7 +61,7 @@ def _clean(definition: Any) -> dict[str, Any]:
         ) from exc
 
 
-def _lock_workspace(workspace_id: Any) -> None:
+def _lock_workspace(workspace_id: ModelId) -> None:
     list(Workspace.objects.select_for_update().filter(pk=workspace_id).values_list("pk", flat=True))
 
 
@@ -86,7 +87,7 @@ def _locked_profile(pk: Any) -> VoiceProfile | None:
     return VoiceProfile.objects.select_for_update().filter(pk=pk).first()
 
 
-def _profile_workspace_id(voice_profile_id: Any) -> tuple[Any, Any]:
+def _profile_workspace_id(voice_profile_id: ModelId) -> tuple[Any, Any]:
     pk = parse_id(voice_profile_id, what="voice profile")
     workspace_id = VoiceProfile.objects.filter(pk=pk).values_list("workspace_id", flat=True).first()
     if workspace_id is None:
@@ -106,7 +107,7 @@ def voice_profile_create_default(workspace: Workspace) -> VoiceProfile:
 
 @transaction.atomic
 def voice_profile_create(
-    *, actor: Actor, workspace_id: Any, name: Any, definition: Any = None
+    *, actor: Actor, workspace_id: ModelId, name: Any, definition: Any = None
 ) -> VoiceProfile:
     access = require_workspace(actor, workspace_id, role="editor")
     cleaned_name = _clean_name(name)
@@ -128,8 +129,8 @@ def voice_profile_create(
 def voice_profile_replace(
     *,
     actor: Actor,
-    voice_profile_id: Any,
-    workspace_id: Any,
+    voice_profile_id: ModelId,
+    workspace_id: ModelId,
     name: Any,
     definition: Any,
     expected_revision: int,
@@ -168,7 +169,7 @@ def voice_profile_replace(
 
 
 @transaction.atomic
-def voice_profile_delete(*, actor: Actor, voice_profile_id: Any) -> None:
+def voice_profile_delete(*, actor: Actor, voice_profile_id: ModelId) -> None:
     """The default and the last profile cannot be deleted (409). Accounts assigned to the
     deleted profile, and publications that chose it, fall back to the workspace default."""
     pk, workspace_id = _profile_workspace_id(voice_profile_id)
@@ -185,7 +186,7 @@ def voice_profile_delete(*, actor: Actor, voice_profile_id: Any) -> None:
 
 
 @transaction.atomic
-def voice_profile_make_default(*, actor: Actor, voice_profile_id: Any) -> VoiceProfile:
+def voice_profile_make_default(*, actor: Actor, voice_profile_id: ModelId) -> VoiceProfile:
     pk, workspace_id = _profile_workspace_id(voice_profile_id)
     require_workspace(actor, workspace_id, role="editor")
     _lock_workspace(workspace_id)
@@ -208,7 +209,7 @@ def voice_profile_make_default(*, actor: Actor, voice_profile_id: Any) -> VoiceP
 # --- Assignments and overrides --------------------------------------------------------------
 
 
-def _profile_in_workspace(voice_profile_id: Any, workspace_id: Any) -> VoiceProfile:
+def _profile_in_workspace(voice_profile_id: ModelId, workspace_id: ModelId) -> VoiceProfile:
     """The profile, locked so that a concurrent deletion cannot leave a reference behind."""
     pk = parse_id(voice_profile_id, what="voice profile")
     profile = (
@@ -220,7 +221,9 @@ def _profile_in_workspace(voice_profile_id: Any, workspace_id: Any) -> VoiceProf
 
 
 @transaction.atomic
-def voice_profile_assign(*, actor: Actor, account_id: Any, voice_profile_id: Any | None) -> Account:
+def voice_profile_assign(
+    *, actor: Actor, account_id: ModelId, voice_profile_id: ModelId | None
+) -> Account:
     """``PUT /voice-profile-assignments/{account_id}``: the account writes with this profile;
     ``None`` removes the assignment (the account follows the workspace default again)."""
     pk = parse_id(account_id, what="account")
@@ -244,7 +247,7 @@ def voice_profile_assign(*, actor: Actor, account_id: Any, voice_profile_id: Any
     return account
 
 
-def publication_voice_set(*, publication: Publication, voice_profile_id: Any | None) -> None:
+def publication_voice_set(*, publication: Publication, voice_profile_id: ModelId | None) -> None:
     """Record (or, with ``None``, clear) a publication's voice override. Called by the
     publishing services inside their transaction, after their own access checks."""
     if voice_profile_id is None:

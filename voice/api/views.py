@@ -12,13 +12,14 @@ from rest_framework.views import APIView
 
 from config.api.request import parse_body, parse_query
 from config.api.schema import problems
+from config.types import ModelId
 from voice import selectors, services
 from voice.api import serializers as s
 from workspaces.access import actor_from_request
 
 
 def _profile_response(
-    request: Request, voice_profile_id: Any, status: int = 200, **kwargs: Any
+    request: Request, voice_profile_id: ModelId, status: int = 200, **kwargs: Any
 ) -> Response:
     # Re-read after the write (its transaction has committed): assignments included.
     profile = selectors.voice_profile_get(
