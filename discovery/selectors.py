@@ -4,6 +4,7 @@ and nothing here talks to a provider (capability metadata is static adapter data
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -11,6 +12,7 @@ from django.conf import settings
 from django.db.models import Count, Prefetch
 from django.utils import timezone
 
+from config.types import ModelId
 from discovery.context import (
     DeliveryStats,
     DiscoveryContext,
@@ -63,7 +65,7 @@ def platform_formats(provider: str) -> tuple[str, tuple[PlatformFormat, ...]]:
     return capabilities.display_name, formats
 
 
-def _engagement(publication_ids: list[Any]) -> dict[str, Engagement]:
+def _engagement(publication_ids: Sequence[ModelId]) -> dict[str, Engagement]:
     """Engagement where known: the latest ``metrics`` ({likes, comments, reposts, views})
     recorded in a publication event, per destination (or per publication), summed."""
     latest: dict[tuple[str, str], dict[str, Any]] = {}

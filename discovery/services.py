@@ -14,6 +14,7 @@ from typing import Any
 from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError
+from config.types import ModelId
 from discovery import selectors
 from discovery.engines import get_engine
 from discovery.throttling import one_in_flight
@@ -29,7 +30,7 @@ IN_FLIGHT_MARGIN_SECONDS = 30
 
 
 def _voice_profile(
-    workspace_id: Any, voice_profile_id: Any, platforms: list[str]
+    workspace_id: ModelId, voice_profile_id: ModelId | None, platforms: list[str]
 ) -> VoiceProfile | None:
     """The named profile (404 if it is not one of the workspace's); else the profile every
     connected account of the requested platforms writes with, when they agree; else the
@@ -68,11 +69,11 @@ def _check_platforms(platforms: list[str]) -> None:
 def discovery_run(
     *,
     actor: Actor,
-    workspace_id: Any,
+    workspace_id: ModelId,
     platforms: list[str],
     focus: str = "",
     audience: str = "",
-    voice_profile_id: Any = None,
+    voice_profile_id: ModelId | None = None,
     limit: int = LIMIT_DEFAULT,
 ) -> dict[str, Any]:
     """``{generated_at, model, opportunities}`` for the workspace (editor or above)."""

@@ -17,10 +17,10 @@ import math
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from config.api.throttling import UserRateThrottle
 from config.limits import acquire_slot, release_slot
+from config.types import ModelId
 from discovery.errors import DiscoveryInFlightError
 
 
@@ -30,12 +30,12 @@ class DiscoveryRateThrottle(UserRateThrottle):
     scope = "discovery"
 
 
-def _key(user_id: Any) -> str:
+def _key(user_id: ModelId) -> str:
     return f"discovery:in-flight:{user_id}"
 
 
 @contextmanager
-def one_in_flight(user_id: Any, *, ttl_seconds: float, retry_after: float) -> Iterator[None]:
+def one_in_flight(user_id: ModelId, *, ttl_seconds: float, retry_after: float) -> Iterator[None]:
     """Hold the user's single discovery slot for the duration of the block (429 otherwise)."""
     token = secrets.token_hex(16)
     if not acquire_slot(_key(user_id), token, max(1, math.ceil(ttl_seconds))):
