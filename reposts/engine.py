@@ -37,6 +37,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from config.types import ModelId
 from publishing.models import Account
 from publishing.providers import get_adapter
 from publishing.providers.base import ErrorKind, NotSupported, ProviderError, PublishResult
@@ -114,7 +115,7 @@ class _Unusable(Exception):
         self.reason = reason
 
 
-def execution_advance(*, execution_id: Any, now: datetime | None = None) -> str | None:
+def execution_advance(*, execution_id: ModelId, now: datetime | None = None) -> str | None:
     """Move one execution as far as its clock allows; returns its status (``None``: another
     worker holds it, or it has finished and has nothing left to settle). Safe to run twice.
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import Prefetch, Q
 
+from config.types import ModelId
 from publishing.models import Account
 from publishing.providers import PROVIDERS, get_adapter
 from publishing.providers.base import can_repost
@@ -40,10 +41,12 @@ def readiness_profile(account: Account) -> str:
     return profiles[0].key if profiles else ""
 
 
-def active_grant(*, source_workspace_id: Any, account_id: Any) -> RepostGrant | None:
+def active_grant(*, source_workspace_id: ModelId, account_id: ModelId) -> RepostGrant | None:
     return (
         RepostGrant.objects.filter(
-            source_workspace_id=source_workspace_id,
+            # One ignore for both lines: django-stubs types these "+"-related foreign keys' _id
+            # lookups without str, which the ORM accepts.
+            source_workspace_id=source_workspace_id,  # type: ignore[misc]  # text ids are valid
             target_account_id=account_id,
             revoked_at__isnull=True,
         )
@@ -55,7 +58,7 @@ def active_grant(*, source_workspace_id: Any, account_id: Any) -> RepostGrant | 
 def target_unavailable_reason(
     *,
     account: Account,
-    workspace_id: Any,
+    workspace_id: ModelId,
     grant_active: bool | None = None,
     check_readiness: bool = True,
     decision: Decision | None = None,
@@ -100,7 +103,7 @@ class SettingsView:
     executions: list[RepostExecution] = field(default_factory=list)
 
 
-def policies_for_workspace(workspace_id: Any) -> list[RepostPolicy]:
+def policies_for_workspace(workspace_id: ModelId) -> list[RepostPolicy]:
     links = RepostPolicyAccount.objects.order_by("position", "id")
     return list(
         RepostPolicy.objects.filter(workspace_id=workspace_id)
@@ -123,7 +126,7 @@ def policy_representation(policy: RepostPolicy) -> dict[str, Any]:
     }
 
 
-def grant_representation(grant: RepostGrant, *, workspace_id: Any) -> dict[str, Any]:
+def grant_representation(grant: RepostGrant, *, workspace_id: ModelId) -> dict[str, Any]:
     account = grant.target_account
     outbound = str(grant.source_workspace_id) == str(workspace_id)
     return {
@@ -140,7 +143,7 @@ def grant_representation(grant: RepostGrant, *, workspace_id: Any) -> dict[str, 
     }
 
 
-def repost_settings_get(*, actor: Actor, workspace_id: Any) -> SettingsView:
+def repost_settings_get(*, actor: Actor, workspace_id: ModelId) -> SettingsView:
     access = require_workspace(actor, workspace_id)
     workspace = access.workspace
     platforms = supported_platforms()

@@ -8,7 +8,7 @@ services check what needs the database: which accounts a workspace may name, and
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -22,6 +22,7 @@ from config.errors import (
     PermissionDeniedError,
     RevisionConflictError,
 )
+from config.types import ModelId
 from publishing.models import Account
 from reposts.errors import RepostGrantExistsError
 from reposts.models import (
@@ -156,7 +157,7 @@ def _canonical(value: Any) -> str:
 
 
 def repost_settings_replace(
-    *, actor: Actor, workspace_id: Any, expected_revision: int, policies: list[dict[str, Any]]
+    *, actor: Actor, workspace_id: ModelId, expected_revision: int, policies: list[dict[str, Any]]
 ) -> RepostSettings:
     """Replace the workspace's whole policy set (``PUT /repost-automation``).
 
@@ -267,7 +268,7 @@ def _unique(values: Iterable[Any]) -> list[str]:
 # --- Grants -----------------------------------------------------------------------------------
 
 
-def _require_any_workspace(actor: Actor, workspace_ids: list[Any]) -> None:
+def _require_any_workspace(actor: Actor, workspace_ids: Sequence[ModelId]) -> None:
     """The actor administers at least one of ``workspace_ids`` (token binding included);
     otherwise the first one's answer (403)."""
     first, *others = workspace_ids
@@ -281,7 +282,7 @@ def _require_any_workspace(actor: Actor, workspace_ids: list[Any]) -> None:
 
 
 def repost_grant_create(
-    *, actor: Actor, source_workspace_id: Any, target_account_id: Any
+    *, actor: Actor, source_workspace_id: ModelId, target_account_id: ModelId
 ) -> RepostGrant:
     """Let ``source_workspace_id`` repost through an account of another workspace. The actor
     must administer both workspaces. Audited in both workspaces' access audit."""
@@ -333,7 +334,7 @@ def repost_grant_create(
     return grant
 
 
-def repost_grant_revoke(*, actor: Actor, grant_id: Any) -> RepostGrant:
+def repost_grant_revoke(*, actor: Actor, grant_id: ModelId) -> RepostGrant:
     """Withdraw a grant (an admin of either workspace). Active executions that repost through
     the account for the source workspace are skipped with the reason. Audited in both."""
     pk = parse_id(grant_id, what="repost grant")
