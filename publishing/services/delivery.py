@@ -42,6 +42,7 @@ from publishing.providers.base import (
     PublishRequest,
     PublishResult,
 )
+from publishing.services import tokens  # just-in-time token refresh before a send
 from publishing.services.accounts import account_context, account_mark_reconnect_required
 from publishing.services.media import media_absolute_url
 from publishing.services.publications import event_record
@@ -146,6 +147,7 @@ def delivery_send(*, destination_id: ModelId) -> None:
     if not _claim(destination_id):
         return
     destination = DESTINATION_FOR_SEND.instances(destination_id=destination_id)[0]
+    destination.account = tokens.account_token_ensure_fresh(account=destination.account)
     operation = "publish_scheduled" if destination.publication.scheduled_at else "publish_immediate"
     decision = readiness.decide_account(
         account=destination.account,
