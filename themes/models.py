@@ -66,7 +66,7 @@ class PublishedRevisionQuerySet(models.QuerySet["PublishedRevision"]):
     def update(self, **kwargs: Any) -> NoReturn:
         raise ImmutableRevisionError("Published theme revisions are immutable.")
 
-    def delete(self) -> NoReturn:  # type: ignore[override]
+    def delete(self) -> NoReturn:
         raise ImmutableRevisionError("Published theme revisions are immutable.")
 
 

@@ -73,11 +73,8 @@ def reference_check(
     queryset = Theme.objects.filter(organization_id=organization_id, deleted_at__isnull=True)
     if lock:
         queryset = queryset.select_for_update()
-    theme = (
-        queryset.filter(pk=_uuid_or_none(reference.id)).first()
-        if _uuid_or_none(reference.id)
-        else None
-    )
+    theme_pk = _uuid_or_none(reference.id)
+    theme = queryset.filter(pk=theme_pk).first() if theme_pk else None
     if theme is None:
         raise NotFoundError(f"No theme with ID {reference.id[:64]!r} in this organization.")
     if theme.published_revision == 0:

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.http import FileResponse, HttpResponse, HttpResponseBase
 from django.urls import reverse
-from django.utils.cache import parse_etags
+from django.utils.http import parse_etags
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.negotiation import BaseContentNegotiation
@@ -453,7 +453,7 @@ class ThemeAssetContentView(APIView):
             response = FileResponse(asset.file.open("rb"), content_type=asset.media_type)
             response["Content-Length"] = str(asset.size_bytes)
             response["Content-Disposition"] = (
-                f'inline; filename="{asset.pk}{_extension(asset.file.name)}"'
+                f'inline; filename="{asset.pk}{_extension(asset.file.name or "")}"'
             )
         for name, value in headers.items():
             response[name] = value

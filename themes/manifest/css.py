@@ -240,7 +240,8 @@ def _parse_rgb(body: str) -> Rgba:
     for part in parts:
         value = _number_or_percent(part, percent_of=255.0)
         channels.append(min(255.0, max(0.0, value)) / 255.0)
-    return Rgba(*channels, a=_alpha(alpha) if alpha is not None else 1.0)
+    r, g, b = channels  # _components gives exactly three
+    return Rgba(r, g, b, a=_alpha(alpha) if alpha is not None else 1.0)
 
 
 def _parse_ok_components(body: str, *, hue_last: bool) -> tuple[float, float, float, float]:

@@ -171,7 +171,7 @@ class CssField(ManifestValueField):
     """A CSS-like string: non-empty, ≤ 512 characters, none of ``url(`` ``;`` ``{`` ``}``
     ``<`` ``>`` ``@`` CR LF; then the syntax of its kind (``check``)."""
 
-    check: Callable[[str], Any] = staticmethod(lambda value: None)  # type: ignore[assignment]
+    check: Callable[[str], Any] = staticmethod(lambda value: None)
 
     def clean(self, data: str) -> str:
         css.check_css_text(data)
@@ -224,7 +224,7 @@ class LengthField(CssField):
         )
         super().__init__(**kwargs)
 
-    def check(self, value: str) -> None:  # type: ignore[override]
+    def check(self, value: str) -> None:
         css.check_length(
             value,
             minimum=self.minimum,
@@ -270,7 +270,7 @@ class LineHeightField(CssField):
         kwargs.setdefault("description", "a unitless number from 1 to 2.5")
         super().__init__(**kwargs)
 
-    def check(self, value: str) -> None:  # type: ignore[override]
+    def check(self, value: str) -> None:
         if not re.match(r"^(?:\d+(?:\.\d+)?|\.\d+)$", value):
             raise css.CssValueError("A line height is a unitless number, e.g. 1.5.")
         low, high = v.LINE_HEIGHT
@@ -278,7 +278,7 @@ class LineHeightField(CssField):
             raise css.CssValueError(f"A line height is between {low:g} and {high:g}.")
 
 
-class ListOf(serializers.ListField):  # type: ignore[type-arg]
+class ListOf(serializers.ListField):
     """A JSON array (never a string or an object), with optional unique items."""
 
     def __init__(self, *, unique: bool = False, **kwargs: Any) -> None:

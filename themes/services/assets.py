@@ -148,7 +148,7 @@ def theme_asset_upload(
     organization_id: ModelId,
     kind: str,
     name: str,
-    upload: UploadedFile,
+    upload: UploadedFile[bytes],
     font_family: str | None = None,
     font_style: str | None = None,
     font_weight: int | None = None,
@@ -269,7 +269,7 @@ def theme_asset_delete(*, actor: Actor, asset_id: ModelId, organization_id: Mode
             )
             if asset is None:
                 raise NotFoundError(f"No theme asset with ID {pk}.")
-            stored_name = asset.file.name
+            stored_name = asset.file.name or ""
             storage = asset.file.storage
             asset.delete()
             transaction.on_commit(lambda: storage.delete(stored_name))
