@@ -115,7 +115,11 @@ def _request_for(destination: Destination) -> PublishRequest:
     media_ids = (
         destination.media_ids if destination.media_ids is not None else publication.media_ids
     )
-    media_by_id = {str(m.pk): m for m in Media.objects.filter(pk__in=media_ids or [])}
+    # Most posts have no media: no queryset to build then (an empty IN sends no query, but the
+    # ORM still builds one, about 0.2 ms of CPU per delivery).
+    media_by_id = (
+        {str(m.pk): m for m in Media.objects.filter(pk__in=media_ids)} if media_ids else {}
+    )
     items = [
         MediaItem(
             name=m.name,
