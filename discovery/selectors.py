@@ -79,14 +79,14 @@ def _engagement(publication_ids: Sequence[ModelId]) -> dict[str, Engagement]:
         if isinstance(metrics, dict):
             latest[(str(publication_id), str(destination_id or ""))] = metrics
     totals: dict[str, Engagement] = {}
-    for (publication_id, _), metrics in latest.items():
+    for (publication_key, _), metrics in latest.items():
 
         def number(name: str, metrics: dict[str, Any] = metrics) -> int:
             value = metrics.get(name)
             return value if isinstance(value, int) and value >= 0 else 0
 
-        before = totals.get(publication_id, Engagement())
-        totals[publication_id] = Engagement(
+        before = totals.get(publication_key, Engagement())
+        totals[publication_key] = Engagement(
             likes=before.likes + number("likes"),
             comments=before.comments + number("comments"),
             reposts=before.reposts + number("reposts"),

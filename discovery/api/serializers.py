@@ -58,7 +58,7 @@ class DiscoverInputSerializer(StrictSerializer):
 
 class OpportunityAngleSerializer(serializers.Serializer):  # type: ignore[type-arg]
     id = serializers.CharField()
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
     thesis = serializers.CharField()
     approach = serializers.CharField()
 

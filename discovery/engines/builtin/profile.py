@@ -66,7 +66,10 @@ class Profile:
             return None
         scored = [(_relevance(topic, e.get("text", "")), -n) for n, e in enumerate(examples)]
         best = max(scored)
-        return examples[-best[1]] if best[0] > 0 else examples[index % len(examples)]
+        chosen: dict[str, str] = (
+            examples[-best[1]] if best[0] > 0 else examples[index % len(examples)]
+        )
+        return chosen
 
     def hook_expression(self, index: int) -> str:
         """A recurring expression that can open a hook: a short lead-in ("Here's the thing"),
