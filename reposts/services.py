@@ -198,7 +198,10 @@ def repost_settings_replace(
         kept = {_canonical(incoming.get("id") or "") for incoming in policies} - {""}
         removed = [pk for pk in existing if pk not in kept]
         executions_skip(
-            RepostExecution.objects.filter(policy_id__in=removed), reason="policy_removed", now=now
+            # django-stubs types a foreign key's _id__in without str ids; the ORM takes them.
+            RepostExecution.objects.filter(policy_id__in=removed),  # type: ignore[misc]
+            reason="policy_removed",
+            now=now,
         )
         RepostPolicy.objects.filter(pk__in=removed).delete()
         # Names are unique per workspace, and the new set may swap them: park the kept

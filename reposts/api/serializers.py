@@ -155,7 +155,8 @@ class RepostSettingsReplaceInputSerializer(StrictSerializer):
                 errors.setdefault(index, {})["id"] = ["This policy is listed twice."]
             ids.add(policy_id)
         if errors:
-            raise serializers.ValidationError({"policies": errors})
+            # Keyed by the policy's index in the list, as DRF's own ListSerializer errors are.
+            raise serializers.ValidationError({"policies": errors})  # type: ignore[dict-item]
         return attrs
 
 
