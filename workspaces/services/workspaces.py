@@ -82,6 +82,7 @@ def workspace_create(
     """The creator becomes the workspace's first admin. The instance administrator (Django
     admin) instead names ``first_admin``, an owner or admin of the organization; the audit event
     then names the instance administrator as the actor and ``first_admin`` as the subject."""
+    organization: Organization | None
     if first_admin is None:
         organization, _ = require_organization(actor, organization_id)
         first_admin = actor.user
