@@ -70,6 +70,17 @@ def organization_list_for_actor(*, actor: Actor) -> QuerySet[Organization]:
     return Organization.objects.filter(memberships__user=actor.user).order_by("-created_at", "-pk")
 
 
+def organization_page_for_actor(
+    *, actor: Actor, limit: int, cursor: str | None
+) -> Page[Organization]:
+    return keyset_page(
+        organization_list_for_actor(actor=actor),
+        list_key="organizations",
+        limit=limit,
+        cursor=cursor,
+    )
+
+
 def member_page(
     *, actor: Actor, workspace_id: ModelId, limit: int, cursor: str | None
 ) -> Page[WorkspaceMembership]:
@@ -136,6 +147,12 @@ def access_audit_list(
 
 def api_token_list(*, user: Any) -> QuerySet[ApiToken]:
     return ApiToken.objects.filter(user=user).order_by("-created_at", "-pk")
+
+
+def api_token_page(*, user: Any, limit: int, cursor: str | None) -> Page[ApiToken]:
+    return keyset_page(
+        api_token_list(user=user), list_key=f"tokens:{user.pk}", limit=limit, cursor=cursor
+    )
 
 
 def workspace_usage(*, actor: Actor, workspace_id: ModelId) -> dict[str, Any]:

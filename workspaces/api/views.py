@@ -13,6 +13,7 @@ from rest_framework.views import APIView
 from config.api.openapi import DeleteBodyAutoSchema
 from config.api.pagination import page_query_serializer
 from config.api.request import parse_body, parse_query
+from config.api.responses import no_content, respond, respond_page
 from config.api.schema import problems
 from config.types import ModelId
 from workspaces import selectors, services
@@ -78,8 +79,9 @@ class MeView(APIView):
                 "expires_at": token.expires_at,
             },
         }
-        context = {"request": request, "roles": _roles(actor, workspaces)}
-        return Response(s.MeSerializer(payload, context=context).data)
+        return respond(
+            request, s.MeSerializer, payload, context={"roles": _roles(actor, workspaces)}
+        )
 
 
 class OrganizationListView(APIView):
@@ -91,24 +93,16 @@ class OrganizationListView(APIView):
     def get(self, request: Request) -> Response:
         actor = actor_from_request(request)
         query = parse_query(PageQuery, request)
-        from config.api.pagination import keyset_page
-
-        page = keyset_page(
-            selectors.organization_list_for_actor(actor=actor),
-            list_key="organizations",
-            limit=query["limit"],
-            cursor=query.get("cursor"),
+        page = selectors.organization_page_for_actor(
+            actor=actor, limit=query["limit"], cursor=query.get("cursor")
         )
         roles = dict(
             OrganizationMembership.objects.filter(
                 user=actor.user, organization__in=page.items
             ).values_list("organization_id", "role")
         )
-        data = {
-            "items": [_org_payload(o, roles.get(o.pk, "")) for o in page.items],
-            "next_cursor": page.next_cursor,
-        }
-        return Response(s.OrganizationPageSerializer(data, context={"request": request}).data)
+        payloads = [_org_payload(o, roles.get(o.pk, "")) for o in page.items]
+        return respond_page(request, s.OrganizationPageSerializer, page, items=payloads)
 
     @extend_schema(
         operation_id="organizations_create",
@@ -119,13 +113,12 @@ class OrganizationListView(APIView):
         actor = actor_from_request(request)
         body = parse_body(s.OrganizationCreateInputSerializer, request)
         organization = services.organization_create(actor=actor, name=body["name"])
-        data = s.OrganizationSerializer(
-            _org_payload(organization, "owner"), context={"request": request}
-        ).data
-        return Response(
-            data,
+        return respond(
+            request,
+            s.OrganizationSerializer,
+            _org_payload(organization, "owner"),
             status=201,
-            headers={"Location": reverse("workspaces:organization-detail", args=[organization.pk])},
+            location=reverse("workspaces:organization-detail", args=[organization.pk]),
         )
 
 
@@ -138,10 +131,8 @@ class OrganizationDetailView(APIView):
         organization, membership = require_organization(
             actor, organization_id, roles=("owner", "admin", "member")
         )
-        return Response(
-            s.OrganizationSerializer(
-                _org_payload(organization, membership.role), context={"request": request}
-            ).data
+        return respond(
+            request, s.OrganizationSerializer, _org_payload(organization, membership.role)
         )
 
 
@@ -157,11 +148,8 @@ class WorkspaceListView(APIView):
         page = selectors.workspace_page_for_actor(
             actor=actor, limit=query["limit"], cursor=query.get("cursor")
         )
-        context = {"request": request, "roles": _roles(actor, page.items)}
-        return Response(
-            s.WorkspacePageSerializer(
-                {"items": page.items, "next_cursor": page.next_cursor}, context=context
-            ).data
+        return respond_page(
+            request, s.WorkspacePageSerializer, page, context={"roles": _roles(actor, page.items)}
         )
 
     @extend_schema(
@@ -179,11 +167,13 @@ class WorkspaceListView(APIView):
             timezone_name=body["timezone"],
         )
         workspace = selectors.workspace_list_for_actor(actor=actor).get(pk=workspace.pk)
-        context = {"request": request, "roles": {str(workspace.pk): "admin"}}
-        return Response(
-            s.WorkspaceSerializer(workspace, context=context).data,
+        return respond(
+            request,
+            s.WorkspaceSerializer,
+            workspace,
             status=201,
-            headers={"Location": reverse("workspaces:workspace-detail", args=[workspace.pk])},
+            location=reverse("workspaces:workspace-detail", args=[workspace.pk]),
+            context={"roles": {str(workspace.pk): "admin"}},
         )
 
 
@@ -197,8 +187,8 @@ class WorkspaceDetailView(APIView):
     def _render(self, request: Request, workspace_id: ModelId) -> Response:
         actor = actor_from_request(request)
         workspace = selectors.workspace_list_for_actor(actor=actor).get(pk=workspace_id)
-        context = {"request": request, "roles": _roles(actor, [workspace])}
-        return Response(s.WorkspaceSerializer(workspace, context=context).data)
+        context = {"roles": _roles(actor, [workspace])}
+        return respond(request, s.WorkspaceSerializer, workspace, context=context)
 
     @extend_schema(
         operation_id="workspaces_get", responses={200: s.WorkspaceSerializer, **problems(404)}
@@ -251,7 +241,7 @@ class WorkspaceDetailView(APIView):
             password_confirmed=body.get("current_password") is not None,
             authenticated_at=request.session.get("herald_authenticated_at"),
         )
-        return Response(status=204)
+        return no_content()
 
 
 class WorkspaceDeletionPreviewView(APIView):
@@ -265,9 +255,7 @@ class WorkspaceDeletionPreviewView(APIView):
         preview = services.workspace_deletion_preview(
             actor=actor_from_request(request), workspace_id=workspace_id
         )
-        return Response(
-            s.WorkspaceDeletionPreviewSerializer(preview, context={"request": request}).data
-        )
+        return respond(request, s.WorkspaceDeletionPreviewSerializer, preview)
 
 
 class WorkspaceUsageView(APIView):
@@ -278,7 +266,7 @@ class WorkspaceUsageView(APIView):
         usage = selectors.workspace_usage(
             actor=actor_from_request(request), workspace_id=workspace_id
         )
-        return Response(s.UsageSerializer(usage, context={"request": request}).data)
+        return respond(request, s.UsageSerializer, usage)
 
 
 class MemberListView(APIView):
@@ -295,11 +283,7 @@ class MemberListView(APIView):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return Response(
-            s.MemberPageSerializer(
-                {"items": page.items, "next_cursor": page.next_cursor}, context={"request": request}
-            ).data
-        )
+        return respond_page(request, s.MemberPageSerializer, page)
 
 
 class MemberDetailView(APIView):
@@ -317,7 +301,7 @@ class MemberDetailView(APIView):
             role=body.get("role"),
             status=body.get("status"),
         )
-        return Response(s.MemberSerializer(membership, context={"request": request}).data)
+        return respond(request, s.MemberSerializer, membership)
 
     @extend_schema(
         operation_id="workspace_members_remove", responses={204: None, **problems(404, 409)}
@@ -326,7 +310,7 @@ class MemberDetailView(APIView):
         services.workspace_member_remove(
             actor=actor_from_request(request), workspace_id=workspace_id, user_id=user_id
         )
-        return Response(status=204)
+        return no_content()
 
 
 def _with_accept_link(request: Request, invitation: Any, raw: str) -> None:
@@ -351,11 +335,7 @@ class InvitationListView(APIView):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return Response(
-            s.InvitationPageSerializer(
-                {"items": page.items, "next_cursor": page.next_cursor}, context={"request": request}
-            ).data
-        )
+        return respond_page(request, s.InvitationPageSerializer, page)
 
     @extend_schema(
         operation_id="workspace_invitations_create",
@@ -371,10 +351,12 @@ class InvitationListView(APIView):
             role=body["role"],
         )
         _with_accept_link(request, invitation, raw)
-        return Response(
-            s.InvitationWithTokenSerializer(invitation, context={"request": request}).data,
+        return respond(
+            request,
+            s.InvitationWithTokenSerializer,
+            invitation,
             status=201,
-            headers={"Location": reverse("workspaces:invitation-detail", args=[invitation.pk])},
+            location=reverse("workspaces:invitation-detail", args=[invitation.pk]),
         )
 
 
@@ -389,16 +371,14 @@ class InvitationResendView(APIView):
             actor=actor_from_request(request), invitation_id=invitation_id
         )
         _with_accept_link(request, invitation, raw)
-        return Response(
-            s.InvitationWithTokenSerializer(invitation, context={"request": request}).data
-        )
+        return respond(request, s.InvitationWithTokenSerializer, invitation)
 
 
 class InvitationDetailView(APIView):
     @extend_schema(operation_id="invitations_revoke", responses={204: None, **problems(404, 409)})
     def delete(self, request: Request, invitation_id: str) -> Response:
         services.invitation_revoke(actor=actor_from_request(request), invitation_id=invitation_id)
-        return Response(status=204)
+        return no_content()
 
 
 class InvitationAcceptView(APIView):
@@ -412,7 +392,7 @@ class InvitationAcceptView(APIView):
         membership = services.invitation_accept(
             actor=actor_from_request(request), token=body["token"]
         )
-        return Response(s.MemberSerializer(membership, context={"request": request}).data)
+        return respond(request, s.MemberSerializer, membership)
 
 
 class AccessAuditView(APIView):
@@ -440,7 +420,7 @@ class AccessAuditView(APIView):
                 limit=query["limit"],
                 columns=flat.sources,
             )
-        return Response(flat.represent(rows, request))
+        return respond(request, None, flat.represent(rows, request))
 
 
 class ApiTokenListView(APIView):
@@ -453,19 +433,10 @@ class ApiTokenListView(APIView):
     )
     def get(self, request: Request) -> Response:
         query = parse_query(PageQuery, request)
-        from config.api.pagination import keyset_page
-
-        page = keyset_page(
-            selectors.api_token_list(user=request.user),
-            list_key=f"tokens:{request.user.pk}",
-            limit=query["limit"],
-            cursor=query.get("cursor"),
+        page = selectors.api_token_page(
+            user=request.user, limit=query["limit"], cursor=query.get("cursor")
         )
-        return Response(
-            s.ApiTokenPageSerializer(
-                {"items": page.items, "next_cursor": page.next_cursor}, context={"request": request}
-            ).data
-        )
+        return respond_page(request, s.ApiTokenPageSerializer, page)
 
     @extend_schema(
         operation_id="api_tokens_create",
@@ -482,10 +453,12 @@ class ApiTokenListView(APIView):
             expires_at=body.get("expires_at"),
         )
         token.token = full  # type: ignore[attr-defined]
-        return Response(
-            s.ApiTokenCreatedSerializer(token, context={"request": request}).data,
+        return respond(
+            request,
+            s.ApiTokenCreatedSerializer,
+            token,
             status=201,
-            headers={"Location": reverse("workspaces:api-token-detail", args=[token.pk])},
+            location=reverse("workspaces:api-token-detail", args=[token.pk]),
         )
 
 
@@ -495,4 +468,4 @@ class ApiTokenDetailView(APIView):
     @extend_schema(operation_id="api_tokens_revoke", responses={204: None, **problems(404)})
     def delete(self, request: Request, token_id: str) -> Response:
         services.api_token_revoke(user=request.user, token_id=token_id)
-        return Response(status=204)
+        return no_content()
