@@ -66,10 +66,15 @@ class BlueskyStandIn(StandIn):
         self.access_ttl = access_ttl
         self.access: dict[str, dict[str, Any]] = {}
         self.refresh: dict[str, str] = {}
+        # A spent refresh token -> (its successor, when it was spent). The AT Protocol reference
+        # PDS accepts a just-rotated refresh token again for a grace period and answers it with
+        # the same successor; ``refresh_grace_seconds`` 0 (the default) makes rotation strict.
+        self.rotated: dict[str, tuple[str, float]] = {}
         self._tid = int(time.time() * 1_000_000)
         self.clear_data()
 
     def clear_data(self) -> None:
+        self.refresh_grace_seconds = 0.0
         self.records: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.blobs: dict[str, dict[str, Any]] = {}
         # The AppView indexes the firehose with a lag: with ``stale_viewer`` set, a deleted
@@ -127,6 +132,9 @@ class BlueskyStandIn(StandIn):
         if "stale_viewer" in spec:
             with self.lock:
                 self.stale_viewer = bool(spec.pop("stale_viewer"))
+        if "refresh_grace_seconds" in spec:
+            with self.lock:
+                self.refresh_grace_seconds = float(spec.pop("refresh_grace_seconds"))
         if spec.get("expire_tokens"):
             with self.lock:
                 for session in self.access.values():
@@ -147,10 +155,10 @@ class BlueskyStandIn(StandIn):
         }
         return f"{header}.{_b64url(json.dumps(claims).encode())}.{_b64url(secrets.token_bytes(32))}"
 
-    def _session(self, handle: str) -> dict[str, Any]:
+    def _session(self, handle: str, refresh: str = "") -> dict[str, Any]:
         account = ACCOUNTS[handle]
         access = self._jwt(account["did"], "com.atproto.appPass", self.access_ttl)
-        refresh = self._jwt(account["did"], "com.atproto.refresh", 90 * 86400)
+        refresh = refresh or self._jwt(account["did"], "com.atproto.refresh", 90 * 86400)
         with self.lock:
             self.access[access] = {"did": account["did"], "expired": False}
             self.refresh[refresh] = account["did"]
@@ -208,12 +216,22 @@ class BlueskyStandIn(StandIn):
         return Reply(200, self._session(handle))
 
     def refresh_session(self, request: Request) -> Reply:
+        successor = ""
         with self.lock:
             did = self.refresh.pop(request.bearer, None)  # rotation: the old token is spent
+            spent = self.rotated.get(request.bearer)
+            if did is None and spent is not None:
+                successor, spent_at = spent
+                fresh = time.monotonic() - spent_at <= self.refresh_grace_seconds
+                did = self.refresh.get(successor) if fresh else None
         if did is None:
             return Reply(400, {"error": "InvalidToken", "message": "Token has been revoked"})
         self.bump("sessions_refreshed")
-        return Reply(200, self._session(self._handle_of(did)))
+        session = self._session(self._handle_of(did), refresh=successor)
+        if not successor:
+            with self.lock:
+                self.rotated[request.bearer] = (session["refreshJwt"], time.monotonic())
+        return Reply(200, session)
 
     def delete_session(self, request: Request) -> Reply:
         with self.lock:
