@@ -30,7 +30,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 from django.db.models import Max
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, HttpResponseBase
 from django.utils import timezone
 from django.utils.html import escape
 from django.utils.http import http_date
@@ -127,7 +127,8 @@ def _conditional(
 def _last_modified(account: Account) -> datetime:
     # Withdrawn entries count (``delete`` keeps the row and moves its ``updated_at``).
     newest = FeedEntry.objects.filter(account=account).aggregate(newest=Max("updated_at"))["newest"]
-    return max(filter(None, (account.updated_at, account.created_at, newest)))
+    latest: datetime = max(filter(None, (account.updated_at, account.created_at, newest)))
+    return latest
 
 
 def _entries(account: Account) -> list[FeedEntry]:
@@ -213,7 +214,8 @@ def atom_document(
             if media.alt_text:
                 attrs["title"] = media.alt_text
             sub(item, "link", **attrs)
-    return ET.tostring(feed, encoding="utf-8", xml_declaration=True)
+    document: bytes = ET.tostring(feed, encoding="utf-8", xml_declaration=True)
+    return document
 
 
 def json_document(
@@ -328,7 +330,7 @@ def feed_entry(request: HttpRequest, token: str, entry_id: ModelId) -> HttpRespo
 
 
 @require_safe
-def feed_media(request: HttpRequest, token: str, media_id: ModelId) -> HttpResponse:
+def feed_media(request: HttpRequest, token: str, media_id: ModelId) -> HttpResponseBase:
     account = _feed_or_answer(token)
     if isinstance(account, HttpResponse):
         return account
@@ -343,7 +345,7 @@ def feed_media(request: HttpRequest, token: str, media_id: ModelId) -> HttpRespo
     media = enclosure.media
     etag = f'"{media.checksum_sha256[:40]}"'
     if _not_modified(request, etag, media.created_at):
-        response: HttpResponse = HttpResponse(status=304)
+        response: HttpResponseBase = HttpResponse(status=304)
     else:
         try:
             handle = media.file.open("rb")

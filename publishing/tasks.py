@@ -37,9 +37,13 @@ def nudge(task: Task[Any, Any], destination_id: str, countdown: float | None = N
             task.delay(destination_id)
         else:
             task.apply_async((destination_id,), countdown=countdown)
-    except (KombuError, OSError, *REDIS_OUTAGE_ERRORS) as exc:
+    except _ENQUEUE_ERRORS as exc:
         _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
         _log_unsent(task, destination_id, type(exc).__name__)
+
+
+# What a failed enqueue raises when the broker is down (one tuple: mypy reads no starred except).
+_ENQUEUE_ERRORS: tuple[type[Exception], ...] = (KombuError, OSError, *REDIS_OUTAGE_ERRORS)
 
 
 def reset_broker_backoff() -> None:

@@ -7,7 +7,7 @@ import functools
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -18,6 +18,7 @@ from config.api.problems import RequestValidationError
 from config.errors import ConflictError
 from publishing.errors import IdempotencyKeyReusedError
 from publishing.models import IdempotencyRecord
+from workspaces.models import User
 
 HEADER = "HTTP_IDEMPOTENCY_KEY"
 MAX_KEY_LENGTH = 200
@@ -45,20 +46,21 @@ def idempotent(view_method: Callable[..., Response]) -> Callable[..., Response]:
                 {"Idempotency-Key": [f"1 to {MAX_KEY_LENGTH} characters."]}, location="header"
             )
         fingerprint = _fingerprint(request)
+        user = cast(User, request.user)  # the idempotent operations require authentication
         IdempotencyRecord.objects.filter(
-            user=request.user, key=key, created_at__lt=timezone.now() - TTL
+            user=user, key=key, created_at__lt=timezone.now() - TTL
         ).delete()
         try:
             with transaction.atomic():
                 record = IdempotencyRecord.objects.create(
-                    user=request.user,
+                    user=user,
                     key=key,
-                    method=request.method,
+                    method=request.method or "",
                     path=request.path,
                     request_hash=fingerprint,
                 )
         except IntegrityError:
-            existing = IdempotencyRecord.objects.get(user=request.user, key=key)
+            existing = IdempotencyRecord.objects.get(user=user, key=key)
             if existing.request_hash != fingerprint:
                 raise IdempotencyKeyReusedError() from None
             if existing.response_status is None:

@@ -15,7 +15,7 @@ import enum
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 
 class ConnectionMode(enum.StrEnum):
@@ -127,7 +127,7 @@ class MediaItem:
     name: str
     mime_type: str
     size: int
-    open: Callable[[], BinaryIO]  # opens the stored file for reading
+    open: Callable[[], IO[bytes]]  # opens the stored file for reading
     alt_text: str = ""
     media_id: str = ""  # Herald's Media id (the built-in feed serves the file itself)
     # Where a receiver outside Herald can fetch it (the media API's ``url``: object storage or

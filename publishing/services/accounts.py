@@ -52,7 +52,7 @@ def _hash(value: str) -> str:
 
 
 def account_context(account: Account) -> AccountContext:
-    app = credentials.decrypt(account.app.credentials_encrypted) if account.app_id else {}
+    app = credentials.decrypt(account.app.credentials_encrypted) if account.app else {}
     return AccountContext(
         external_id=account.external_id,
         credentials=credentials.decrypt(account.credentials_encrypted),

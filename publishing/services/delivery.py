@@ -61,7 +61,7 @@ def backoff_seconds(attempt: int, retry_after: float | None = None) -> float:
         settings.HERALD_RETRY_BASE_SECONDS * 2 ** max(0, attempt - 1),
         settings.HERALD_RETRY_MAX_SECONDS,
     )
-    delay = base * random.uniform(0.8, 1.2)  # noqa: S311  (jitter, not security)
+    delay: float = base * random.uniform(0.8, 1.2)  # noqa: S311  (jitter, not security)
     if retry_after is not None:
         delay = max(delay, min(float(retry_after), settings.HERALD_RETRY_AFTER_CAP_SECONDS))
     return delay

@@ -36,7 +36,7 @@ def sniff_mime_type(head: bytes) -> str | None:
 
 
 def media_upload(
-    *, actor: Actor, workspace_id: ModelId, upload: UploadedFile, alt_text: str = ""
+    *, actor: Actor, workspace_id: ModelId, upload: UploadedFile[bytes], alt_text: str = ""
 ) -> Media:
     access = require_workspace(actor, workspace_id, role="editor")
     size = upload.size or 0
@@ -92,7 +92,7 @@ def media_upload(
     return media
 
 
-def _image_dimensions(upload: UploadedFile) -> tuple[int, int]:
+def _image_dimensions(upload: UploadedFile[bytes]) -> tuple[int, int]:
     """Width and height of an uploaded image, decoded fully; anything else is a 422 at ``body.file``.
 
     The pixel count in the header is checked before any pixel is decoded, against
@@ -167,7 +167,7 @@ def media_delete(*, actor: Actor, media_id: ModelId) -> None:
         )
         if in_use:
             raise MediaInUseError()
-        stored_name = media.file.name
+        stored_name = media.file.name or ""
         media.delete()
     transaction.on_commit(lambda: media.file.storage.delete(stored_name))
 
