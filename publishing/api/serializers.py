@@ -27,7 +27,9 @@ class AccountConnectInputSerializer(StrictSerializer):
     workspace_id = serializers.CharField(max_length=64)
     provider = serializers.CharField(max_length=40)
     instance_url = serializers.URLField(max_length=300, required=False, default="")
-    fields = serializers.DictField(
+    # The body's "fields" key (the contract's name) shadows Serializer.fields in the stubs only:
+    # DRF moves declared fields off the class.
+    fields = serializers.DictField(  # type: ignore[assignment]
         child=serializers.CharField(trim_whitespace=True),
         required=False,
         default=dict,
@@ -112,7 +114,10 @@ class PublicationWriteInputSerializer(StrictSerializer):
     media_ids = serializers.ListField(
         child=serializers.CharField(max_length=64), max_length=20, required=False, default=list
     )
-    destinations = DestinationInputSerializer(many=True, allow_empty=False, max_length=50)
+    # many=True hands max_length to the ListSerializer; the stubs' __init__ does not list it.
+    destinations = DestinationInputSerializer(  # type: ignore[call-arg]
+        many=True, allow_empty=False, max_length=50
+    )
     voice_profile_id = serializers.CharField(
         max_length=64,
         required=False,
@@ -200,7 +205,7 @@ class AccountConnectResultSerializer(ResponseSerializer):
 
 
 class OptionValueSerializer(serializers.Serializer):  # type: ignore[type-arg]
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
     value = serializers.CharField()
 
 
@@ -222,13 +227,14 @@ class MediaSerializer(ResponseSerializer):
     created_at = serializers.DateTimeField()
 
     def get_url(self, obj: Any) -> str:
-        url = obj.file.url
+        url: str = obj.file.url
         if not url.startswith("/"):
             return url  # already absolute (object storage)
         if settings.HERALD_PUBLIC_URL:
             return f"{settings.HERALD_PUBLIC_URL}{url}"
         request = self.context.get("request")
-        return request.build_absolute_uri(url) if request is not None else url
+        absolute: str = request.build_absolute_uri(url) if request is not None else url
+        return absolute
 
 
 class MediaPageSerializer(ResponseSerializer):
@@ -293,7 +299,8 @@ class PublicationEventSerializer(serializers.Serializer):  # type: ignore[type-a
     kind = serializers.CharField()
     status = serializers.CharField()
     detail = serializers.CharField()
-    data = serializers.JSONField()
+    # The event's "data" key (the contract's name) shadows Serializer.data in the stubs only.
+    data = serializers.JSONField()  # type: ignore[assignment]
     created_at = serializers.DateTimeField()
 
 
