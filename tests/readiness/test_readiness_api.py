@@ -62,7 +62,12 @@ def admin_session(
 # --- The projection -------------------------------------------------------------------------------
 
 
-def test_projection_shape(owner_client: APIClient, workspace: Any) -> None:
+def test_projection_shape(owner_client: APIClient, workspace: Any, settings: Any) -> None:
+    # The operator's OAuth apps (X, LinkedIn, Threads) configured: every provider is healthy.
+    settings.PROVIDER_OAUTH_APPS = {
+        name: {**app, "client_id": f"{name}-id", "client_secret": f"{name}-secret"}
+        for name, app in settings.PROVIDER_OAUTH_APPS.items()
+    }
     hook = make_account(workspace)
     bot = make_account(workspace, "telegram")
     body = ok(owner_client.get(f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)}))
