@@ -17,6 +17,7 @@ from rest_framework.views import APIView
 
 from config.api.problems import RequestValidationError
 from config.api.request import parse_body, parse_query
+from config.api.responses import no_content, respond, respond_page
 from config.api.schema import problems
 from themes import selectors, services
 from themes.api import serializers as s
@@ -55,19 +56,11 @@ WORKSPACE_PATH = OpenApiParameter(
 )
 
 
-def _data(serializer: Any, instance: Any, request: Request) -> Any:
-    return serializer(instance, context={"request": request}).data
-
-
-def _theme_response(request: Request, theme: Any, status: int = 200, **kwargs: Any) -> Response:
+def _theme_response(
+    request: Request, theme: Any, status: int = 200, location: str | None = None
+) -> Response:
     detail = selectors.theme_detail(theme)
-    return Response(_data(s.ThemeSerializer, detail, request), status=status, **kwargs)
-
-
-def _page(serializer: Any, page: Any, request: Request) -> Response:
-    return Response(
-        _data(serializer, {"items": page.items, "next_cursor": page.next_cursor}, request)
-    )
+    return respond(request, s.ThemeSerializer, detail, status=status, location=location)
 
 
 class BuiltInThemeListView(APIView):
@@ -81,9 +74,8 @@ class BuiltInThemeListView(APIView):
             {"summary": selectors.built_in_summary(built_in), "manifest": built_in.manifest}
             for built_in in selectors.built_in_list()
         ]
-        return Response(
-            _data(s.BuiltInThemePageSerializer, {"items": items, "next_cursor": None}, request)
-        )
+        # One page: there are few.
+        return respond(request, s.BuiltInThemePageSerializer, {"items": items, "next_cursor": None})
 
 
 class ThemeListView(APIView):
@@ -102,7 +94,7 @@ class ThemeListView(APIView):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return _page(s.ThemeSummaryPageSerializer, page, request)
+        return respond_page(request, s.ThemeSummaryPageSerializer, page)
 
     @extend_schema(
         operation_id="themes_create",
@@ -125,7 +117,7 @@ class ThemeListView(APIView):
             request,
             theme,
             status=201,
-            headers={"Location": reverse("themes:theme-detail", args=[theme.pk])},
+            location=reverse("themes:theme-detail", args=[theme.pk]),
         )
 
 
@@ -145,7 +137,7 @@ class AvailableThemeListView(APIView):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return _page(s.ThemeSummaryPageSerializer, page, request)
+        return respond_page(request, s.ThemeSummaryPageSerializer, page)
 
 
 class ThemeDetailView(APIView):
@@ -161,7 +153,7 @@ class ThemeDetailView(APIView):
             theme_id=theme_id,
             organization_id=query["organization_id"],
         )
-        return Response(_data(s.ThemeSerializer, detail, request))
+        return respond(request, s.ThemeSerializer, detail)
 
     @extend_schema(
         operation_id="themes_delete",
@@ -177,7 +169,7 @@ class ThemeDetailView(APIView):
             theme_id=theme_id,
             organization_id=query["organization_id"],
         )
-        return Response(status=204)
+        return no_content()
 
 
 class ThemeDraftView(APIView):
@@ -221,10 +213,8 @@ class ThemePublishView(APIView):
             expected_published_revision=body["expected_published_revision"],
         )
         location = reverse("themes:theme-revision", args=[revision.theme_id, revision.revision])
-        return Response(
-            _data(s.PublishedRevisionSerializer, revision, request),
-            status=201,
-            headers={"Location": location},
+        return respond(
+            request, s.PublishedRevisionSerializer, revision, status=201, location=location
         )
 
 
@@ -244,7 +234,7 @@ class ThemeRevisionListView(APIView):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return _page(s.PublishedRevisionPageSerializer, page, request)
+        return respond_page(request, s.PublishedRevisionPageSerializer, page)
 
 
 class ThemeRevisionDetailView(APIView):
@@ -264,7 +254,7 @@ class ThemeRevisionDetailView(APIView):
             organization_id=query["organization_id"],
             revision=path.validated_data["revision"],
         )
-        return Response(_data(s.PublishedRevisionSerializer, found, request))
+        return respond(request, s.PublishedRevisionSerializer, found)
 
 
 class OrganizationThemeDefaultView(APIView):
@@ -278,7 +268,7 @@ class OrganizationThemeDefaultView(APIView):
         default = selectors.organization_theme_default_get(
             actor=actor_from_request(request), organization_id=query["organization_id"]
         )
-        return Response(_data(s.OrganizationThemeDefaultSerializer, default, request))
+        return respond(request, s.OrganizationThemeDefaultSerializer, default)
 
     @extend_schema(
         operation_id="theme_settings_organization_set",
@@ -296,7 +286,7 @@ class OrganizationThemeDefaultView(APIView):
             reference=reference_from_input(reference) if reference else None,
         )
         default = selectors.organization_theme_default(body["organization_id"])
-        return Response(_data(s.OrganizationThemeDefaultSerializer, default, request))
+        return respond(request, s.OrganizationThemeDefaultSerializer, default)
 
 
 class WorkspaceThemeAssignmentView(APIView):
@@ -309,7 +299,7 @@ class WorkspaceThemeAssignmentView(APIView):
         assignment = selectors.workspace_theme_get(
             actor=actor_from_request(request), workspace_id=workspace_id
         )
-        return Response(_data(s.WorkspaceThemeSerializer, assignment, request))
+        return respond(request, s.WorkspaceThemeSerializer, assignment)
 
     @extend_schema(
         operation_id="theme_assignments_set",
@@ -329,7 +319,7 @@ class WorkspaceThemeAssignmentView(APIView):
             reference=reference_from_input(reference) if reference else None,
         )
         assignment = selectors.workspace_theme_get(actor=actor, workspace_id=workspace_id)
-        return Response(_data(s.WorkspaceThemeSerializer, assignment, request))
+        return respond(request, s.WorkspaceThemeSerializer, assignment)
 
 
 class ThemeAssetListView(APIView):
@@ -350,7 +340,7 @@ class ThemeAssetListView(APIView):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return _page(s.ThemeAssetPageSerializer, page, request)
+        return respond_page(request, s.ThemeAssetPageSerializer, page)
 
     @extend_schema(
         operation_id="theme_assets_upload",
@@ -373,8 +363,13 @@ class ThemeAssetListView(APIView):
             font_weight=body.get("font_weight"),
             license_acknowledged=body["license_acknowledged"],
         )
-        data = _data(s.ThemeAssetRecordSerializer, asset, request)
-        return Response(data, status=201, headers={"Location": data["url"]})
+        return respond(
+            request,
+            s.ThemeAssetRecordSerializer,
+            asset,
+            status=201,
+            location=lambda data: data["url"],  # the asset's content address
+        )
 
 
 class ThemeAssetDetailView(APIView):
@@ -391,7 +386,7 @@ class ThemeAssetDetailView(APIView):
             asset_id=asset_id,
             organization_id=query["organization_id"],
         )
-        return Response(status=204)
+        return no_content()
 
 
 class AnyAcceptNegotiation(BaseContentNegotiation):
