@@ -23,7 +23,7 @@ from publishing.models import (
 )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -43,7 +43,7 @@ class AccountAdmin(ReadOnlyAdmin):
     exclude = ("credentials_encrypted",)
 
 
-class DestinationInline(admin.TabularInline):  # type: ignore[type-arg]
+class DestinationInline(admin.TabularInline[Destination, Publication]):
     model = Destination
     extra = 0
     can_delete = False

@@ -33,7 +33,7 @@ def _provider_choices() -> list[tuple[str, str]]:
     return [(p, p) for p in PROVIDERS]
 
 
-class LedgerAddForm(forms.ModelForm):  # type: ignore[type-arg]
+class LedgerAddForm(forms.ModelForm[Any]):
     """Collects plain inputs; ``clean`` appends through the ledger service (the admin's add view
     runs in one transaction, so a later failure rolls the append back)."""
 
@@ -144,7 +144,7 @@ class CertificationRunAddForm(LedgerAddForm):
         return ledgers.certification_append(operator=self.request.user, checks=checks, **data)
 
 
-class AddOnlyLedgerAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class AddOnlyLedgerAdmin(admin.ModelAdmin[Any]):
     add_form: type[LedgerAddForm] | None = None
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
@@ -208,7 +208,7 @@ class RuntimeControlAdmin(AddOnlyLedgerAdmin):
     search_fields = ("provider", "output_profile")
 
 
-class CertificationCheckInline(admin.TabularInline):  # type: ignore[type-arg]
+class CertificationCheckInline(admin.TabularInline[CertificationCheck, CertificationRun]):
     model = CertificationCheck
     fields = ("name", "outcome", "reason", "created_at")
     readonly_fields = fields

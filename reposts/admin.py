@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from reposts.models import RepostExecution, RepostGrant, RepostPolicy, RepostStage
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ReadOnlyAdmin(admin.ModelAdmin[Any]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -37,7 +37,7 @@ class RepostGrantAdmin(ReadOnlyAdmin):
     search_fields = ("source_workspace__name", "target_account__username")
 
 
-class RepostStageInline(admin.TabularInline):  # type: ignore[type-arg]
+class RepostStageInline(admin.TabularInline[RepostStage, RepostExecution]):
     model = RepostStage
     extra = 0
     can_delete = False

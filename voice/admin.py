@@ -11,7 +11,7 @@ from django.http import HttpRequest
 from voice.models import VoiceProfile, VoiceProfileAssignment
 
 
-class VoiceProfileAssignmentInline(admin.TabularInline):  # type: ignore[type-arg]
+class VoiceProfileAssignmentInline(admin.TabularInline[VoiceProfileAssignment, VoiceProfile]):
     model = VoiceProfileAssignment
     extra = 0
     can_delete = False
@@ -23,7 +23,7 @@ class VoiceProfileAssignmentInline(admin.TabularInline):  # type: ignore[type-ar
 
 
 @admin.register(VoiceProfile)
-class VoiceProfileAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class VoiceProfileAdmin(admin.ModelAdmin[VoiceProfile]):
     list_display = ("name", "workspace", "is_default", "revision", "updated_at")
     list_filter = ("is_default",)
     list_select_related = ("workspace",)

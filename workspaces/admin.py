@@ -48,7 +48,7 @@ class _Rehearsal(Exception):
     """Rolls back a rehearsed service call."""
 
 
-class ServiceForm(forms.ModelForm):  # type: ignore[type-arg]
+class ServiceForm(forms.ModelForm[Any]):
     """A model form whose write is one service call.
 
     ``clean`` rehearses the call inside a savepoint that is then rolled back, so whatever the
@@ -88,7 +88,7 @@ def _user_by_email(email: str) -> User:
     return user
 
 
-class ServiceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ServiceAdmin(admin.ModelAdmin[Any]):
     """Adds and changes through ``ServiceForm``s; no generic delete."""
 
     add_form: type[ServiceForm] | None = None
@@ -135,7 +135,7 @@ def _run_each(
 
 
 @admin.register(User)
-class UserAdmin(DjangoUserAdmin):
+class UserAdmin(DjangoUserAdmin[User]):
     ordering = ("email",)
     list_display = ("email", "name", "is_active", "is_staff", "is_superuser", "created_at")
     search_fields = ("email", "name")
@@ -159,7 +159,7 @@ class UserAdmin(DjangoUserAdmin):
 # --- Organizations --------------------------------------------------------------------------
 
 
-class OrganizationMembershipInline(admin.TabularInline):  # type: ignore[type-arg]
+class OrganizationMembershipInline(admin.TabularInline[OrganizationMembership, Organization]):
     """Read-only: no service changes organization roles."""
 
     model = OrganizationMembership
@@ -194,14 +194,14 @@ class OrganizationAddForm(ServiceForm):
         )
 
 
-class OrganizationChangeForm(forms.ModelForm):  # type: ignore[type-arg]
+class OrganizationChangeForm(forms.ModelForm[Organization]):
     class Meta:
         model = Organization
         fields = ("name",)
 
 
 @admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class OrganizationAdmin(admin.ModelAdmin[Organization]):
     """Added through ``organization_create`` (with an owner); renaming is a plain edit (no rule
     applies to it); never deleted here."""
 
@@ -236,7 +236,7 @@ class OrganizationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 # --- Workspaces -----------------------------------------------------------------------------
 
 
-class WorkspaceMembershipInline(admin.TabularInline):  # type: ignore[type-arg]
+class WorkspaceMembershipInline(admin.TabularInline[WorkspaceMembership, Workspace]):
     """Read-only here; each membership's own page (the change link) edits it through the
     member services, and "Workspace memberships" adds and removes members."""
 
@@ -388,7 +388,7 @@ class WorkspaceMembershipAdmin(ServiceAdmin):
 
 
 @admin.register(Invitation)
-class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class InvitationAdmin(admin.ModelAdmin[Invitation]):
     """Invitations are created through the API (the accept token is shown once) and revoked
     here (audited); never deleted."""
 
@@ -429,7 +429,7 @@ class InvitationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
     list_display = ("id", "name", "user", "workspace", "status", "expires_at", "last_used_at")
     list_select_related = ("user", "workspace")
     search_fields = ("id", "name", "user__email")
@@ -464,7 +464,7 @@ class ApiTokenAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 @admin.register(AccessAuditEvent)
-class AccessAuditEventAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class AccessAuditEventAdmin(admin.ModelAdmin[AccessAuditEvent]):
     list_display = ("created_at", "action", "workspace_id", "subject_email", "role", "status")
     list_filter = ("action",)
     search_fields = ("workspace_id", "subject_email", "subject_user_id")
