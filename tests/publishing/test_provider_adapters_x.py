@@ -28,6 +28,7 @@ from publishing.providers.base import (
 )
 from publishing.providers.x import XAdapter, x_weighted_length
 from publishing.services import delivery, publications
+from publishing.services.accounts import account_context
 from tests.providers import assert_no_secret, media_item, tiny_png
 from tests.providers.x import CLIENT_SECRET, USER, XStandIn, weighted_length
 from tests.publishing_support import API, follow_authorization, gif_bytes
@@ -461,6 +462,9 @@ def test_connect_publish_reconcile_and_refresh_through_herald(
     assert stored.external_id == USER["id"]
     assert stored.username == USER["username"]
     assert stored.profile_url == "https://x.com/herald_hq"
+    # The API base is the account's host: per-host limits and 429 pauses apply to it.
+    assert stored.instance_url == server.url
+    assert delivery.provider_host("x", account_context(stored)) == f"127.0.0.1:{server.port}"
     assert "offline.access" in stored.granted_scopes
     secrets = credentials.decrypt(stored.credentials_encrypted)
     assert secrets["refresh_token"]

@@ -282,6 +282,8 @@ class XAdapter(ProviderAdapter):
             display_name=str(me.get("name") or ""),
             avatar_url=str(me.get("profile_image_url") or ""),
             credentials=credentials,
+            # The API base: the delivery service's per-host limits and 429 pauses key on it.
+            instance_url=self.api_url,
             granted_scopes=scopes or SCOPES,
             expires_at=expires_at,
             profile_url=f"{PUBLIC_URL}/{quote(username, safe='')}" if username else "",
@@ -310,6 +312,7 @@ class XAdapter(ProviderAdapter):
             external_id=account.external_id,
             username=username,
             credentials=credentials,
+            instance_url=account.instance_url or self.api_url,
             granted_scopes=scopes,
             expires_at=expires_at,
             profile_url=f"{PUBLIC_URL}/{quote(username, safe='')}" if username else "",
