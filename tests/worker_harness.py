@@ -38,6 +38,17 @@ T = TypeVar("T")
 _INHERITED_PREFIXES = ("HERALD_", "DATABASE_URL", "REDIS_URL", "SECRET_KEY", "DJANGO_")
 
 
+def credential_keys() -> dict[str, str]:
+    """What workers need to decrypt the credentials this process encrypts: its ``SECRET_KEY``,
+    ``HERALD_ENVIRONMENT`` and ``HERALD_CREDENTIALS_KEY`` (when set), for ``settings_env``."""
+    from django.conf import settings
+
+    keys = {"SECRET_KEY": settings.SECRET_KEY, "HERALD_ENVIRONMENT": settings.HERALD_ENVIRONMENT}
+    if settings.HERALD_CREDENTIALS_KEY:
+        keys["HERALD_CREDENTIALS_KEY"] = settings.HERALD_CREDENTIALS_KEY
+    return keys
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -34,6 +34,7 @@ from tests.worker_harness import (
     DeliveryStack,
     ManagedProcess,
     RedisServer,
+    credential_keys,
     free_port,
     use_broker,
     wait_until,
@@ -193,17 +194,6 @@ def test_publish_now_with_the_broker_down_is_accepted_stored_and_quick(
 # --- End to end: gunicorn, worker and beat through an outage -----------------------------------
 
 
-def _keys() -> dict[str, str]:
-    """What the processes need to decrypt the credentials this process encrypts."""
-    env = {
-        "SECRET_KEY": django_settings.SECRET_KEY,
-        "HERALD_ENVIRONMENT": django_settings.HERALD_ENVIRONMENT,
-    }
-    if django_settings.HERALD_CREDENTIALS_KEY:
-        env["HERALD_CREDENTIALS_KEY"] = django_settings.HERALD_CREDENTIALS_KEY
-    return env
-
-
 def _start_web(stack: DeliveryStack, tmp_path: Path) -> tuple[ManagedProcess, str]:
     port = free_port()
     argv = [
@@ -245,7 +235,10 @@ def test_redis_outage_end_to_end(
     redis = RedisServer(tmp_path)
     broker = Broker.redis(redis.url)
     stack = DeliveryStack(
-        database_url=worker_database_url, broker=broker, data_dir=tmp_path, settings_env=_keys()
+        database_url=worker_database_url,
+        broker=broker,
+        data_dir=tmp_path,
+        settings_env=credential_keys(),
     )
     discord = DiscordWebhookStandIn()
     try:  # every process is stopped, whatever fails and wherever

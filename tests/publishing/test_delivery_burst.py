@@ -34,7 +34,7 @@ from publishing import credentials
 from publishing.models import Account, Destination, ProviderApp
 from publishing.services.publications import publication_create, publication_schedule
 from tests.providers.mastodon import MastodonStandIn
-from tests.worker_harness import Broker, DeliveryStack, use_broker
+from tests.worker_harness import Broker, DeliveryStack, credential_keys, use_broker
 from workspaces.access import Actor
 
 pytestmark = [
@@ -55,12 +55,7 @@ RECEIVED = re.compile(r"Task publishing\.delivery_send\[[0-9a-f-]+\] received")
 @pytest.fixture
 def stack(worker_database_url: str, tmp_path: Path) -> Iterator[DeliveryStack]:
     broker = Broker.redis(django_settings.REDIS_URL)
-    keys = {
-        "SECRET_KEY": django_settings.SECRET_KEY,
-        "HERALD_ENVIRONMENT": django_settings.HERALD_ENVIRONMENT,
-    }
-    if django_settings.HERALD_CREDENTIALS_KEY:
-        keys["HERALD_CREDENTIALS_KEY"] = django_settings.HERALD_CREDENTIALS_KEY
+    keys = credential_keys()
     own = DeliveryStack(
         database_url=worker_database_url, broker=broker, data_dir=tmp_path, settings_env=keys
     )

@@ -35,7 +35,7 @@ from publishing.services.publications import (
 from tests.providers.bluesky import BlueskyStandIn
 from tests.providers.mastodon import MastodonStandIn
 from tests.providers.standin import StandIn
-from tests.worker_harness import Broker, DeliveryStack, RedisServer, use_broker
+from tests.worker_harness import Broker, DeliveryStack, RedisServer, credential_keys, use_broker
 from workspaces.access import Actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -50,17 +50,6 @@ REDIRECT_URI = "http://testserver/api/v1/accounts/oauth/callback"
 
 
 # --- Processes and stand-ins ------------------------------------------------------------------
-
-
-def _keys() -> dict[str, str]:
-    """What workers need to decrypt the credentials this process encrypts."""
-    env = {
-        "SECRET_KEY": django_settings.SECRET_KEY,
-        "HERALD_ENVIRONMENT": django_settings.HERALD_ENVIRONMENT,
-    }
-    if django_settings.HERALD_CREDENTIALS_KEY:
-        env["HERALD_CREDENTIALS_KEY"] = django_settings.HERALD_CREDENTIALS_KEY
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +68,10 @@ def shared(
     redis_url = django_settings.REDIS_URL
     broker = Broker.redis(redis_url) if redis_url else Broker.filesystem(data_dir)
     stack = DeliveryStack(
-        database_url=worker_database_url, broker=broker, data_dir=data_dir, settings_env=_keys()
+        database_url=worker_database_url,
+        broker=broker,
+        data_dir=data_dir,
+        settings_env=credential_keys(),
     )
     with use_broker(broker):
         try:

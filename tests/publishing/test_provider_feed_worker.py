@@ -20,7 +20,7 @@ from django.test import Client
 from publishing.models import Destination, FeedEntry, Publication
 from publishing.services.accounts import account_connect
 from publishing.services.publications import publication_create, publication_publish_now
-from tests.worker_harness import Broker, DeliveryStack, use_broker
+from tests.worker_harness import Broker, DeliveryStack, credential_keys, use_broker
 from workspaces.access import Actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -34,12 +34,7 @@ def stack(
     worker_database_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DeliveryStack]:
     data_dir = tmp_path_factory.mktemp("herald-feed-worker")
-    env = {
-        "SECRET_KEY": django_settings.SECRET_KEY,
-        "HERALD_ENVIRONMENT": django_settings.HERALD_ENVIRONMENT,
-    }
-    if django_settings.HERALD_CREDENTIALS_KEY:
-        env["HERALD_CREDENTIALS_KEY"] = django_settings.HERALD_CREDENTIALS_KEY
+    env = credential_keys()
     redis_url = django_settings.REDIS_URL
     broker = Broker.redis(redis_url) if redis_url else Broker.filesystem(data_dir)
     stack = DeliveryStack(

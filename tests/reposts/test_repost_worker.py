@@ -25,19 +25,9 @@ from tests.repost_support import (
     published,
     put_policies,
 )
-from tests.worker_harness import Broker, DeliveryStack, use_broker
+from tests.worker_harness import Broker, DeliveryStack, credential_keys, use_broker
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
-
-
-def _keys() -> dict[str, str]:
-    env = {
-        "SECRET_KEY": django_settings.SECRET_KEY,
-        "HERALD_ENVIRONMENT": django_settings.HERALD_ENVIRONMENT,
-    }
-    if django_settings.HERALD_CREDENTIALS_KEY:
-        env["HERALD_CREDENTIALS_KEY"] = django_settings.HERALD_CREDENTIALS_KEY
-    return env
 
 
 @pytest.fixture
@@ -48,7 +38,7 @@ def stack(worker_database_url: str, tmp_path: Any) -> Iterator[DeliveryStack]:
         database_url=worker_database_url,
         broker=broker,
         data_dir=tmp_path,
-        settings_env=_keys(),
+        settings_env=credential_keys(),
         overrides={
             "HERALD_REPOST_TICK_SECONDS": "1",
             "HERALD_REPOST_LEASE_SECONDS": "3",
