@@ -60,6 +60,7 @@ class GatedBlueskyStandIn(BlueskyStandIn):
         self.hold_seconds = 0.0
 
     def refresh_session(self, request: Request) -> Reply:
+        self.bump("refresh_requests")  # answered or refused
         self.started.set()
         self.gate.wait(30)
         if self.hold_seconds:
@@ -230,7 +231,9 @@ def test_concurrent_refreshes_make_one_provider_call(
     with ThreadPoolExecutor(max_workers=4) as pool:
         seen = list(pool.map(refresh, range(4)))
 
+    assert bluesky.stats()["counters"]["refresh_requests"] == 1
     assert _refreshes(bluesky) == 1
+    assert Account.objects.get(pk=account.pk).status == Account.Status.ACTIVE
     assert all(creds == _stored(account) for creds in seen)  # all waited for the one refresh
     assert _publishes(account)
 
