@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
@@ -11,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.request import parse_body, parse_query
+from config.api.responses import no_content, respond, respond_page
 from config.api.schema import problems
 from config.types import ModelId
 from voice import selectors, services
@@ -19,14 +18,13 @@ from workspaces.access import actor_from_request
 
 
 def _profile_response(
-    request: Request, voice_profile_id: ModelId, status: int = 200, **kwargs: Any
+    request: Request, voice_profile_id: ModelId, status: int = 200, location: str | None = None
 ) -> Response:
     # Re-read after the write (its transaction has committed): assignments included.
     profile = selectors.voice_profile_get(
         actor=actor_from_request(request), voice_profile_id=voice_profile_id
     )
-    data = s.VoiceProfileSerializer(profile, context={"request": request}).data
-    return Response(data, status=status, **kwargs)
+    return respond(request, s.VoiceProfileSerializer, profile, status=status, location=location)
 
 
 class VoiceProfileListView(APIView):
@@ -44,8 +42,7 @@ class VoiceProfileListView(APIView):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        payload = {"items": page.items, "next_cursor": page.next_cursor}
-        return Response(s.VoiceProfilePageSerializer(payload, context={"request": request}).data)
+        return respond_page(request, s.VoiceProfilePageSerializer, page)
 
     @extend_schema(
         operation_id="voice_profiles_create",
@@ -63,7 +60,7 @@ class VoiceProfileListView(APIView):
             definition=body["definition"],
         )
         location = reverse("voice:voice-profile-detail", args=[profile.pk])
-        return _profile_response(request, profile.pk, status=201, headers={"Location": location})
+        return _profile_response(request, profile.pk, status=201, location=location)
 
 
 class VoiceProfileDetailView(APIView):
@@ -75,7 +72,7 @@ class VoiceProfileDetailView(APIView):
         profile = selectors.voice_profile_get(
             actor=actor_from_request(request), voice_profile_id=voice_profile_id
         )
-        return Response(s.VoiceProfileSerializer(profile, context={"request": request}).data)
+        return respond(request, s.VoiceProfileSerializer, profile)
 
     @extend_schema(
         operation_id="voice_profiles_replace",
@@ -107,7 +104,7 @@ class VoiceProfileDetailView(APIView):
         services.voice_profile_delete(
             actor=actor_from_request(request), voice_profile_id=voice_profile_id
         )
-        return Response(status=204)
+        return no_content()
 
 
 class VoiceProfileDefaultView(APIView):
@@ -148,6 +145,4 @@ class VoiceProfileAssignmentView(APIView):
             "voice_profile_id": assigned,
             "effective_voice_profile_id": effective,
         }
-        return Response(
-            s.VoiceProfileAssignmentSerializer(payload, context={"request": request}).data
-        )
+        return respond(request, s.VoiceProfileAssignmentSerializer, payload)
