@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.request import parse_body
+from config.api.responses import respond
 from config.api.schema import problems
 from config.api.throttling import UserRateThrottle
 from discovery import services
@@ -43,4 +44,4 @@ class DiscoverView(APIView):
             voice_profile_id=body["voice_profile_id"],
             limit=body["limit"],
         )
-        return Response(s.DiscoveryResultSerializer(result, context={"request": request}).data)
+        return respond(request, s.DiscoveryResultSerializer, result)
