@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.request import parse_body, parse_query
+from config.api.responses import no_content, respond
 from config.api.schema import problems
 from reposts import selectors, services
 from reposts.api import serializers as s
@@ -19,7 +20,7 @@ def _settings_response(request: Request, workspace_id: str) -> Response:
     view = selectors.repost_settings_get(
         actor=actor_from_request(request), workspace_id=workspace_id
     )
-    return Response(s.RepostSettingsSerializer(view, context={"request": request}).data)
+    return respond(request, s.RepostSettingsSerializer, view)
 
 
 class RepostSettingsView(APIView):
@@ -71,12 +72,13 @@ class RepostGrantListView(APIView):
             source_workspace_id=body["source_workspace_id"],
             target_account_id=body["target_account_id"],
         )
-        data = s.RepostGrantSerializer(
+        return respond(
+            request,
+            s.RepostGrantSerializer,
             selectors.grant_representation(grant, workspace_id=grant.source_workspace_id),
-            context={"request": request},
-        ).data
-        location = reverse("reposts:repost-grant-detail", args=[grant.pk])
-        return Response(data, status=201, headers={"Location": location})
+            status=201,
+            location=reverse("reposts:repost-grant-detail", args=[grant.pk]),
+        )
 
 
 class RepostGrantDetailView(APIView):
@@ -89,4 +91,4 @@ class RepostGrantDetailView(APIView):
     )
     def delete(self, request: Request, grant_id: str) -> Response:
         services.repost_grant_revoke(actor=actor_from_request(request), grant_id=grant_id)
-        return Response(status=204)
+        return no_content()
