@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import serializers
 
 from config.api.request import StrictSerializer
@@ -56,14 +58,14 @@ class DiscoverInputSerializer(StrictSerializer):
         return value
 
 
-class OpportunityAngleSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class OpportunityAngleSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
     thesis = serializers.CharField()
     approach = serializers.CharField()
 
 
-class PlatformTreatmentSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class PlatformTreatmentSerializer(serializers.Serializer[Any]):
     platform = serializers.CharField()
     format = serializers.CharField(help_text="Output profile, e.g. mastodon.post")
     media = serializers.CharField()
@@ -71,7 +73,7 @@ class PlatformTreatmentSerializer(serializers.Serializer):  # type: ignore[type-
     rationale = serializers.CharField()
 
 
-class OpportunitySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class OpportunitySerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     title = serializers.CharField()
     hook = serializers.CharField()

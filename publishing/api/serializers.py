@@ -13,7 +13,7 @@ from readiness.api.serializers import ProviderReadinessEntryField
 # --- Inputs ---------------------------------------------------------------------------------
 
 
-class WorkspaceQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class WorkspaceQuerySerializer(serializers.Serializer[Any]):
     workspace_id = serializers.CharField(max_length=64)
 
 
@@ -47,13 +47,13 @@ class AccountConnectInputSerializer(StrictSerializer):
         return value
 
 
-class OAuthCallbackQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class OAuthCallbackQuerySerializer(serializers.Serializer[Any]):
     state = serializers.CharField(max_length=200)
     code = serializers.CharField(max_length=2000, required=False)
     error = serializers.CharField(max_length=200, required=False)
 
 
-class DestinationOptionsQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class DestinationOptionsQuerySerializer(serializers.Serializer[Any]):
     region_code = serializers.RegexField(
         r"^[A-Z]{2}$", default="US", required=False, help_text="ISO 3166-1 alpha-2"
     )
@@ -69,13 +69,13 @@ class CapabilitiesQuerySerializer(WorkspaceQuerySerializer):
     content_profile = serializers.CharField(max_length=80, required=False)
 
 
-class MediaUploadInputSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MediaUploadInputSerializer(serializers.Serializer[Any]):
     workspace_id = serializers.CharField(max_length=64)
     file = serializers.FileField()
     alt_text = serializers.CharField(max_length=1500, required=False, default="", allow_blank=True)
 
 
-class PageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class PageQuerySerializer(serializers.Serializer[Any]):
     limit = serializers.IntegerField(min_value=1, max_value=100, default=20, required=False)
     cursor = serializers.CharField(max_length=1024, required=False)
 
@@ -204,7 +204,7 @@ class AccountConnectResultSerializer(ResponseSerializer):
     )
 
 
-class OptionValueSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class OptionValueSerializer(serializers.Serializer[Any]):
     label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
     value = serializers.CharField()
 
@@ -242,7 +242,7 @@ class MediaPageSerializer(ResponseSerializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-class DestinationSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class DestinationSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     account_id = serializers.CharField()
     provider = serializers.CharField(source="account.provider")
@@ -293,7 +293,7 @@ class PublicationPageSerializer(ResponseSerializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-class PublicationEventSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class PublicationEventSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     destination_id = serializers.CharField(allow_null=True)
     kind = serializers.CharField()
@@ -309,7 +309,7 @@ class PublicationEventPageSerializer(ResponseSerializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-class ProviderCatalogueEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ProviderCatalogueEntrySerializer(serializers.Serializer[Any]):
     provider = serializers.CharField()
     display_name = serializers.CharField()
     connection = serializers.CharField()
@@ -323,7 +323,7 @@ class ProviderCatalogueSerializer(ResponseSerializer):
     providers = ProviderCatalogueEntrySerializer(many=True)
 
 
-class CapabilityEntrySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CapabilityEntrySerializer(serializers.Serializer[Any]):
     account_id = serializers.CharField()
     provider = serializers.CharField()
     profiles = serializers.JSONField()

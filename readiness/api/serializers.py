@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -21,16 +23,16 @@ from readiness.models import (
 # --- The projection -------------------------------------------------------------------------
 
 
-class ReadinessQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReadinessQuerySerializer(serializers.Serializer[Any]):
     workspace_id = serializers.CharField(max_length=64)
 
 
-class ReadinessBlockerSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReadinessBlockerSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     detail = serializers.CharField()
 
 
-class ReadinessFactSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReadinessFactSerializer(serializers.Serializer[Any]):
     status = serializers.CharField(
         help_text="The fact's normalized status, e.g. present, passed, valid, enabled"
     )
@@ -42,7 +44,7 @@ class ReadinessFactSerializer(serializers.Serializer):  # type: ignore[type-arg]
     expires_at = serializers.DateTimeField(required=False, allow_null=True)
 
 
-class ReadinessFactsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReadinessFactsSerializer(serializers.Serializer[Any]):
     configuration = ReadinessFactSerializer()
     local_test = ReadinessFactSerializer()
     live_certification = ReadinessFactSerializer()
@@ -52,7 +54,7 @@ class ReadinessFactsSerializer(serializers.Serializer):  # type: ignore[type-arg
     control = ReadinessFactSerializer()
 
 
-class ReadinessSubjectSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReadinessSubjectSerializer(serializers.Serializer[Any]):
     provider = serializers.CharField()
     app_fingerprint = serializers.CharField()
     deployment_environment = serializers.CharField()
@@ -64,7 +66,7 @@ class ReadinessSubjectSerializer(serializers.Serializer):  # type: ignore[type-a
     policy_mode = serializers.CharField()
 
 
-class ReadinessDecisionSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReadinessDecisionSerializer(serializers.Serializer[Any]):
     state = serializers.ChoiceField(choices=(HEALTHY, *STATES))
     executable = serializers.BooleanField()
     connectable = serializers.BooleanField()
@@ -78,13 +80,13 @@ class ReadinessDecisionSerializer(serializers.Serializer):  # type: ignore[type-
     subject = ReadinessSubjectSerializer(allow_null=True)
 
 
-class ReadinessIssueSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReadinessIssueSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     detail = serializers.CharField()
     count = serializers.IntegerField(help_text="How many decisions of this provider it blocks")
 
 
-class ReadinessProfileSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ReadinessProfileSerializer(serializers.Serializer[Any]):
     account_id = serializers.CharField()
     output_profile = serializers.CharField()
     immediate = ReadinessDecisionSerializer()
@@ -214,7 +216,7 @@ class RuntimeControlSerializer(ResponseSerializer):
     created_at = serializers.DateTimeField()
 
 
-class CertificationCheckSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class CertificationCheckSerializer(serializers.Serializer[Any]):
     name = serializers.CharField()
     outcome = serializers.CharField()
     reason = serializers.CharField()

@@ -19,7 +19,7 @@ MAX_STAGES = 20
 # --- Inputs -----------------------------------------------------------------------------------
 
 
-class RepostSettingsQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RepostSettingsQuerySerializer(serializers.Serializer[Any]):
     workspace_id = serializers.CharField(max_length=64)
 
 
@@ -172,12 +172,12 @@ class RepostGrantCreateInputSerializer(StrictSerializer):
 # --- Outputs ----------------------------------------------------------------------------------
 
 
-class RepostStageRuleSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RepostStageRuleSerializer(serializers.Serializer[Any]):
     delay_seconds = serializers.IntegerField()
     unrepost_previous = serializers.BooleanField()
 
 
-class RepostRuleSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RepostRuleSerializer(serializers.Serializer[Any]):
     delay_seconds = serializers.IntegerField()
     evaluation_window_seconds = serializers.IntegerField()
     min_comments = serializers.IntegerField()
@@ -190,7 +190,7 @@ class RepostRuleSerializer(serializers.Serializer):  # type: ignore[type-arg]
     stages = RepostStageRuleSerializer(many=True)
 
 
-class RepostAccountSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RepostAccountSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     platform = serializers.CharField()
     username = serializers.CharField()
@@ -223,7 +223,7 @@ class RepostGrantSerializer(ResponseSerializer):
     target_workspace_name = serializers.CharField()
 
 
-class RepostPolicySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RepostPolicySerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     name = serializers.CharField()
     created_at = serializers.DateTimeField()
@@ -234,14 +234,14 @@ class RepostPolicySerializer(serializers.Serializer):  # type: ignore[type-arg]
     rule = RepostRuleSerializer()
 
 
-class RepostMetricsSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RepostMetricsSerializer(serializers.Serializer[Any]):
     likes = serializers.IntegerField()
     comments = serializers.IntegerField()
     reposts = serializers.IntegerField()
     views = serializers.IntegerField()
 
 
-class RepostStageSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RepostStageSerializer(serializers.Serializer[Any]):
     index = serializers.IntegerField()
     delay_seconds = serializers.IntegerField()
     unrepost_previous = serializers.BooleanField()
@@ -258,7 +258,7 @@ class RepostStageSerializer(serializers.Serializer):  # type: ignore[type-arg]
     error_message = serializers.CharField()
 
 
-class RepostExecutionSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RepostExecutionSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=RepostExecution.Status.choices)
     policy_id = serializers.CharField(allow_null=True)

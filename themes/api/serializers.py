@@ -22,11 +22,11 @@ from themes.manifest.definition import ManifestSerializer
 # --- Inputs ---------------------------------------------------------------------------------
 
 
-class OrganizationQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class OrganizationQuerySerializer(serializers.Serializer[Any]):
     organization_id = serializers.CharField(max_length=64)
 
 
-class PageQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class PageQuerySerializer(serializers.Serializer[Any]):
     limit = serializers.IntegerField(min_value=1, max_value=100, default=20, required=False)
     cursor = serializers.CharField(max_length=CURSOR_MAX_LENGTH, required=False)
 
@@ -39,7 +39,7 @@ class WorkspacePageQuerySerializer(PageQuerySerializer):
     workspace_id = serializers.CharField(max_length=64)
 
 
-class RevisionPathSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class RevisionPathSerializer(serializers.Serializer[Any]):
     revision = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
 
 
@@ -132,7 +132,7 @@ class ManifestOutputField(serializers.JSONField):
         super().__init__(**kwargs)
 
 
-class ThemeReferenceSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ThemeReferenceSerializer(serializers.Serializer[Any]):
     kind = serializers.ChoiceField(choices=v.REFERENCE_KINDS)
     id = serializers.CharField()
     version = serializers.IntegerField(allow_null=True)

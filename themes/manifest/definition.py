@@ -54,7 +54,7 @@ class ManifestGroup(StrictSerializer):
 
 def group(
     name: str,
-    fields: Mapping[str, serializers.Field],  # type: ignore[type-arg]
+    fields: Mapping[str, serializers.Field[Any, Any, Any, Any]],
     description: str,
     base: type = ManifestGroup,
 ) -> type:

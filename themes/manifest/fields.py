@@ -21,7 +21,7 @@ CSS_TEXT_PATTERN = r"^(?![\s\S]*[uU][rR][lL]\()[^;{}<>@\r\n\x00]+$"
 # --- Value fields ----------------------------------------------------------------------------
 
 
-class ManifestValueField(serializers.Field):  # type: ignore[type-arg]
+class ManifestValueField(serializers.Field[Any, Any, Any, Any]):
     """Base of the manifest's value fields: strict about the JSON type, states its schema."""
 
     json_type = "string"

@@ -46,7 +46,7 @@ _OBJECT_NAMES = {
 }
 
 
-def _definition_serializer(*, output: bool) -> type[serializers.Serializer]:  # type: ignore[type-arg]
+def _definition_serializer(*, output: bool) -> type[serializers.Serializer[Any]]:
     """The documented shape of a definition, generated from ``voice.definition``'s tables:
     in requests every member is optional; in responses every member is present."""
     attrs: dict[str, Any] = {}
@@ -82,7 +82,7 @@ DEFINITION_HELP = (
 
 
 @extend_schema_field(VoiceDefinitionSerializer)
-class DefinitionField(serializers.Field):  # type: ignore[type-arg]
+class DefinitionField(serializers.Field[Any, Any, Any, Any]):
     """A voice definition, cleaned by ``clean_definition``; errors name the exact member,
     e.g. ``body.definition.traits[3]`` or ``body.definition.examples[0].text``."""
 
@@ -115,7 +115,7 @@ class CleanTextField(serializers.CharField):
 # --- Inputs ---------------------------------------------------------------------------------
 
 
-class VoiceProfileListQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class VoiceProfileListQuerySerializer(serializers.Serializer[Any]):
     workspace_id = serializers.CharField(max_length=64)
     limit = serializers.IntegerField(min_value=1, max_value=100, default=20, required=False)
     cursor = serializers.CharField(max_length=1024, required=False)

@@ -82,7 +82,7 @@ class WorkspaceDeleteInputSerializer(StrictSerializer):
     )
 
 
-class AuditQuerySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class AuditQuerySerializer(serializers.Serializer[Any]):
     limit = serializers.IntegerField(min_value=1, max_value=200, default=50, required=False)
 
 
@@ -116,7 +116,7 @@ class OrganizationPageSerializer(ResponseSerializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-class PlanSummarySerializer(serializers.Serializer):  # type: ignore[type-arg]
+class PlanSummarySerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     name = serializers.CharField()
 
@@ -262,7 +262,7 @@ class ApiTokenPageSerializer(ResponseSerializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
-class MeTokenSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MeTokenSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     name = serializers.CharField()
     permissions = serializers.ListField(child=serializers.ChoiceField(choices=_PERMISSIONS))
@@ -270,7 +270,7 @@ class MeTokenSerializer(serializers.Serializer):  # type: ignore[type-arg]
     expires_at = serializers.DateTimeField(allow_null=True)
 
 
-class MeUserSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class MeUserSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     email = serializers.EmailField()
     name = serializers.CharField(allow_blank=True)
@@ -284,7 +284,7 @@ class MeSerializer(ResponseSerializer):
     token = MeTokenSerializer(allow_null=True)
 
 
-class BlockerSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class BlockerSerializer(serializers.Serializer[Any]):
     code = serializers.CharField()
     detail = serializers.CharField()
 
