@@ -527,7 +527,7 @@ def _worker_died_after_sending(destination: Destination, *, wrote: bool) -> None
     """What a SIGKILLed worker leaves: a claimed row whose lease ran out (and maybe a post)."""
     now = timezone.now()
     if wrote:
-        request = delivery._request_for(
+        request = delivery.request_for(
             Destination.objects.select_related("publication").get(pk=destination.pk)
         )
         account = Account.objects.select_related("app").get(pk=destination.account_id)

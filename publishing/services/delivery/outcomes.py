@@ -1,0 +1,213 @@
+"""Recording a send's outcome: published, retry later, failed or blocked; settling the
+publication once every destination has settled. Each outcome is one conditional UPDATE plus
+its event, in one transaction."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from config.queries import CompiledQuery, Param
+from config.types import ModelId
+from publishing import tasks
+from publishing.models import Destination, Publication
+from publishing.providers.base import (
+    ErrorKind,
+    ProviderError,
+    PublishResult,
+)
+from publishing.services.accounts import account_mark_reconnect_required
+from publishing.services.publications import event_record
+
+S = Destination.Status
+P = Publication.Status
+SETTLED = (S.PUBLISHED, S.FAILED, S.CANCELED, S.BLOCKED)
+
+
+def backoff_seconds(attempt: int, retry_after: float | None = None) -> float:
+    """30 s doubling to 15 min, ±20 % jitter; a provider's Retry-After wins up to 30 min."""
+    base = min(
+        settings.HERALD_RETRY_BASE_SECONDS * 2 ** max(0, attempt - 1),
+        settings.HERALD_RETRY_MAX_SECONDS,
+    )
+    delay: float = base * random.uniform(0.8, 1.2)  # noqa: S311  (jitter, not security)
+    if retry_after is not None:
+        delay = max(delay, min(float(retry_after), settings.HERALD_RETRY_AFTER_CAP_SECONDS))
+    return delay
+
+
+# Settling a publication (inside the transaction that records a destination's outcome).
+PUBLICATION_STATUS_LOCKED = CompiledQuery(
+    lambda: (
+        Publication.objects.select_for_update()
+        .filter(pk=Param("publication_id", Publication, "id"))
+        .values_list("status")
+    )
+)
+DESTINATION_STATUSES = CompiledQuery(
+    lambda: Destination.objects.filter(
+        publication_id=Param("publication_id", Destination, "publication")
+    ).values_list("status", "action")
+)
+
+
+def publish_succeeded(destination: Destination, result: PublishResult) -> None:
+    now = timezone.now()
+    with transaction.atomic():
+        # One conditional UPDATE locks the row and records the outcome; none when another
+        # delivery of the same destination (e.g. a reconcile) recorded it first.
+        if (
+            not Destination.objects.filter(pk=destination.pk)
+            .exclude(status=S.PUBLISHED)
+            .update(
+                status=S.PUBLISHED,
+                external_id=result.external_id,
+                external_url=result.external_url,
+                published_at=now,
+                error_kind="",
+                error_message="",
+                action="",
+                readiness=None,
+                claim_expires_at=None,
+                next_attempt_at=None,
+                updated_at=now,
+            )
+        ):
+            return
+        event_record(
+            publication_id=destination.publication_id,
+            destination=destination,
+            kind="destination.published",
+            status=S.PUBLISHED,
+            data={"external_id": result.external_id, "external_url": result.external_url},
+        )
+        aggregate(destination.publication_id)
+
+
+def handle_failure(destination: Destination, exc: ProviderError) -> None:
+    if exc.kind == ErrorKind.AMBIGUOUS:
+        with transaction.atomic():
+            Destination.objects.filter(pk=destination.pk, status=S.SENDING).update(
+                status=S.AMBIGUOUS,
+                error_kind=exc.kind.value,
+                error_message=exc.message[:500],
+                action="",
+                claim_expires_at=None,
+                next_attempt_at=timezone.now(),
+                updated_at=timezone.now(),
+            )
+            event_record(
+                publication_id=destination.publication_id,
+                destination=destination,
+                kind="destination.ambiguous",
+                status=S.AMBIGUOUS,
+                detail=exc.message,
+            )
+            transaction.on_commit(
+                partial(tasks.nudge, tasks.delivery_reconcile, str(destination.pk))
+            )
+        return
+    if exc.kind == ErrorKind.AUTH:
+        account_mark_reconnect_required(account_id=destination.account_id, reason=exc.message)
+        settle(destination, S.FAILED, kind=exc.kind.value, message=exc.message, action="reconnect")
+        return
+    if exc.kind in (ErrorKind.TRANSIENT, ErrorKind.RATE_LIMITED):
+        attempts = Destination.objects.values_list("attempts", flat=True).get(pk=destination.pk)
+        deadline = destination.deadline_at
+        delay = backoff_seconds(attempts, exc.retry_after)
+        next_at = timezone.now() + timedelta(seconds=delay)
+        if attempts < settings.HERALD_DELIVERY_MAX_ATTEMPTS and (
+            deadline is None or next_at <= deadline
+        ):
+            with transaction.atomic():
+                Destination.objects.filter(pk=destination.pk, status=S.SENDING).update(
+                    status=S.RETRY_WAIT,
+                    next_attempt_at=next_at,
+                    claim_expires_at=None,
+                    write_started_at=None,
+                    error_kind=exc.kind.value,
+                    error_message=exc.message[:500],
+                    action="retry",
+                    updated_at=timezone.now(),
+                )
+                event_record(
+                    publication_id=destination.publication_id,
+                    destination=destination,
+                    kind="destination.retry_scheduled",
+                    status=S.RETRY_WAIT,
+                    detail=exc.message,
+                    data={"next_attempt_at": next_at.isoformat(), "retry_after": exc.retry_after},
+                )
+                transaction.on_commit(
+                    partial(tasks.nudge, tasks.delivery_send, str(destination.pk), countdown=delay)
+                )
+            return
+    settle(destination, S.FAILED, kind=exc.kind.value, message=exc.message, action=exc.action)
+
+
+def settle(
+    destination: Destination,
+    status: str,
+    *,
+    kind: str,
+    message: str,
+    action: str,
+    readiness_decision: dict[str, Any] | None = None,
+) -> None:
+    with transaction.atomic():
+        updated = (
+            Destination.objects.filter(pk=destination.pk)
+            .exclude(status=S.PUBLISHED)
+            .update(
+                status=status,
+                error_kind=kind,
+                error_message=message[:500],
+                action=action,
+                readiness=readiness_decision,
+                claim_expires_at=None,
+                next_attempt_at=None,
+                updated_at=timezone.now(),
+            )
+        )
+        if updated:
+            event_record(
+                publication_id=destination.publication_id,
+                destination=destination,
+                kind=f"destination.{status}",
+                status=status,
+                detail=message,
+                data={
+                    "action": action,
+                    **({"readiness": readiness_decision} if readiness_decision else {}),
+                },
+            )
+            aggregate(destination.publication_id)
+
+
+def aggregate(publication_id: ModelId) -> None:
+    """Settle the publication once every destination has settled (call inside a transaction)."""
+    # The lock serializes the last destinations of a publication settling at the same time: the
+    # one that locks second sees the other's committed status.
+    locked = PUBLICATION_STATUS_LOCKED.values(publication_id=publication_id)
+    if not locked or locked[0][0] != P.PUBLISHING:
+        return
+    statuses = DESTINATION_STATUSES.values(publication_id=publication_id)
+    if any(
+        s not in SETTLED and not (s == S.AMBIGUOUS and a == "contact_support") for s, a in statuses
+    ):
+        return
+    published = sum(1 for s, _ in statuses if s == S.PUBLISHED)
+    if published == len(statuses):
+        status = P.PUBLISHED
+    elif published:
+        status = P.PARTIALLY_PUBLISHED
+    else:
+        status = P.FAILED
+    Publication.objects.filter(pk=publication_id).update(status=status, updated_at=timezone.now())
+    event_record(publication_id=publication_id, kind=f"publication.{status}", status=status)

@@ -1,0 +1,156 @@
+"""Reconciling an ambiguous write: ask the provider whether the post landed; re-queue only when
+it says no, never re-send blindly."""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from datetime import timedelta
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from config.db import release_connection
+from config.types import ModelId
+from publishing import tasks
+from publishing.models import Destination
+from publishing.providers import get_adapter
+from publishing.providers.base import (
+    ErrorKind,
+    NotSupported,
+    ProviderError,
+)
+from publishing.services.accounts import account_context, account_mark_reconnect_required
+from publishing.services.delivery.outcomes import S, aggregate, backoff_seconds, publish_succeeded
+from publishing.services.delivery.politeness import host_paused_until, pause_host, provider_host
+from publishing.services.delivery.send import request_for
+from publishing.services.publications import event_record
+from readiness import services as readiness
+
+logger = logging.getLogger(__name__)
+
+
+def delivery_reconcile(*, destination_id: ModelId) -> None:
+    """Ask the provider whether an ambiguous write landed; re-queue only when it says no."""
+    now = timezone.now()
+    lease = now + timedelta(seconds=settings.HERALD_DELIVERY_LEASE_SECONDS)
+    claimed = (
+        Destination.objects.filter(
+            Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now),
+            pk=destination_id,
+            status=S.AMBIGUOUS,
+        )
+        .exclude(action="contact_support")
+        .update(next_attempt_at=lease, updated_at=now)
+    )
+    if not claimed:
+        return
+    destination = Destination.objects.select_related("publication", "account", "account__app").get(
+        pk=destination_id
+    )
+    # Readiness is asked before every provider call, reconciliation included (it may re-send
+    # within the provider's idempotency window). While blocked, the outcome stays unknown and
+    # is asked again later, with no provider call in between.
+    operation = "publish_scheduled" if destination.publication.scheduled_at else "publish_immediate"
+    decision = readiness.decide_account(
+        account=destination.account,
+        operation=operation,
+        profile=destination.profile,
+        intent=destination.publication.execution_intent,
+    )
+    if not decision.executable:
+        _reconcile_later(
+            destination,
+            retry_after=settings.HERALD_RETRY_MAX_SECONDS,
+            readiness_decision=decision.as_dict(),
+            action="reconnect" if decision.state == "reconnect_required" else "",
+        )
+        return
+    adapter = get_adapter(destination.account.provider)
+    host = ""
+    try:
+        context, request = account_context(destination.account), request_for(destination)
+        host = provider_host(destination.account.provider, context)
+        if paused_until := host_paused_until(host):  # the host asked for a pause: ask it later
+            jitter = random.uniform(0.0, 1.0)  # noqa: S311 (spreads retries, not a secret)
+            _reconcile_later(destination, retry_after=paused_until - time.time() + jitter)
+            return
+        release_connection()
+        found = adapter.reconcile(
+            account=context, request=request, external_id=destination.external_id
+        )
+    except NotSupported:
+        with transaction.atomic():
+            Destination.objects.filter(pk=destination.pk).update(
+                action="contact_support",
+                next_attempt_at=None,
+                error_message="The provider cannot confirm whether the post was accepted; check the account.",
+            )
+            event_record(
+                publication_id=destination.publication_id,
+                destination=destination,
+                kind="destination.unconfirmable",
+                status=S.AMBIGUOUS,
+            )
+            aggregate(destination.publication_id)
+        return
+    except ProviderError as exc:
+        if exc.kind == ErrorKind.AUTH:
+            account_mark_reconnect_required(account_id=destination.account_id, reason=exc.message)
+            _reconcile_later(
+                destination, retry_after=settings.HERALD_RETRY_MAX_SECONDS, action="reconnect"
+            )
+            return
+        if exc.kind == ErrorKind.RATE_LIMITED or exc.retry_after is not None:
+            pause_host(host, exc.retry_after)
+        _reconcile_later(destination, retry_after=backoff_seconds(1, exc.retry_after))
+        return
+    except Exception:
+        logger.exception("Unexpected failure reconciling destination %s", destination.pk)
+        _reconcile_later(destination, retry_after=backoff_seconds(1))
+        return
+    if found is not None:
+        with transaction.atomic():
+            if not Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
+                status=S.SENDING
+            ):
+                return  # settled meanwhile (e.g. the original send finished after all)
+            event_record(
+                publication_id=destination.publication_id,
+                destination=destination,
+                kind="destination.reconciled",
+                status=S.PUBLISHED,
+            )
+        publish_succeeded(destination, found)
+        return
+    with transaction.atomic():  # the provider has no such post: sending again is safe
+        Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
+            status=S.QUEUED, next_attempt_at=timezone.now(), write_started_at=None
+        )
+        event_record(
+            publication_id=destination.publication_id,
+            destination=destination,
+            kind="destination.reconciled_absent",
+            status=S.QUEUED,
+        )
+        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination.pk)))
+
+
+def _reconcile_later(
+    destination: Destination,
+    *,
+    retry_after: float,
+    action: str = "",
+    readiness_decision: dict[str, Any] | None = None,
+) -> None:
+    Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
+        next_attempt_at=timezone.now() + timedelta(seconds=retry_after),
+        action=action,
+        readiness=readiness_decision,
+        updated_at=timezone.now(),
+    )
