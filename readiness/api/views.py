@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.request import parse_body, parse_query
+from config.api.responses import respond
 from config.api.schema import problems, with_schema
 from readiness import ledgers
 from readiness.api import serializers as s
@@ -36,7 +37,7 @@ class ProviderReadinessView(APIView):
         # documents exactly this shape (a serializer pass over ~1,000 decisions would cost more
         # than building them).
         projection = provider_readiness_projection(workspace_id=access.workspace.pk)
-        return Response(with_schema(projection, "ProviderReadiness", request))
+        return respond(request, None, with_schema(projection, "ProviderReadiness", request))
 
 
 class LedgerAppendView(APIView):
@@ -55,12 +56,12 @@ class ApprovalReviewAppendView(LedgerAppendView):
     def post(self, request: Request) -> Response:
         body = parse_body(s.ApprovalReviewInputSerializer, request)
         review = ledgers.approval_review_append(operator=request.user, **body)
-        return Response(
-            s.ApprovalReviewSerializer(review, context={"request": request}).data,
+        return respond(
+            request,
+            s.ApprovalReviewSerializer,
+            review,
             status=201,
-            headers={
-                "Location": reverse("admin:readiness_approvalreview_change", args=[review.pk])
-            },
+            location=reverse("admin:readiness_approvalreview_change", args=[review.pk]),
         )
 
 
@@ -75,12 +76,12 @@ class RuntimeControlAppendView(LedgerAppendView):
     def post(self, request: Request) -> Response:
         body = parse_body(s.RuntimeControlInputSerializer, request)
         control = ledgers.runtime_control_append(operator=request.user, **body)
-        return Response(
-            s.RuntimeControlSerializer(control, context={"request": request}).data,
+        return respond(
+            request,
+            s.RuntimeControlSerializer,
+            control,
             status=201,
-            headers={
-                "Location": reverse("admin:readiness_runtimecontrol_change", args=[control.pk])
-            },
+            location=reverse("admin:readiness_runtimecontrol_change", args=[control.pk]),
         )
 
 
@@ -97,8 +98,10 @@ class CertificationAppendView(LedgerAppendView):
         body = parse_body(s.CertificationInputSerializer, request)
         checks = [dict(check) for check in body.pop("checks")]
         run = ledgers.certification_append(operator=request.user, checks=checks, **body)
-        return Response(
-            s.CertificationRunSerializer(run, context={"request": request}).data,
+        return respond(
+            request,
+            s.CertificationRunSerializer,
+            run,
             status=201,
-            headers={"Location": reverse("admin:readiness_certificationrun_change", args=[run.pk])},
+            location=reverse("admin:readiness_certificationrun_change", args=[run.pk]),
         )
