@@ -136,7 +136,10 @@ class LeakyInstance:
         self.seen: list[tuple[str, str, dict[str, str]]] = []
         self.bodies: list[tuple[str, str, bytes]] = []  # (method, path, request body)
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # shutdown() waits up to one poll interval: 10 ms, not the default 0.5 s
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+        )
 
     @property
     def url(self) -> str:

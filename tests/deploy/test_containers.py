@@ -334,7 +334,10 @@ class _ProbeHandler(http.server.BaseHTTPRequestHandler):
 def probe_server() -> Iterator[tuple[str, type[_ProbeHandler]]]:
     handler = type("Handler", (_ProbeHandler,), {"hosts": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # shutdown() waits up to one poll interval: 10 ms, not the default 0.5 s
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True
+    )
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}{LIVENESS}", handler
