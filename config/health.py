@@ -122,8 +122,8 @@ def _probe_storage_backend(timeout: float) -> Any:
     config = settings.STORAGES.get("default", {})
     backend = import_string(config.get("BACKEND", "django.core.files.storage.FileSystemStorage"))
     try:
-        from botocore.config import Config  # type: ignore[import-untyped]
-        from storages.backends.s3 import S3Storage  # type: ignore[import-untyped]
+        from botocore.config import Config
+        from storages.backends.s3 import S3Storage
     except ImportError:  # pragma: no cover - the s3 extra is a hard dependency
         return default_storage
     if not (isinstance(backend, type) and issubclass(backend, S3Storage)):

@@ -240,8 +240,8 @@ def _load_error_modules() -> None:
             importlib.import_module(name)
 
 
-def _subclasses(cls: type) -> list[type]:
-    found: list[type] = []
+def _subclasses(cls: type[DomainError]) -> list[type[DomainError]]:
+    found: list[type[DomainError]] = []
     for sub in cls.__subclasses__():
         found.append(sub)
         found.extend(_subclasses(sub))
@@ -269,7 +269,7 @@ def catalogue() -> dict[str, ProblemType]:
     """Every documented problem type by code, sorted by code."""
     _load_error_modules()
     entries: dict[str, ProblemType] = {p.code: p for p in OTHER_PROBLEMS}
-    classes = [DomainError, *_subclasses(DomainError)]
+    classes: list[type[DomainError]] = [DomainError, *_subclasses(DomainError)]
     for cls in classes:
         own = vars(cls)
         if cls.__module__.split(".")[0] == "tests" or "code" not in own:

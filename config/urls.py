@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import URLPattern, URLResolver, include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularSwaggerView
 
@@ -12,7 +12,7 @@ from config.api.openapi import OpenApiJsonView
 from config.api.schema import json_schema_view
 from config.health import LivenessView, ReadinessView
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
     path("health", LivenessView.as_view(), name="health"),
     path("ready", ReadinessView.as_view(), name="ready"),
     path("schemas/<str:name>.json", json_schema_view, name="json-schema"),

@@ -17,7 +17,7 @@ from django.db.migrations.operations import AddIndex, RemoveIndex
 
 
 def _concurrently(schema_editor: Any) -> bool:
-    return schema_editor.connection.vendor == "postgresql"
+    return bool(schema_editor.connection.vendor == "postgresql")
 
 
 class AddIndexConcurrentlyOnPostgres(AddIndexConcurrently):
