@@ -25,6 +25,7 @@ run: install
 test: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	$(BIN)/python -m mypy
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
