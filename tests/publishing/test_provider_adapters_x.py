@@ -543,3 +543,41 @@ def test_connect_needs_the_operators_app(
     assert response.status_code == 409
     assert response.json()["code"] == "readiness_blocked"
     assert "HERALD_X_CLIENT_ID" in response.json()["detail"]
+
+
+@pytest.mark.django_db
+def test_denied_consent_and_disconnect_through_herald(
+    owner_client: APIClient, workspace: Any, server: XStandIn
+) -> None:
+    def start() -> str:
+        response = owner_client.post(
+            f"{API}/accounts/connect",
+            {"workspace_id": str(workspace.pk), "provider": "x"},
+            format="json",
+        )
+        assert response.status_code == 200, response.content
+        return str(response.json()["authorization_url"])
+
+    server.deny = True
+    location = requests.get(start(), allow_redirects=False, timeout=5).headers["Location"]
+    denied = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+    assert denied["error"] == "access_denied"
+    response = APIClient().get(f"{API}/accounts/oauth/callback", denied)
+    assert response.status_code == 403
+    assert response.json()["code"] == "oauth_denied"
+    assert not Account.objects.filter(provider="x").exists()
+    assert server.counters["tokens_issued"] == 0
+
+    server.deny = False
+    callback = APIClient().get(f"{API}/accounts/oauth/callback", follow_authorization(start()))
+    assert callback.status_code in (200, 302, 303), callback.content
+    stored = Account.objects.get(workspace=workspace, provider="x")
+    tokens = credentials.decrypt(stored.credentials_encrypted)
+    assert owner_client.delete(f"{API}/accounts/{stored.pk}").status_code == 204
+    stored.refresh_from_db()
+    assert stored.status == Account.Status.DISCONNECTED
+    assert stored.credentials_encrypted == ""
+    assert server.counters["tokens_revoked"] == 2  # the refresh token, then the access token
+    with server.lock:  # the grant is gone at X
+        assert tokens["access_token"] not in server.access
+        assert tokens["refresh_token"] not in server.refresh
