@@ -62,6 +62,13 @@ def actor_from_request(request: Any) -> Actor:
     return Actor(user=request.user, token=auth if isinstance(auth, ApiToken) else None)
 
 
+def request_user(request: Any) -> User:
+    """The signed-in user of an API request that required authentication (typed: DRF's
+    ``request.user`` also admits the anonymous user, which those views never see)."""
+    user: User = request.user
+    return user
+
+
 def parse_id(value: Any, *, what: str) -> uuid.UUID:
     """Opaque string IDs: anything that is not one of ours is simply unknown (404)."""
     try:

@@ -17,7 +17,12 @@ from config.api.responses import no_content, respond, respond_page
 from config.api.schema import problems
 from config.types import ModelId
 from workspaces import selectors, services
-from workspaces.access import actor_from_request, require_organization, require_workspace
+from workspaces.access import (
+    actor_from_request,
+    request_user,
+    require_organization,
+    require_workspace,
+)
 from workspaces.api import serializers as s
 from workspaces.api.serializers import CURRENT_PASSWORD_MAX_LENGTH
 from workspaces.authentication import check_password_within_budget
@@ -232,7 +237,7 @@ class WorkspaceDetailView(APIView):
         data = request.data
         password = data.get("current_password") if isinstance(data, dict) else None
         if isinstance(password, str) and 0 < len(password) <= CURRENT_PASSWORD_MAX_LENGTH:
-            check_password_within_budget(request, request.user, password)
+            check_password_within_budget(request, request_user(request), password)
         body = parse_body(s.WorkspaceDeleteInputSerializer, request)
         services.workspace_delete(
             actor=actor_from_request(request),
@@ -446,7 +451,7 @@ class ApiTokenListView(APIView):
     def post(self, request: Request) -> Response:
         body = parse_body(s.ApiTokenCreateInputSerializer, request)
         token, full = services.api_token_create(
-            user=request.user,
+            user=request_user(request),
             name=body["name"],
             permissions=body["permissions"],
             workspace_id=body.get("workspace_id"),
@@ -467,5 +472,5 @@ class ApiTokenDetailView(APIView):
 
     @extend_schema(operation_id="api_tokens_revoke", responses={204: None, **problems(404)})
     def delete(self, request: Request, token_id: str) -> Response:
-        services.api_token_revoke(user=request.user, token_id=token_id)
+        services.api_token_revoke(user=request_user(request), token_id=token_id)
         return no_content()
