@@ -92,7 +92,10 @@ class WorkspaceAccess:
 
 
 def require_workspace(
-    actor: Actor, workspace_id: ModelId, *, role: str = "viewer"
+    actor: Actor,
+    workspace_id: ModelId,
+    *,
+    role: WorkspaceMembership.Role = WorkspaceMembership.Role.VIEWER,
 ) -> WorkspaceAccess:
     """The workspace if the actor holds an active membership of at least ``role``.
 
@@ -116,7 +119,11 @@ def require_workspace(
 
 
 def require_workspace_role(
-    actor: Actor, workspace_id: ModelId, *, role: str = "viewer", operation: str | None = None
+    actor: Actor,
+    workspace_id: ModelId,
+    *,
+    role: WorkspaceMembership.Role = WorkspaceMembership.Role.VIEWER,
+    operation: str | None = None,
 ) -> uuid.UUID:
     """``require_workspace`` for callers that need only the check, not the workspace: the same
     answers (404, 403), from a lighter query. Returns the workspace ID.
@@ -137,7 +144,7 @@ def _check_membership(
     actor: Actor,
     pk: uuid.UUID,
     membership: tuple[str, str] | None,
-    role: str,
+    role: WorkspaceMembership.Role,
     operation: str | None = None,
 ) -> None:
     """404, then token scope, then membership and role: the order of ``require_workspace``."""

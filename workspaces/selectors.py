@@ -29,7 +29,7 @@ from workspaces.models import (
 from workspaces.services import PLAN_METRICS, plan_limit, usage_period
 
 
-def roles_at_least(role: str) -> tuple[str, ...]:
+def roles_at_least(role: WorkspaceMembership.Role) -> tuple[str, ...]:
     """The workspace roles that rank at or above ``role``."""
     return tuple(
         name for name, rank in WORKSPACE_ROLE_RANK.items() if rank >= WORKSPACE_ROLE_RANK[role]
@@ -94,7 +94,7 @@ def member_page(
 def invitation_page(
     *, actor: Actor, workspace_id: ModelId, limit: int, cursor: str | None
 ) -> Page[Invitation]:
-    access = require_workspace(actor, workspace_id, role="admin")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
     queryset = Invitation.objects.filter(workspace=access.workspace)
     return keyset_page(
         queryset, list_key=f"invitations:{access.workspace.pk}", limit=limit, cursor=cursor
@@ -107,7 +107,7 @@ def _admin_audit_page(limit: int, columns: tuple[str, ...] | None) -> QuerySet[A
         workspace_id=Param("workspace_id", WorkspaceMembership, "workspace"),
         user_id=Param("user_id", WorkspaceMembership, "user"),
         status=WorkspaceMembership.Status.ACTIVE,
-        role__in=roles_at_least("admin"),
+        role__in=roles_at_least(WorkspaceMembership.Role.ADMIN),
     )
     events = AccessAuditEvent.objects.filter(
         Exists(admin), workspace_id=Param("workspace_id", AccessAuditEvent, "workspace_id")
@@ -140,7 +140,7 @@ def access_audit_list(
         rows = page(shape=shape, workspace_id=pk, user_id=actor.user.pk)
         if rows:
             return rows
-    require_workspace_role(actor, pk, role="admin")
+    require_workspace_role(actor, pk, role=WorkspaceMembership.Role.ADMIN)
     events = AccessAuditEvent.objects.filter(workspace_id=pk).order_by("-created_at", "-id")
     return list(events[:limit] if columns is None else events.values_list(*columns)[:limit])
 

@@ -40,7 +40,7 @@ def _invitation_expiry() -> datetime:
 def invitation_create(
     *, actor: Actor, workspace_id: ModelId, email: str, role: str
 ) -> tuple[Invitation, str]:
-    access = require_workspace(actor, workspace_id, role="admin")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
     email = email.strip().lower()
     if WorkspaceMembership.objects.filter(
         workspace=access.workspace, user__email__iexact=email
@@ -91,7 +91,7 @@ def _lock_invitation(invitation_id: ModelId) -> Invitation:
 @transaction.atomic
 def invitation_resend(*, actor: Actor, invitation_id: ModelId) -> tuple[Invitation, str]:
     invitation = _lock_invitation(invitation_id)
-    require_workspace(actor, invitation.workspace_id, role="admin")
+    require_workspace(actor, invitation.workspace_id, role=WorkspaceMembership.Role.ADMIN)
     if invitation.status != Invitation.Status.PENDING:
         raise InvitationNotPendingError()
     previous_status = invitation.effective_status
@@ -120,7 +120,7 @@ def invitation_revoke(
     if instance_admin:
         require_instance_admin(actor)
     else:
-        require_workspace(actor, invitation.workspace_id, role="admin")
+        require_workspace(actor, invitation.workspace_id, role=WorkspaceMembership.Role.ADMIN)
     if invitation.status != Invitation.Status.PENDING:
         raise InvitationNotPendingError()
     previous_status = invitation.effective_status

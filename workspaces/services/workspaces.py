@@ -146,7 +146,7 @@ def workspace_update(
     if instance_admin:
         workspace = _lock_workspace_as_admin(actor, workspace_id, instance_admin=True)
     else:
-        access = require_workspace(actor, workspace_id, role="admin")
+        access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
         workspace = Workspace.objects.select_for_update().get(pk=access.workspace.pk)
     if name is not None:
         workspace.name = name.strip()
@@ -180,7 +180,7 @@ def _lock_workspace_as_admin(
     pk = parse_id(workspace_id, what="workspace")
     if not instance_admin:
         list(Workspace.objects.select_for_update().filter(pk=pk).values_list("pk", flat=True))
-        return require_workspace(actor, pk, role="admin").workspace
+        return require_workspace(actor, pk, role=WorkspaceMembership.Role.ADMIN).workspace
     require_instance_admin(actor)
     workspace = Workspace.objects.select_for_update().filter(pk=pk).first()
     if workspace is None:
