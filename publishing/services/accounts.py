@@ -44,6 +44,7 @@ from publishing.providers.base import (
 )
 from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
+from workspaces.models import WorkspaceMembership
 from workspaces.services import plan_check_current
 
 
@@ -148,7 +149,7 @@ def account_connect(
     fields: dict[str, str] | None = None,
 ) -> tuple[Account | None, str | None]:
     """Returns ``(account, None)`` for credential providers or ``(None, authorization_url)``."""
-    access = require_workspace(actor, workspace_id, role="editor")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     _require_provider(provider, instance_url)
     workspace = access.workspace
     live = Account.objects.filter(workspace=workspace).exclude(status=Account.Status.DISCONNECTED)
@@ -281,7 +282,9 @@ def account_oauth_complete(*, state: str, code: str, session_user: Any = None) -
     # The world may have changed since the connect started: the user's role, the provider's
     # readiness, the plan.
     actor = Actor(user=pending_copy.user)
-    access = require_workspace(actor, pending_copy.workspace_id, role="editor")
+    access = require_workspace(
+        actor, pending_copy.workspace_id, role=WorkspaceMembership.Role.EDITOR
+    )
     _require_connectable(pending_copy.provider, pending_copy.instance_url)
     adapter = get_adapter(pending_copy.provider)
     verifier = credentials.decrypt(pending_copy.code_verifier_encrypted).get("v", "")
@@ -384,7 +387,12 @@ def _store_account(
     return account
 
 
-def _get_account(actor: Actor, account_id: ModelId, *, role: str = "viewer") -> Account:
+def _get_account(
+    actor: Actor,
+    account_id: ModelId,
+    *,
+    role: WorkspaceMembership.Role = WorkspaceMembership.Role.VIEWER,
+) -> Account:
     pk = parse_id(account_id, what="account")
     account = Account.objects.select_related("app").filter(pk=pk).first()
     if account is None or account.status == Account.Status.DISCONNECTED:
@@ -402,7 +410,10 @@ def account_disconnect(*, actor: Actor, account_id: ModelId) -> None:
     member publishes through it, so an editor may not take it away from the others."""
     account = _get_account(actor, account_id)
     require_workspace_role(
-        actor, account.workspace_id, role="admin", operation="Disconnecting a shared account"
+        actor,
+        account.workspace_id,
+        role=WorkspaceMembership.Role.ADMIN,
+        operation="Disconnecting a shared account",
     )
     adapter = get_adapter(account.provider)
     if adapter.capabilities.supports_revoke and account.status == Account.Status.ACTIVE:

@@ -14,6 +14,7 @@ from config.types import ModelId
 from publishing.errors import MediaInUseError
 from publishing.models import Destination, Media, Publication
 from workspaces.access import Actor, parse_id, require_workspace
+from workspaces.models import WorkspaceMembership
 
 # Magic numbers of the types providers accept; the client's Content-Type is never trusted.
 _SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
@@ -38,7 +39,7 @@ def sniff_mime_type(head: bytes) -> str | None:
 def media_upload(
     *, actor: Actor, workspace_id: ModelId, upload: UploadedFile[bytes], alt_text: str = ""
 ) -> Media:
-    access = require_workspace(actor, workspace_id, role="editor")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     size = upload.size or 0
     if size <= 0:
         raise FieldValidationError([{"location": "body.file", "message": "The file is empty."}])
@@ -148,7 +149,7 @@ def media_get(*, actor: Actor, media_id: ModelId) -> Media:
 
 def media_delete(*, actor: Actor, media_id: ModelId) -> None:
     media = media_get(actor=actor, media_id=media_id)
-    require_workspace(actor, media.workspace_id, role="editor")
+    require_workspace(actor, media.workspace_id, role=WorkspaceMembership.Role.EDITOR)
     with transaction.atomic():
         open_publications = Publication.objects.select_for_update().filter(
             workspace_id=media.workspace_id,
