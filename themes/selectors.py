@@ -33,7 +33,7 @@ from workspaces.access import (
     require_organization,
     require_workspace,
 )
-from workspaces.models import Organization, OrganizationMembership
+from workspaces.models import Organization, OrganizationMembership, WorkspaceMembership
 
 
 @dataclass(frozen=True)
@@ -210,7 +210,7 @@ def theme_available_page(
 ) -> SummaryPage:
     """Built-ins first (in their fixed order), then the organization's published themes, newest
     first; summaries only (no drafts, manifests or assets). For workspace administrators."""
-    access = require_workspace(actor, workspace_id, role="admin")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
     organization_id = access.workspace.organization_id
     list_key = f"themes-available:{access.workspace.pk}"
     position: list[Any] = ["built_in", -1]

@@ -27,6 +27,7 @@ from themes.models import (
 )
 from themes.references import HERALD_DEFAULT, Reference, reference_check
 from workspaces.access import Actor, parse_id, require_organization, require_workspace
+from workspaces.models import WorkspaceMembership
 
 ASSET_SOURCE = re.compile(r"^asset:(?P<id>.+)$")
 
@@ -319,7 +320,7 @@ def workspace_theme_assign(
     *, actor: Actor, workspace_id: ModelId, reference: Reference | None
 ) -> ThemeAssignment | None:
     """Assign a theme to a workspace (workspace admin); ``None`` returns it to the default."""
-    access = require_workspace(actor, workspace_id, role="admin")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
     workspace = access.workspace
     with transaction.atomic():
         if reference is None:
