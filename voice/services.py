@@ -34,7 +34,7 @@ from voice.models import (
     VoiceProfileAssignment,
 )
 from workspaces.access import Actor, parse_id, require_workspace
-from workspaces.models import Workspace
+from workspaces.models import Workspace, WorkspaceMembership
 
 NAME_RULE = Text(NAME_MAX_LENGTH, required=True, one_line=True)
 
@@ -109,7 +109,7 @@ def voice_profile_create_default(workspace: Workspace) -> VoiceProfile:
 def voice_profile_create(
     *, actor: Actor, workspace_id: ModelId, name: Any, definition: Any = None
 ) -> VoiceProfile:
-    access = require_workspace(actor, workspace_id, role="editor")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     cleaned_name = _clean_name(name)
     cleaned = _clean({} if definition is None else definition)
     _lock_workspace(access.workspace.pk)
@@ -138,7 +138,7 @@ def voice_profile_replace(
     """PUT: replace name and definition if ``expected_revision`` is the stored revision (else
     409 ``revision_conflict`` and nothing changes); the revision then goes up by one."""
     pk, profile_workspace_id = _profile_workspace_id(voice_profile_id)
-    require_workspace(actor, profile_workspace_id, role="editor")
+    require_workspace(actor, profile_workspace_id, role=WorkspaceMembership.Role.EDITOR)
     if str(workspace_id) != str(profile_workspace_id):
         raise FieldValidationError(
             [
@@ -173,7 +173,7 @@ def voice_profile_delete(*, actor: Actor, voice_profile_id: ModelId) -> None:
     """The default and the last profile cannot be deleted (409). Accounts assigned to the
     deleted profile, and publications that chose it, fall back to the workspace default."""
     pk, workspace_id = _profile_workspace_id(voice_profile_id)
-    require_workspace(actor, workspace_id, role="editor")
+    require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     _lock_workspace(workspace_id)
     profile = VoiceProfile.objects.select_for_update().filter(pk=pk).first()
     if profile is None:
@@ -188,7 +188,7 @@ def voice_profile_delete(*, actor: Actor, voice_profile_id: ModelId) -> None:
 @transaction.atomic
 def voice_profile_make_default(*, actor: Actor, voice_profile_id: ModelId) -> VoiceProfile:
     pk, workspace_id = _profile_workspace_id(voice_profile_id)
-    require_workspace(actor, workspace_id, role="editor")
+    require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     _lock_workspace(workspace_id)
     profile = VoiceProfile.objects.select_for_update().filter(pk=pk).first()
     if profile is None:
@@ -235,7 +235,7 @@ def voice_profile_assign(
     )
     if account is None:
         raise NotFoundError(f"No connected account with ID {pk}.")
-    require_workspace(actor, account.workspace_id, role="editor")
+    require_workspace(actor, account.workspace_id, role=WorkspaceMembership.Role.EDITOR)
     if voice_profile_id is None:
         VoiceProfileAssignment.objects.filter(account=account).delete()
         return account
