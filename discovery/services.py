@@ -22,6 +22,7 @@ from publishing.models import Account
 from voice import selectors as voice_selectors
 from voice.models import VoiceProfile
 from workspaces.access import Actor, parse_id, require_workspace
+from workspaces.models import WorkspaceMembership
 from workspaces.services import usage_consume
 
 LIMIT_DEFAULT, LIMIT_MAX = 5, 8
@@ -77,7 +78,7 @@ def discovery_run(
     limit: int = LIMIT_DEFAULT,
 ) -> dict[str, Any]:
     """``{generated_at, model, opportunities}`` for the workspace (editor or above)."""
-    access = require_workspace(actor, workspace_id, role="editor")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     workspace = access.workspace
     _check_platforms(platforms)
     profile = _voice_profile(workspace.pk, voice_profile_id, platforms)
