@@ -166,7 +166,7 @@ def repost_settings_replace(
     are deleted. Active executions of deleted or disabled policies, and of targets or sources a
     policy no longer names, are skipped.
     """
-    access = require_workspace(actor, workspace_id, role="admin")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
     workspace = access.workspace
     errors, accounts = _account_errors(workspace_id=workspace.pk, policies=policies)
     if errors:
@@ -277,11 +277,11 @@ def _require_any_workspace(actor: Actor, workspace_ids: Sequence[ModelId]) -> No
     first, *others = workspace_ids
     for workspace_id in others:
         try:
-            require_workspace(actor, workspace_id, role="admin")
+            require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
         except PermissionDeniedError:
             continue
         return
-    require_workspace(actor, first, role="admin")
+    require_workspace(actor, first, role=WorkspaceMembership.Role.ADMIN)
 
 
 def repost_grant_create(
@@ -289,7 +289,9 @@ def repost_grant_create(
 ) -> RepostGrant:
     """Let ``source_workspace_id`` repost through an account of another workspace. The actor
     must administer both workspaces. Audited in both workspaces' access audit."""
-    source = require_workspace(actor, source_workspace_id, role="admin").workspace
+    source = require_workspace(
+        actor, source_workspace_id, role=WorkspaceMembership.Role.ADMIN
+    ).workspace
     account_pk = parse_id(target_account_id, what="account")
     account = (
         Account.objects.select_related("workspace")
@@ -299,7 +301,7 @@ def repost_grant_create(
     )
     if account is None:
         raise NotFoundError(f"No account with ID {account_pk}.")
-    require_workspace(actor, account.workspace_id, role="admin")
+    require_workspace(actor, account.workspace_id, role=WorkspaceMembership.Role.ADMIN)
     if account.workspace_id == source.pk:
         raise FieldValidationError(
             [
