@@ -38,7 +38,7 @@ def _invitation_expiry() -> datetime:
 
 @transaction.atomic
 def invitation_create(
-    *, actor: Actor, workspace_id: ModelId, email: str, role: str
+    *, actor: Actor, workspace_id: ModelId, email: str, role: WorkspaceMembership.Role
 ) -> tuple[Invitation, str]:
     access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
     email = email.strip().lower()

@@ -54,7 +54,7 @@ def _ensure_other_active_admin(workspace: Workspace, membership: WorkspaceMember
 
 @transaction.atomic
 def workspace_member_add(
-    *, actor: Actor, workspace_id: ModelId, user_id: ModelId, role: str
+    *, actor: Actor, workspace_id: ModelId, user_id: ModelId, role: Role
 ) -> WorkspaceMembership:
     """The instance administrator adds an existing user directly (the Django admin); members
     otherwise join by invitation. Like an accepted invitation, the user also joins the
@@ -95,8 +95,8 @@ def workspace_member_update(
     actor: Actor,
     workspace_id: ModelId,
     user_id: ModelId,
-    role: str | None = None,
-    status: str | None = None,
+    role: Role | None = None,
+    status: Status | None = None,
     instance_admin: bool = False,
 ) -> WorkspaceMembership:
     workspace = _lock_workspace_as_admin(actor, workspace_id, instance_admin=instance_admin)
