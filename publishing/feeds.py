@@ -145,6 +145,7 @@ def _entries(account: Account) -> list[FeedEntry]:
     ):
         enclosures.setdefault(enclosure.entry_id, []).append(enclosure.media)
     for entry in entries:
+        # An attribute of this list's entries only, read by the feed writer (hence the ignore).
         entry.media_items = enclosures.get(entry.pk, [])  # type: ignore[attr-defined]
     return entries
 

@@ -327,9 +327,10 @@ class WorkspaceTheme:
             ).manifest
         theme = Theme.objects.only("published_revision").get(pk=reference["id"])
         revision = reference["version"] or theme.published_revision
-        return PublishedRevision.objects.values_list("manifest", flat=True).get(  # type: ignore[no-any-return]
+        manifest: dict[str, Any] = PublishedRevision.objects.values_list("manifest", flat=True).get(
             theme_id=theme.pk, revision=revision
         )
+        return manifest
 
 
 def workspace_theme_get(*, actor: Actor, workspace_id: ModelId) -> WorkspaceTheme:

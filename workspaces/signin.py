@@ -32,7 +32,7 @@ class FailureBudgetMixin:
         if self.request is not None and failure_budget_exhausted(self.request):
             raise forms.ValidationError(RATE_LIMITED_MESSAGE, code=RATE_LIMITED)
         try:
-            return super().clean()  # type: ignore[misc, no-any-return]
+            return super().clean()  # type: ignore[misc, no-any-return]  # a form mixin
         except forms.ValidationError:
             # A wrong e-mail or password, an inactive user, a non-staff user on the admin.
             if self.request is not None:
@@ -40,7 +40,8 @@ class FailureBudgetMixin:
             raise
 
     def rate_limited(self) -> bool:
-        return any(e.code == RATE_LIMITED for e in self.non_field_errors().as_data())  # type: ignore[attr-defined]
+        errors = self.non_field_errors()  # type: ignore[attr-defined]  # a form mixin
+        return any(e.code == RATE_LIMITED for e in errors.as_data())
 
 
 class SignInForm(FailureBudgetMixin, AuthenticationForm):

@@ -106,7 +106,7 @@ def check_public_url(
 
 class _GuardMixin:
     def _new_conn(self) -> socket.socket:
-        sock: socket.socket = super()._new_conn()  # type: ignore[misc]
+        sock: socket.socket = super()._new_conn()  # type: ignore[misc]  # mixed into urllib3
         try:
             peer = str(sock.getpeername()[0])
         except OSError:

@@ -179,7 +179,10 @@ class CertificationInputSerializer(StrictSerializer):
         default="",
         help_text="Federated providers without account_id (stored as a hash)",
     )
-    checks = CertificationCheckInputSerializer(many=True, allow_empty=False, max_length=6)  # type: ignore[call-arg]
+    # many=True hands max_length to the ListSerializer; the stubs' __init__ does not list it.
+    checks = CertificationCheckInputSerializer(  # type: ignore[call-arg]
+        many=True, allow_empty=False, max_length=6
+    )
     external_result_reference = serializers.CharField(
         max_length=500,
         required=False,

@@ -457,7 +457,7 @@ class ApiTokenListView(APIView):
             workspace_id=body.get("workspace_id"),
             expires_at=body.get("expires_at"),
         )
-        token.token = full  # type: ignore[attr-defined]
+        token.token = full  # type: ignore[attr-defined]  # the secret, for this response only
         return respond(
             request,
             s.ApiTokenCreatedSerializer,
