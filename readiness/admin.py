@@ -15,6 +15,7 @@ from django.http import HttpRequest
 
 from config.errors import DomainError, FieldValidationError
 from readiness import ledgers
+from readiness.catalog import catalog
 from readiness.models import (
     OPERATIONS,
     ApprovalReview,
@@ -28,9 +29,7 @@ OPTIONAL_OPERATION_CHOICES = [("", "every operation"), *OPERATION_CHOICES]
 
 
 def _provider_choices() -> list[tuple[str, str]]:
-    from publishing.providers import PROVIDERS
-
-    return [(p, p) for p in PROVIDERS]
+    return [(p, p) for p in catalog().providers()]
 
 
 class LedgerAddForm(forms.ModelForm[Any]):

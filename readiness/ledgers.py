@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from config.errors import FieldValidationError, PermissionDeniedError
 from config.types import ModelId
+from readiness.catalog import catalog
 from readiness.models import (
     OPERATIONS,
     ApprovalReview,
@@ -61,19 +62,18 @@ def _require_admin(operator: Any) -> None:
 
 
 def _capabilities(provider: str, location: str = "body.provider") -> Any:
-    from publishing.providers import PROVIDERS, get_adapter
-
-    if provider not in PROVIDERS:
+    catalogue = catalog()
+    if provider not in catalogue.providers():
         raise FieldValidationError(
             [
                 {
                     "location": location,
-                    "message": f"One of {', '.join(PROVIDERS)}.",
+                    "message": f"One of {', '.join(catalogue.providers())}.",
                     "value": provider,
                 }
             ]
         )
-    return get_adapter(provider).capabilities
+    return catalogue.capabilities(provider)
 
 
 def _check_profile(caps: Any, output_profile: str, location: str = "body.output_profile") -> None:
@@ -249,8 +249,6 @@ def certification_append(
     retest_days: int | None = None,
 ) -> CertificationRun:
     """Append one certification run and its checks (one transaction)."""
-    from publishing.models import Account
-
     _require_admin(operator)
     caps = _capabilities(provider)
     if operation in PUBLISH_OPERATIONS:
@@ -286,11 +284,7 @@ def certification_append(
         )
     account = None
     if account_id is not None:
-        account = (
-            Account.objects.filter(pk=account_id)
-            .exclude(status=Account.Status.DISCONNECTED)
-            .first()
-        )
+        account = catalog().connected_account(account_id)
         if account is None or account.provider != provider:
             raise FieldValidationError(
                 [

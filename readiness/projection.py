@@ -17,6 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from config.types import ModelId
+from readiness.catalog import catalog
 from readiness.services import DecisionRequest, decide_many, enforcement_applies
 
 ACCOUNT_FIELDS = (
@@ -33,17 +34,6 @@ ACCOUNT_FIELDS = (
 )
 
 
-def _live_accounts(workspace_id: ModelId) -> list[Any]:
-    from publishing.models import Account
-
-    return list(
-        Account.objects.filter(workspace_id=workspace_id)
-        .exclude(status=Account.Status.DISCONNECTED)
-        .only(*ACCOUNT_FIELDS)
-        .order_by("created_at", "id")
-    )
-
-
 def provider_readiness_projection(
     *,
     workspace_id: ModelId,
@@ -54,17 +44,21 @@ def provider_readiness_projection(
 
     ``accounts`` narrows the profiles to those accounts (capability resolution);
     ``content_profile`` to one output profile."""
-    from publishing.providers import PROVIDERS, get_adapter
-
-    live = list(accounts) if accounts is not None else _live_accounts(workspace_id)
+    catalogue = catalog()
+    providers = catalogue.providers()
+    live = (
+        list(accounts)
+        if accounts is not None
+        else catalogue.live_accounts(workspace_id, ACCOUNT_FIELDS)
+    )
     requests: list[DecisionRequest] = [
-        DecisionRequest(provider=p, operation="connect") for p in PROVIDERS
+        DecisionRequest(provider=p, operation="connect") for p in providers
     ]
     slots: list[tuple[Any, str]] = []
     for account in live:
-        if account.provider not in PROVIDERS:
+        if account.provider not in providers:
             continue
-        for profile in get_adapter(account.provider).capabilities.profiles:
+        for profile in catalogue.capabilities(account.provider).profiles:
             if content_profile and profile.key != content_profile:
                 continue
             slots.append((account, profile.key))
@@ -85,11 +79,11 @@ def provider_readiness_projection(
                 )
             )
     decisions = decide_many(requests)
-    connect = dict(zip(PROVIDERS, decisions[: len(PROVIDERS)], strict=True))
+    connect = dict(zip(providers, decisions[: len(providers)], strict=True))
     entries: dict[str, dict[str, Any]] = {}
-    issues: dict[str, dict[str, dict[str, Any]]] = {p: {} for p in PROVIDERS}
+    issues: dict[str, dict[str, dict[str, Any]]] = {p: {} for p in providers}
     for provider, decision in connect.items():
-        caps = get_adapter(provider).capabilities
+        caps = catalogue.capabilities(provider)
         entries[provider] = {
             "provider": provider,
             "display_name": caps.display_name,
@@ -100,7 +94,7 @@ def provider_readiness_projection(
             "profiles": [],
         }
         _count(issues[provider], decision.blockers)
-    rest = decisions[len(PROVIDERS) :]
+    rest = decisions[len(providers) :]
     for index, (account, profile_key) in enumerate(slots):
         immediate, scheduled = rest[2 * index], rest[2 * index + 1]
         entries[account.provider]["profiles"].append(

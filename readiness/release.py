@@ -22,6 +22,7 @@ from pathlib import Path
 from django.conf import settings
 from django.utils import timezone
 
+from readiness.catalog import catalog
 from readiness.claims import CLAIMS_FILE, MANIFEST_FILE, Claim, ClaimsError, verify_manifest
 from readiness.decisions import Policy, evaluate
 from readiness.evidence import load_evidence
@@ -52,8 +53,7 @@ class GateResult:
 
 def _claim_reasons(claim: Claim) -> list[str]:
     """Why the trusted ledger projection does not supply this claim's current digest."""
-    from publishing.providers import PROVIDERS, get_adapter
-
+    catalogue = catalog()
     label = f"{claim.provider} {claim.output_profile or '-'} {claim.operation}"
     if any(
         UNSANITIZED.search(value)
@@ -64,9 +64,9 @@ def _claim_reasons(claim: Claim) -> list[str]:
         ]
     if claim.provider in NEVER_ADVERTISED:
         return [f"{label}: {claim.provider} has no public hosted claim and is never advertised"]
-    if claim.provider not in PROVIDERS:
+    if claim.provider not in catalogue.providers():
         return [f"{label}: no adapter implements {claim.provider}"]
-    caps = get_adapter(claim.provider).capabilities
+    caps = catalogue.capabilities(claim.provider)
     app = provider_app(claim.provider, caps)
     try:
         subject = make_subject(

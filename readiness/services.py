@@ -20,6 +20,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from config.errors import FieldValidationError, PermissionDeniedError
+from readiness.catalog import catalog
 from readiness.claims import advertised_claims
 from readiness.decisions import (
     CERTIFICATION_TEST,
@@ -104,34 +105,22 @@ class DecisionRequest:
 
 
 def _capabilities(provider: str) -> Any:
-    from publishing.providers import PROVIDERS, get_adapter
-
-    return get_adapter(provider).capabilities if provider in PROVIDERS else None
-
-
-def _has_database_app(provider: str) -> bool:
-    from publishing.models import ProviderApp
-
-    return ProviderApp.objects.filter(provider=provider, instance_url="").exists()
+    catalogue = catalog()
+    return catalogue.capabilities(provider) if provider in catalogue.providers() else None
 
 
 def provider_app(provider: str, caps: Any) -> AppIdentity:
     """The effective provider app of this deployment (one query only for a registered OAuth app)."""
     needs_app_row = caps is not None and str(caps.connection) == "oauth2" and not caps.federated
     return app_identity(
-        provider, caps, database_app=_has_database_app(provider) if needs_app_row else None
+        provider,
+        caps,
+        database_app=catalog().has_registered_app(provider) if needs_app_row else None,
     )
 
 
 def _account_facts(account: Any) -> AccountFacts:
-    from publishing import credentials
-
-    readable = True
-    if account.credentials_encrypted:
-        try:
-            credentials.decrypt(account.credentials_encrypted)
-        except credentials.CredentialsKeyError:
-            readable = False
+    readable = not account.credentials_encrypted or catalog().credentials_readable(account)
     return AccountFacts(
         status=str(account.status),
         has_credentials=bool(account.credentials_encrypted),

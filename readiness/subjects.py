@@ -19,6 +19,7 @@ from typing import Any
 from django.conf import settings
 
 from config.types import ModelId
+from readiness.catalog import catalog
 from readiness.models import OPERATIONS
 
 CONTRACT_VERSION = 1
@@ -117,10 +118,7 @@ def app_identity(provider: str, caps: Any, *, database_app: bool | None = None) 
     earlier evidence unusable) or a registered one (``database_app``: whether one exists)."""
     if caps is None:
         return AppIdentity("unknown", fingerprint("app", f"{provider}:unknown"))
-    from publishing.providers import get_adapter
-
-    adapter = get_adapter(provider)
-    base = str(getattr(adapter, "service_url", "") or getattr(adapter, "api_url", "") or "")
+    base = catalog().app_base_url(provider)
     connection = str(getattr(caps.connection, "value", caps.connection))
     env_app = environment_app(provider)
     if connection == "oauth2":
@@ -200,12 +198,7 @@ def not_applicable_allowed(caps: Any) -> dict[str, tuple[str, ...]]:
 
 @lru_cache(maxsize=512)
 def _contract(caps: Any, output_profile: str, operation: str) -> tuple[str, tuple[str, ...]]:
-    from publishing.providers.base import describe
-
-    class _Adapter:  # describe() reads only ``capabilities``
-        capabilities = caps
-
-    described = describe(_Adapter())  # type: ignore[arg-type]
+    described = catalog().describe(caps)
     profile = next((p for p in described["profiles"] if p["key"] == output_profile), None)
     contract = {
         "contract_version": CONTRACT_VERSION,

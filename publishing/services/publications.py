@@ -9,9 +9,10 @@ from __future__ import annotations
 import uuid
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,7 +24,6 @@ from publishing.models import Account, Destination, Media, Publication, Publicat
 from publishing.providers import get_adapter
 from publishing.providers.base import OutputProfile
 from readiness import services as readiness
-from voice import services as voice
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
 from workspaces.services import usage_consume
 
@@ -31,6 +31,27 @@ S = Destination.Status
 P = Publication.Status
 MAX_DESTINATIONS = 50
 UNCHANGED: Any = object()  # publication_replace: keep the current voice override
+
+
+class VoiceOverrideSetter(Protocol):
+    def __call__(self, *, publication: Publication, voice_profile_id: ModelId | None) -> None: ...
+
+
+_voice_override_setter: VoiceOverrideSetter | None = None
+
+
+def register_voice_override_setter(setter: VoiceOverrideSetter) -> None:
+    """A publication's voice override lives in the voice app, which depends on publishing: it
+    registers its setter here (``VoiceConfig.ready``), so publishing never imports voice. The
+    setter runs inside the publishing service's transaction, after its access checks."""
+    global _voice_override_setter  # set once, at start-up
+    _voice_override_setter = setter
+
+
+def _voice_override_set(publication: Publication, voice_profile_id: ModelId | None) -> None:
+    if _voice_override_setter is None:
+        raise ImproperlyConfigured("No voice override setter: the voice app is not installed.")
+    _voice_override_setter(publication=publication, voice_profile_id=voice_profile_id)
 
 
 def event_record(
@@ -278,7 +299,7 @@ def publication_create(
         media_ids=media_ids,
     )
     if voice_profile_id is not None:  # the override lives in the voice app (404 if unknown)
-        voice.publication_voice_set(publication=publication, voice_profile_id=voice_profile_id)
+        _voice_override_set(publication, voice_profile_id)
     _write_destinations(publication, accounts, destinations)
     event_record(publication_id=publication.pk, kind="publication.created", status=P.DRAFT)
     return publication
@@ -318,7 +339,7 @@ def publication_replace(
     # Queued certification-test work runs under its intent: only an administrator may change it.
     readiness.require_intent_allowed(user=actor.user, intent=publication.execution_intent)
     if voice_profile_id is not UNCHANGED:  # None clears the override
-        voice.publication_voice_set(publication=publication, voice_profile_id=voice_profile_id)
+        _voice_override_set(publication, voice_profile_id)
     media_ids = [str(m) for m in (media_ids or [])]
     accounts, _ = _validate(
         workspace_id=publication.workspace_id,
