@@ -266,9 +266,10 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     api_exc = _as_api_exception(exc)
     if api_exc is None:
         return None  # unexpected: Django's handler500 renders a detail-free problem
-    response = drf_exception_handler(api_exc, context)
-    if response is None:
+    handled = drf_exception_handler(api_exc, context)
+    if handled is None:
         return None
+    response = handled
 
     if isinstance(api_exc, exceptions.ValidationError):
         response.status_code = 422
@@ -286,7 +287,7 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         code = "not_authenticated"
         return _finish(response, request, code, str(api_exc.detail))
     if isinstance(api_exc, exceptions.Throttled):
-        wait = api_exc.wait or 1
+        wait = api_exc.wait or 1  # type: ignore[attr-defined]  # set by Throttled(); not in stubs
         response["Retry-After"] = str(max(1, int(wait + 0.999)))
         return _finish(response, request, "rate_limited", "Too many requests; retry later.")
     codes = api_exc.get_codes()
