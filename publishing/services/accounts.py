@@ -457,36 +457,43 @@ def account_mark_reconnect_required(*, account_id: ModelId, reason: str) -> bool
 
 
 def _destinations_hold(*, account_id: ModelId, reason: str, now: Any) -> None:
-    # A conditional UPDATE: a destination the dispatcher queued first is not held here (the
-    # worker's readiness check blocks it before any provider call).
+    """Scheduled destinations of the account become ``blocked`` (held) with the reason and the
+    readiness decision that blocks them. Conditional UPDATEs: a destination the dispatcher
+    queued first is not held here (the worker's readiness check blocks it before any call)."""
     scheduled = Destination.objects.filter(
         account_id=account_id, status=Destination.Status.SCHEDULED
     )
-    rows = list(scheduled.values_list("pk", "publication_id"))
-    if not rows:
+    profiles = sorted(set(scheduled.values_list("profile", flat=True)))
+    if not profiles:
         return
+    account = Account.objects.get(pk=account_id)
     message = f"Held until the account is reconnected: {reason}"[:500]
-    held = Destination.objects.filter(
-        pk__in=[pk for pk, _ in rows], status=Destination.Status.SCHEDULED
-    ).update(
-        status=Destination.Status.BLOCKED,
-        error_kind=HELD,
-        error_message=message,
-        action="reconnect",
-        updated_at=now,
-    )
-    if held:
-        PublicationEvent.objects.bulk_create(
-            PublicationEvent(
-                publication_id=publication_id,
-                destination_id=pk,
-                kind="destination.held",
-                status=Destination.Status.BLOCKED,
-                detail=message,
-                data={"action": "reconnect"},
-            )
-            for pk, publication_id in rows
+    for profile in profiles:
+        decision = readiness.decide_account(
+            account=account, operation="publish_scheduled", profile=profile
         )
+        scheduled.filter(profile=profile).update(
+            status=Destination.Status.BLOCKED,
+            error_kind=HELD,
+            error_message=message,
+            action="reconnect",
+            readiness=decision.as_dict(),
+            updated_at=now,
+        )
+    held = Destination.objects.filter(
+        account_id=account_id, status=Destination.Status.BLOCKED, error_kind=HELD, updated_at=now
+    ).values_list("pk", "publication_id")
+    PublicationEvent.objects.bulk_create(
+        PublicationEvent(
+            publication_id=publication_id,
+            destination_id=pk,
+            kind="destination.held",
+            status=Destination.Status.BLOCKED,
+            detail=message,
+            data={"action": "reconnect"},
+        )
+        for pk, publication_id in held
+    )
 
 
 def _destinations_release(*, account_id: ModelId) -> None:

@@ -387,6 +387,8 @@ def test_invalid_grant_requires_reconnect_and_holds_scheduled_publications_until
     assert destination.status == Destination.Status.BLOCKED
     assert (destination.error_kind, destination.action) == ("held", "reconnect")
     assert row.status_reason in destination.error_message
+    assert destination.readiness is not None
+    assert destination.readiness["state"] == "reconnect_required"
     assert destination.events.filter(kind="destination.held").count() == 1
     # A second sweep or send changes nothing.
     assert tokens.account_token_refresh(account_id=account.pk) == Outcome.INACTIVE
