@@ -203,12 +203,11 @@ class XAdapter(ProviderAdapter):
         # A refresh token is never replaced by nothing (field lesson 6).
         refresh = str(grant.get("refresh_token") or previous_refresh)
         credentials = {"access_token": str(grant["access_token"]), "refresh_token": refresh}
-        expires_in = grant.get("expires_in")
-        expires_at = (
-            datetime.now(UTC) + timedelta(seconds=int(expires_in))
-            if isinstance(expires_in, int | float | str) and str(expires_in).isdigit()
-            else None
-        )
+        try:
+            seconds = int(float(grant.get("expires_in") or 0))
+        except (TypeError, ValueError):
+            seconds = 0
+        expires_at = datetime.now(UTC) + timedelta(seconds=seconds) if seconds > 0 else None
         scopes = tuple(str(grant.get("scope") or "").split())
         return credentials, expires_at, scopes
 
