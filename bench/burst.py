@@ -24,6 +24,12 @@ every request after ``--delay-ms``; ``--destinations`` publications with one des
 4. the audit of bench/delivery.py: every post the stand-in accepted against the database
    (0 duplicates, 0 losses).
 
+``--embedded``: the same burst under ``make run`` instead (SQLite, the filesystem broker, the
+limits store in SQLite): ``scripts/run.py`` itself, with its own data folder (a temporary one)
+and a free port, starts gunicorn, its ``HERALD_WORKER_PROCESSES`` worker commands and beat as
+shipped; the benchmark seeds and schedules through the services on the same SQLite database.
+No PostgreSQL or Redis is used; worker CPU is that of the worker processes make run started.
+
 Writes bench/results/burst.json (``--output``). Exit status 1 when a target is missed
 (``--max-lag``: every destination published within 20 s of its due time; ``--max-rss-mb``),
 2 when the run could not complete. Traffic goes to 127.0.0.1 only.
@@ -37,8 +43,10 @@ import json
 import math
 import os
 import re
+import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -259,6 +267,96 @@ def web_rss(
     }
 
 
+def start_workers(
+    args: argparse.Namespace, env: dict[str, str], processes: Processes, scratch_dir: Path
+) -> tuple[list[str], dict[str, int]]:
+    """The worker commands of docker-compose.yml (one per --workers) and beat."""
+    worker_env = {**env, "HERALD_DB_POOL_SIZE": str(args.db_pool)}
+    names = [f"burst{n}" for n in range(1, args.workers + 1)]
+    workers = {
+        name: processes.start(
+            name,
+            [
+                str(Path(sys.executable).parent / "celery"),
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                args.log_level,
+                "-n",
+                f"{name}@%h",
+            ],
+            worker_env,
+        ).pid
+        for name in names
+    }
+    processes.start(
+        "beat",
+        [
+            str(Path(sys.executable).parent / "celery"),
+            "-A",
+            "config",
+            "beat",
+            "--loglevel",
+            args.log_level,
+            "--schedule",
+            str(scratch_dir / "celerybeat-schedule"),
+        ],
+        env,
+    )
+    return names, workers
+
+
+def start_make_run(
+    processes: Processes, env: dict[str, str]
+) -> tuple[list[str], dict[str, int], int]:
+    """``scripts/run.py`` (what ``make run`` runs) on env's data folder and port: its worker
+    processes (by their ``-n`` name) and its gunicorn master, once /api/v1/health answers."""
+    import requests
+
+    make_run = processes.start("makerun", [sys.executable, "scripts/run.py"], env)
+    base = f"http://127.0.0.1:{env['HERALD_PORT']}"
+    deadline = time.monotonic() + 180
+    while True:
+        with contextlib.suppress(requests.RequestException):
+            if requests.get(base + "/api/v1/health", timeout=2).status_code == 200:
+                break
+        if time.monotonic() > deadline or make_run.poll() is not None:
+            raise RuntimeError(f"make run did not answer:\n{processes.tail('makerun')}")
+        time.sleep(0.5)
+    workers: dict[str, int] = {}
+    web_master = 0
+    for pid in child_pids(make_run.pid):
+        with contextlib.suppress(OSError):
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")
+            if "worker" in argv and "-n" in argv:
+                workers[argv[argv.index("-n") + 1].split("@")[0]] = pid
+            elif any(part.endswith("gunicorn") for part in argv):
+                web_master = pid
+    return sorted(workers), workers, web_master
+
+
+def web_rss_of(base: str, master: int, token: str, workspace_id: Any) -> dict[str, Any]:
+    """make run's gunicorn workers after serving 600 API requests (as :func:`web_rss`)."""
+    import requests
+
+    session = requests.Session()
+    session.headers.update({"Authorization": f"Bearer {token}", "Accept": "application/json"})
+    statuses: dict[str, int] = {}
+    for n in range(300):
+        for path in (
+            "/api/v1/workspaces",
+            f"/api/v1/publications?workspace_id={workspace_id}&limit=100",
+        ):
+            response = session.get(base + path, timeout=30)
+            statuses[f"{path.split('?')[0].rsplit('/', 1)[-1]} {response.status_code}"] = n + 1
+    return {
+        "gunicorn_worker_rss_mb": max((rss_mb(pid) for pid in child_pids(master)), default=0.0),
+        "requests": 600,
+        "statuses": statuses,
+    }
+
+
 def audit_all(standins: list[dict[str, Any]], workspace_id: Any) -> dict[str, Any]:
     """Every post the stand-ins accepted against every destination: one post per idempotency
     key, the destination's external id that post's, nothing published without a post."""
@@ -369,6 +467,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="broker and cache; this Redis database is flushed at the start",
     )
     parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument(
+        "--keep-logs", type=Path, metavar="DIR", help="copy the process logs to DIR"
+    )
+    parser.add_argument(
+        "--embedded",
+        action="store_true",
+        help="under make run (scripts/run.py): SQLite and the filesystem broker, its own data "
+        "folder and port; --workers is HERALD_WORKER_PROCESSES",
+    )
     parser.add_argument("--output", type=Path, default=RESULTS)
     return parser.parse_args(argv)
 
@@ -385,6 +492,14 @@ def main(argv: list[str] | None = None) -> int:
             env["HERALD_WORKER_CONCURRENCY"] = str(args.concurrency)
         if args.pool is not None:
             env["HERALD_WORKER_POOL"] = args.pool
+        if args.embedded:  # make run's embedded default: no DATABASE_URL, no REDIS_URL
+            env.pop("DATABASE_URL", None)
+            env.pop("REDIS_URL", None)
+            env.update(
+                HERALD_HOST="127.0.0.1",
+                HERALD_PORT=str(free_port()),
+                HERALD_WORKER_PROCESSES=str(args.workers),
+            )
         (scratch_dir / "data" / "static").mkdir(parents=True)
         os.environ.clear()
         os.environ.update(env)
@@ -398,11 +513,18 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         finally:
             processes.stop()
+            if args.keep_logs:
+                shutil.copytree(
+                    scratch_dir,
+                    args.keep_logs,
+                    dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("data"),
+                )
             with contextlib.suppress(Exception):
                 from django.db import connections
 
                 connections.close_all()
-            if not args.keep_db:
+            if not args.keep_db and not args.embedded:
                 drop_database(args.database_url)
     report["machine"]["loadavg_1_5_15_start"] = load_start
     report["machine"]["loadavg_1_5_15_end"] = loadavg()
@@ -414,8 +536,9 @@ def main(argv: list[str] | None = None) -> int:
 def run(
     args: argparse.Namespace, env: dict[str, str], processes: Processes, scratch_dir: Path
 ) -> dict[str, Any]:
-    ensure_database(args.database_url, fresh=True)
-    flush_redis(args.redis_url)
+    if not args.embedded:
+        ensure_database(args.database_url, fresh=True)
+        flush_redis(args.redis_url)
     import django
 
     django.setup()
@@ -428,51 +551,23 @@ def run(
     from publishing.services.publications import publication_publish_now, publication_schedule
 
     call_command("migrate", interactive=False, verbosity=0)
-    meta_versions = versions()
+    meta_versions = versions() if not args.embedded else {"sqlite": sqlite3.sqlite_version}
     standins = start_standins(processes, env, args.hosts)
     for standin in standins:
         control(standin["url"], "POST", "/__control/faults", {"delay_ms": args.delay_ms})
     seeded = seed(args, standins)
     connections.close_all()
-    worker_env = {**env, "HERALD_DB_POOL_SIZE": str(args.db_pool)}
-    names = [f"burst{n}" for n in range(1, args.workers + 1)]
-    workers = {
-        name: processes.start(
-            name,
-            [
-                str(Path(sys.executable).parent / "celery"),
-                "-A",
-                "config",
-                "worker",
-                "--loglevel",
-                args.log_level,
-                "-n",
-                f"{name}@%h",
-            ],
-            worker_env,
-        ).pid
-        for name in names
-    }
-    processes.start(
-        "beat",
-        [
-            str(Path(sys.executable).parent / "celery"),
-            "-A",
-            "config",
-            "beat",
-            "--loglevel",
-            args.log_level,
-            "--schedule",
-            str(scratch_dir / "celerybeat-schedule"),
-        ],
-        env,
-    )
-    wait_for_workers(names, processes)
+    if args.embedded:
+        names, workers, web_master = start_make_run(processes, env)
+    else:
+        names, workers = start_workers(args, env, processes, scratch_dir)
+        web_master = 0
+        wait_for_workers(names, processes)
     warm, *drafts = seeded["drafts"]
     publication_publish_now(actor=seeded["actor"], publication_id=warm, expected_revision=None)
     workspace = seeded["workspace"]
     counts, complete = wait_settled(
-        workspace.pk, 1, timeout=60, processes=processes, label="warm-up"
+        workspace.pk, 1, timeout=120, processes=processes, label="warm-up"
     )
     if counts["published"] != 1:
         raise RuntimeError(f"warm-up did not publish: {dict(counts)}")
@@ -507,10 +602,10 @@ def run(
     )
     if remaining < 0.5:
         raise RuntimeError("scheduling overran the due second; raise --lead")
-    database = database_name(args.database_url)
+    database = "" if args.embedded else database_name(args.database_url)
     time.sleep(max(0.0, remaining - 0.3))
     cpu_before = {name: process_tree_cpu_seconds(pid) for name, pid in workers.items()}
-    database_before = database_backends_cpu(database)
+    database_before = database_backends_cpu(database) if database else {}
     peak_connections = [0]
     stop = threading.Event()
 
@@ -521,7 +616,8 @@ def run(
         connections.close_all()
 
     sampler = threading.Thread(target=sample_connections, daemon=True)
-    sampler.start()
+    if database:
+        sampler.start()
     counts, complete = wait_settled(
         workspace.pk,
         len(drafts) + 1,
@@ -530,11 +626,12 @@ def run(
         label="burst",
     )
     stop.set()
-    sampler.join(timeout=5)
+    if database:
+        sampler.join(timeout=5)
     worker_cpu = {
         name: process_tree_cpu_seconds(pid) - cpu_before[name] for name, pid in workers.items()
     }
-    database_cpu = backends_cpu_since(database, database_before)
+    database_cpu = backends_cpu_since(database, database_before) if database else 0.0
     worker_rss = {name: tree_rss_mb(pid) for name, pid in workers.items()}
     rows = list(
         Destination.objects.filter(
@@ -547,11 +644,22 @@ def run(
     )["last"]
     published = len(lags)
     span = (last - due_second).total_seconds() if last else math.inf
-    received = {
-        name: len(RECEIVED.findall((scratch_dir / f"{name}.log").read_text(errors="replace")))
-        for name in names
-    }
-    web = web_rss(processes, env, seeded["token"], workspace.pk) if args.web else None
+    if args.embedded:  # make run's processes share its output
+        received = {
+            "all": len(RECEIVED.findall((scratch_dir / "makerun.log").read_text(errors="replace")))
+        }
+    else:
+        received = {
+            name: len(RECEIVED.findall((scratch_dir / f"{name}.log").read_text(errors="replace")))
+            for name in names
+        }
+    if not args.web:
+        web = None
+    elif args.embedded:
+        base = f"http://127.0.0.1:{env['HERALD_PORT']}"
+        web = web_rss_of(base, web_master, seeded["token"], workspace.pk)
+    else:
+        web = web_rss(processes, env, seeded["token"], workspace.pk)
     checked = audit_all(standins, workspace.pk)
     total_cpu = sum(worker_cpu.values())
     max_lag = max(lags, default=math.inf)
@@ -587,10 +695,13 @@ def run(
         "machine": machine(),
         "versions": meta_versions,
         "setup": {
+            "mode": "make run (SQLite, filesystem broker)"
+            if args.embedded
+            else "PostgreSQL + Redis",
             "workers": args.workers,
             "pool": settings.CELERY_WORKER_POOL,
             "concurrency_per_worker": settings.CELERY_WORKER_CONCURRENCY,
-            "db_pool_size": args.db_pool,
+            "db_pool_size": 0 if args.embedded else args.db_pool,
             "standin_delay_ms": args.delay_ms,
             "provider_hosts": args.hosts,
             "accounts": args.accounts,
