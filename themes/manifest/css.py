@@ -267,11 +267,13 @@ def _parse_color_mix(body: str, *, depth: int) -> Rgba:
     for part in parts[1:]:
         tokens = _split_whitespace_top_level(part)
         percentage: float | None = None
-        if tokens and _PERCENT_RE.match(tokens[-1]) and len(tokens) > 1:
-            percentage = float(_PERCENT_RE.match(tokens[-1])[1])  # type: ignore[index]
+        last = _PERCENT_RE.match(tokens[-1]) if len(tokens) > 1 else None
+        first = _PERCENT_RE.match(tokens[0]) if len(tokens) > 1 and last is None else None
+        if last:
+            percentage = float(last[1])
             tokens = tokens[:-1]
-        elif tokens and _PERCENT_RE.match(tokens[0]) and len(tokens) > 1:
-            percentage = float(_PERCENT_RE.match(tokens[0])[1])  # type: ignore[index]
+        elif first:
+            percentage = float(first[1])
             tokens = tokens[1:]
         if len(tokens) != 1:
             raise CssValueError(
@@ -282,17 +284,15 @@ def _parse_color_mix(body: str, *, depth: int) -> Rgba:
         colors.append(parse_color(tokens[0], _depth=depth))
         weights.append(percentage)
     p1, p2 = weights
-    if p1 is None and p2 is None:
-        p1 = p2 = 50.0
-    elif p1 is None:
-        p1 = 100.0 - p2  # type: ignore[operator]
-    elif p2 is None:
+    if p1 is None:  # neither given: 50% each; one given: the other is the rest
+        p1 = 50.0 if p2 is None else 100.0 - p2
+    if p2 is None:
         p2 = 100.0 - p1
-    total = p1 + p2  # type: ignore[operator]
+    total = p1 + p2
     if total <= 0:
         raise CssValueError("color-mix() percentages must not add up to zero.")
     alpha_scale = min(1.0, total / 100.0)
-    return _mix_oklch(colors[0], colors[1], p2 / total, alpha_scale)  # type: ignore[operator]
+    return _mix_oklch(colors[0], colors[1], p2 / total, alpha_scale)
 
 
 def _mix_oklch(first: Rgba, second: Rgba, amount: float, alpha_scale: float) -> Rgba:
