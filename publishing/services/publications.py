@@ -25,6 +25,7 @@ from publishing.providers import get_adapter
 from publishing.providers.base import OutputProfile
 from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
+from workspaces.models import WorkspaceMembership
 from workspaces.services import usage_consume
 
 S = Destination.Status
@@ -287,7 +288,7 @@ def publication_create(
     destinations: list[dict[str, Any]],
     voice_profile_id: ModelId | None = None,
 ) -> Publication:
-    access = require_workspace(actor, workspace_id, role="editor")
+    access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     media_ids = [str(m) for m in (media_ids or [])]
     accounts, _ = _validate(
         workspace_id=access.workspace.pk, text=text, media_ids=media_ids, destinations=destinations
@@ -305,7 +306,12 @@ def publication_create(
     return publication
 
 
-def _lock(actor: Actor, publication_id: ModelId, *, role: str = "editor") -> Publication:
+def _lock(
+    actor: Actor,
+    publication_id: ModelId,
+    *,
+    role: WorkspaceMembership.Role = WorkspaceMembership.Role.EDITOR,
+) -> Publication:
     pk = parse_id(publication_id, what="publication")
     workspace_id = Publication.objects.filter(pk=pk).values_list("workspace_id", flat=True).first()
     if workspace_id is None:
@@ -379,7 +385,7 @@ def publication_delete(*, actor: Actor, publication_id: ModelId) -> None:
         require_workspace_role(
             actor,
             publication.workspace_id,
-            role="admin",
+            role=WorkspaceMembership.Role.ADMIN,
             operation="Deleting a publication that has published destinations",
         )
     if publication.destinations.filter(
