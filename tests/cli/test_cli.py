@@ -16,7 +16,6 @@ from tests.cli_support import (
     Cli,
     closed_port_url,
     forget_remembered_secrets,  # noqa: F401 (autouse fixture)
-    isolated_config_dir,
     json_of,
     mode,
     one_line,
@@ -25,26 +24,6 @@ from tests.cli_support import (
 from workspaces.models import User
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return isolated_config_dir(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def cli(config_dir: Path) -> Cli:
-    return Cli(config_dir)
-
-
-@pytest.fixture
-def url(live_server: Any) -> str:
-    return str(live_server.url)
-
-
-@pytest.fixture
-def token(make_token: Callable[..., str], user: User, workspace: Any) -> str:
-    return make_token(user)
 
 
 # --- instance health ---------------------------------------------------------------------------

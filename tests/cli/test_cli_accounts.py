@@ -22,7 +22,6 @@ from tests.cli_support import (
     Cli,
     LeakyInstance,
     forget_remembered_secrets,  # noqa: F401 (autouse fixture)
-    isolated_config_dir,
     json_of,
     one_line,
 )
@@ -33,11 +32,6 @@ from tests.publishing_support import connect_fields
 from workspaces.models import User
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
-    return Cli(isolated_config_dir(tmp_path, monkeypatch))
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ from tests.cli_support import (
     Cli,
     LeakyInstance,
     forget_remembered_secrets,  # noqa: F401 (autouse fixture)
-    isolated_config_dir,
 )
 
 HOSTILE = (
@@ -205,11 +204,6 @@ COMMANDS: list[tuple[list[str], Any]] = [
     (["instance", "diagnostics"], None),
     (["instance", "diagnostics", "--provider", "mastodon"], None),
 ]
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
-    return Cli(isolated_config_dir(tmp_path, monkeypatch))
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,6 @@ and the redaction of tokens, passwords and keys in everything the CLI prints."""
 from __future__ import annotations
 
 import platform
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,32 +16,10 @@ from tests.cli_support import (
     Cli,
     closed_port_url,
     forget_remembered_secrets,  # noqa: F401 (autouse fixture)
-    isolated_config_dir,
     json_of,
 )
-from workspaces.models import User
 
 API = "/api/v1"
-
-
-@pytest.fixture
-def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return isolated_config_dir(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def cli(config_dir: Path) -> Cli:
-    return Cli(config_dir)
-
-
-@pytest.fixture
-def url(live_server: Any) -> str:
-    return str(live_server.url)
-
-
-@pytest.fixture
-def token(make_token: Callable[..., str], user: User, workspace: Any) -> str:
-    return make_token(user)
 
 
 # --- redaction ---------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from tests.cli_support import (
     LeakyInstance,
     closed_port_url,
     forget_remembered_secrets,  # noqa: F401 (autouse fixture)
-    isolated_config_dir,
     json_of,
 )
 
@@ -121,11 +120,6 @@ def test_ordinary_text_and_the_clis_own_messages_stay_readable() -> None:
 
 
 # --- a misbehaving instance -------------------------------------------------------------------
-
-
-@pytest.fixture
-def cli(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
-    return Cli(isolated_config_dir(tmp_path, monkeypatch))
 
 
 def _assert_clean(output: str, *secrets: str) -> None:

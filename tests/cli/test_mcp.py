@@ -17,9 +17,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.cli_support import (
     forget_remembered_secrets,  # noqa: F401 (autouse fixture)
-    isolated_config_dir,
 )
-from workspaces.models import User
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,21 +35,6 @@ TOOL_NAMES = {
     "list_voice_profiles",
     "discover_opportunities",
 }
-
-
-@pytest.fixture
-def config_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return isolated_config_dir(tmp_path, monkeypatch)
-
-
-@pytest.fixture
-def url(live_server: Any) -> str:
-    return str(live_server.url)
-
-
-@pytest.fixture
-def token(make_token: Callable[..., str], user: User, workspace: Any) -> str:
-    return make_token(user)
 
 
 Body = Callable[[ClientSession], Awaitable[Any]]
