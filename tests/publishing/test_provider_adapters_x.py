@@ -5,6 +5,7 @@ whole path through Herald: connect -> callback -> publish -> ambiguous -> reconc
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -581,3 +582,46 @@ def test_denied_consent_and_disconnect_through_herald(
     with server.lock:  # the grant is gone at X
         assert tokens["access_token"] not in server.access
         assert tokens["refresh_token"] not in server.refresh
+
+
+@pytest.mark.django_db
+def test_rate_limit_pauses_the_x_host_for_the_delivery_service(
+    owner_client: APIClient,
+    workspace: Any,
+    user: User,
+    server: XStandIn,
+    delivery_queue: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    started = owner_client.post(
+        f"{API}/accounts/connect",
+        {"workspace_id": str(workspace.pk), "provider": "x"},
+        format="json",
+    )
+    authorization_url = started.json()["authorization_url"]
+    APIClient().get(f"{API}/accounts/oauth/callback", follow_authorization(authorization_url))
+    stored = Account.objects.get(workspace=workspace, provider="x")
+    actor = Actor(user=user)
+    publication = publications.publication_create(
+        actor=actor,
+        workspace_id=workspace.pk,
+        text="Rate limited once",
+        destinations=[{"account_id": str(stored.pk)}],
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        publications.publication_publish_now(
+            actor=actor, publication_id=publication.pk, expected_revision=1
+        )
+    # Only X's own header says when to come back (no Retry-After).
+    server.set_faults(rate_limit={"count": 1, "retry_after": 60, "standard_header": False})
+    destination = Destination.objects.get(publication=publication)
+    with django_capture_on_commit_callbacks(execute=True):
+        delivery.delivery_send(destination_id=destination.pk)
+    destination.refresh_from_db()
+    assert destination.status == Destination.Status.RETRY_WAIT
+    assert destination.error_kind == "rate_limited"
+    assert destination.next_attempt_at is not None
+    assert destination.next_attempt_at >= timezone.now() + timedelta(seconds=50)
+    host = delivery.provider_host("x", account_context(stored))
+    assert delivery.host_paused_until(host) >= time.time() + 50
+    assert server.posts_accepted == 0
