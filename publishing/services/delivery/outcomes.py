@@ -153,7 +153,7 @@ def handle_failure(destination: Destination, exc: ProviderError) -> None:
 
 def settle(
     destination: Destination,
-    status: str,
+    status: Destination.Status,
     *,
     kind: str,
     message: str,
