@@ -454,7 +454,7 @@ def _stage_succeeded(
 
 def _finish(
     execution: RepostExecution,
-    status: str,
+    status: RepostExecution.Status,
     now: datetime,
     *,
     skip_reason: str = "",
