@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.http import HttpResponseRedirect
 from django.urls import reverse
@@ -15,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.request import parse_body, parse_query
+from config.api.responses import no_content, respond, respond_page
 from config.api.schema import problems
 from config.errors import DomainError, NotFoundError, PermissionDeniedError
 from publishing import selectors
@@ -36,14 +35,6 @@ IDEMPOTENCY = OpenApiParameter(
     required=False,
     description="≤ 200 characters; the same key and body replay the first response for 24 h.",
 )
-
-
-def _page(serializer: Any, page: Any, request: Request) -> Response:
-    return Response(
-        serializer(
-            {"items": page.items, "next_cursor": page.next_cursor}, context={"request": request}
-        ).data
-    )
 
 
 class AccountProviderCatalogueView(APIView):
@@ -69,9 +60,7 @@ class AccountProviderCatalogueView(APIView):
                     "readiness": provider_readiness[caps.provider],
                 }
             )
-        return Response(
-            s.ProviderCatalogueSerializer({"providers": entries}, context={"request": request}).data
-        )
+        return respond(request, s.ProviderCatalogueSerializer, {"providers": entries})
 
 
 class AccountListView(APIView):
@@ -89,7 +78,7 @@ class AccountListView(APIView):
             cursor=query.get("cursor"),
             provider=query.get("provider"),
         )
-        return _page(s.AccountPageSerializer, page, request)
+        return respond_page(request, s.AccountPageSerializer, page)
 
 
 class AccountConnectView(APIView):
@@ -123,16 +112,15 @@ class AccountConnectView(APIView):
             instance_url=body.get("instance_url") or "",
             fields=body.get("fields") or {},
         )
-        data = s.AccountConnectResultSerializer(
-            {"account": account, "authorization_url": authorization_url},
-            context={"request": request},
-        ).data
+        result = {"account": account, "authorization_url": authorization_url}
         if account is None:
-            return Response(data, status=200)
-        return Response(
-            data,
+            return respond(request, s.AccountConnectResultSerializer, result)
+        return respond(
+            request,
+            s.AccountConnectResultSerializer,
+            result,
             status=201,
-            headers={"Location": reverse("publishing:account-detail", args=[account.pk])},
+            location=reverse("publishing:account-detail", args=[account.pk]),
         )
 
 
@@ -194,7 +182,7 @@ class OAuthCallbackView(APIView):
                 ),
                 status=303,
             )
-        return Response(s.AccountSerializer(account, context={"request": request}).data)
+        return respond(request, s.AccountSerializer, account)
 
 
 class AccountDetailView(APIView):
@@ -203,12 +191,12 @@ class AccountDetailView(APIView):
     )
     def get(self, request: Request, account_id: str) -> Response:
         account = accounts.account_get(actor=actor_from_request(request), account_id=account_id)
-        return Response(s.AccountSerializer(account, context={"request": request}).data)
+        return respond(request, s.AccountSerializer, account)
 
     @extend_schema(operation_id="accounts_disconnect", responses={204: None, **problems(404)})
     def delete(self, request: Request, account_id: str) -> Response:
         accounts.account_disconnect(actor=actor_from_request(request), account_id=account_id)
-        return Response(status=204)
+        return no_content()
 
 
 class DestinationOptionsView(APIView):
@@ -225,9 +213,7 @@ class DestinationOptionsView(APIView):
             region_code=query["region_code"],
             language=query["language"],
         )
-        return Response(
-            s.DestinationOptionsSerializer({"options": options}, context={"request": request}).data
-        )
+        return respond(request, s.DestinationOptionsSerializer, {"options": options})
 
 
 class CapabilitiesView(APIView):
@@ -294,16 +280,15 @@ class CapabilitiesView(APIView):
                 }
             )
         providers = {account.provider for account in accounts}
-        return Response(
-            s.CapabilitiesSerializer(
-                {
-                    "items": items,
-                    "provider_readiness": [
-                        e for e in projection["providers"] if e["provider"] in providers
-                    ],
-                },
-                context={"request": request},
-            ).data
+        return respond(
+            request,
+            s.CapabilitiesSerializer,
+            {
+                "items": items,
+                "provider_readiness": [
+                    e for e in projection["providers"] if e["provider"] in providers
+                ],
+            },
         )
 
 
@@ -332,7 +317,7 @@ class MediaListView(APIView):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return _page(s.MediaPageSerializer, page, request)
+        return respond_page(request, s.MediaPageSerializer, page)
 
     @extend_schema(
         operation_id="media_upload",
@@ -347,10 +332,12 @@ class MediaListView(APIView):
             upload=body["file"],
             alt_text=body.get("alt_text", ""),
         )
-        return Response(
-            s.MediaSerializer(item, context={"request": request}).data,
+        return respond(
+            request,
+            s.MediaSerializer,
+            item,
             status=201,
-            headers={"Location": reverse("publishing:media-detail", args=[item.pk])},
+            location=reverse("publishing:media-detail", args=[item.pk]),
         )
 
 
@@ -358,23 +345,21 @@ class MediaDetailView(APIView):
     @extend_schema(operation_id="media_get", responses={200: s.MediaSerializer, **problems(404)})
     def get(self, request: Request, media_id: str) -> Response:
         item = media.media_get(actor=actor_from_request(request), media_id=media_id)
-        return Response(s.MediaSerializer(item, context={"request": request}).data)
+        return respond(request, s.MediaSerializer, item)
 
     @extend_schema(operation_id="media_delete", responses={204: None, **problems(404, 409)})
     def delete(self, request: Request, media_id: str) -> Response:
         media.media_delete(actor=actor_from_request(request), media_id=media_id)
-        return Response(status=204)
+        return no_content()
 
 
 def _publication_response(
-    request: Request, publication: Publication, status: int = 200, **kwargs: Any
+    request: Request, publication: Publication, status: int = 200, location: str | None = None
 ) -> Response:
     fresh = selectors.publication_get(
         actor=actor_from_request(request), publication_id=publication.pk
     )
-    return Response(
-        s.PublicationSerializer(fresh, context={"request": request}).data, status=status, **kwargs
-    )
+    return respond(request, s.PublicationSerializer, fresh, status=status, location=location)
 
 
 class PublicationListView(APIView):
@@ -395,7 +380,7 @@ class PublicationListView(APIView):
             created_after=query.get("created_after"),
             created_before=query.get("created_before"),
         )
-        return _page(s.PublicationPageSerializer, page, request)
+        return respond_page(request, s.PublicationPageSerializer, page)
 
     @extend_schema(
         operation_id="publications_create",
@@ -418,7 +403,7 @@ class PublicationListView(APIView):
             request,
             publication,
             status=201,
-            headers={"Location": reverse("publishing:publication-detail", args=[publication.pk])},
+            location=reverse("publishing:publication-detail", args=[publication.pk]),
         )
 
 
@@ -430,7 +415,7 @@ class PublicationDetailView(APIView):
         publication = selectors.publication_get(
             actor=actor_from_request(request), publication_id=publication_id
         )
-        return Response(s.PublicationSerializer(publication, context={"request": request}).data)
+        return respond(request, s.PublicationSerializer, publication)
 
     @extend_schema(
         operation_id="publications_replace",
@@ -457,7 +442,7 @@ class PublicationDetailView(APIView):
         publications.publication_delete(
             actor=actor_from_request(request), publication_id=publication_id
         )
-        return Response(status=204)
+        return no_content()
 
 
 class PublicationScheduleView(APIView):
@@ -545,4 +530,4 @@ class PublicationEventsView(APIView):
             limit=query["limit"],
             cursor=query.get("cursor"),
         )
-        return _page(s.PublicationEventPageSerializer, page, request)
+        return respond_page(request, s.PublicationEventPageSerializer, page)
