@@ -42,7 +42,7 @@ print(json.dumps({"released": released, "same_backend": first == second}))
 """
 
 
-def settings_of(tmp_path: Path, code: str, **variables: str) -> dict[str, Any]:
+def _env(tmp_path: Path, variables: dict[str, str]) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
@@ -51,18 +51,50 @@ def settings_of(tmp_path: Path, code: str, **variables: str) -> dict[str, Any]:
     env.update(
         {"DJANGO_SETTINGS_MODULE": "config.settings", "HERALD_DATA_DIR": str(tmp_path), **variables}
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
-    )
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    return env
+
+
+def settings_of_each(tmp_path: Path, code: str, *variants: dict[str, str]) -> list[dict[str, Any]]:
+    """What ``code`` prints in a fresh process per environment ``variants`` (started together:
+    each one sets Django up from scratch, and they do not depend on each other)."""
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", code],
+            cwd=ROOT,
+            env=_env(tmp_path, variables),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for variables in variants
+    ]
+    results = []
+    for process in processes:
+        try:
+            stdout, stderr = process.communicate(timeout=120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        assert process.returncode == 0, stderr
+        results.append(json.loads(stdout.strip().splitlines()[-1]))
+    return results
+
+
+def settings_of(tmp_path: Path, code: str, **variables: str) -> dict[str, Any]:
+    return settings_of_each(tmp_path, code, variables)[0]
 
 
 def test_the_worker_runs_threads_and_concurrency_is_the_number_of_sends(tmp_path: Path) -> None:
-    default = settings_of(tmp_path, PROBE)
+    default, five, prefork = settings_of_each(
+        tmp_path,
+        PROBE,
+        {},
+        {"HERALD_WORKER_CONCURRENCY": "5"},
+        {"HERALD_WORKER_POOL": "prefork"},
+    )
     assert (default["pool"], default["concurrency"]) == ("threads", 16)
-    assert settings_of(tmp_path, PROBE, HERALD_WORKER_CONCURRENCY="5")["concurrency"] == 5
-    assert settings_of(tmp_path, PROBE, HERALD_WORKER_POOL="prefork")["pool"] == "prefork"
+    assert five["concurrency"] == 5
+    assert prefork["pool"] == "prefork"
     # The ticks never wait behind a backlog of sends: their own queue.
     routes = default["routes"]
     for task in ("publishing.delivery_dispatch", "publishing.housekeeping", "reposts.engine_tick"):
@@ -71,12 +103,16 @@ def test_the_worker_runs_threads_and_concurrency_is_the_number_of_sends(tmp_path
 
 def test_a_database_pool_bounds_postgresql_connections(tmp_path: Path) -> None:
     url = "postgres://herald@127.0.0.1:5432/herald"  # not connected to: settings only
-    pooled = settings_of(tmp_path, PROBE, DATABASE_URL=url, HERALD_DB_POOL_SIZE="6")
+    pooled, unpooled, sqlite = settings_of_each(
+        tmp_path,
+        PROBE,
+        {"DATABASE_URL": url, "HERALD_DB_POOL_SIZE": "6"},
+        {"DATABASE_URL": url},
+        {"HERALD_DB_POOL_SIZE": "6"},  # SQLite: no pool
+    )
     assert pooled["db_pool"] == {"min_size": 1, "max_size": 6, "timeout": 30}
     assert pooled["conn_max_age"] == 0  # Django: a pool replaces persistent connections
-    unpooled = settings_of(tmp_path, PROBE, DATABASE_URL=url)
     assert unpooled["db_pool"] is None
-    sqlite = settings_of(tmp_path, PROBE, HERALD_DB_POOL_SIZE="6")  # SQLite: no pool
     assert sqlite["db_pool"] is None
 
 
