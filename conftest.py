@@ -173,7 +173,7 @@ def session_client(user: User) -> APIClient:
     """A signed-in browser session that enforces CSRF like a real browser."""
     from django.utils import timezone
 
-    from config.web import SESSION_AUTHENTICATED_AT
+    from workspaces.web_session import SESSION_AUTHENTICATED_AT
 
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(user)
@@ -197,7 +197,7 @@ def make_session_client() -> Callable[..., APIClient]:
     """
     from django.utils import timezone
 
-    from config.web import SESSION_AUTHENTICATED_AT
+    from workspaces.web_session import SESSION_AUTHENTICATED_AT
 
     def make(user: User, *, authenticated_seconds_ago: float | None = 0) -> APIClient:
         client = APIClient(enforce_csrf_checks=True)

@@ -34,16 +34,14 @@ urlpatterns = [
     path("feeds/", include("publishing.feed_urls")),  # public built-in feeds (provider "feed")
     path("connections/", include("publishing.web_urls")),  # where an OAuth connect ends
     path("admin/", admin.site.urls),
-    path("login/", web.HeraldLoginView.as_view(), name="login"),
     # APPEND_SLASH is off (API paths have no trailing slash); these pages are typed by hand.
     *[
         path(name, RedirectView.as_view(url=f"/{name}/", permanent=True, query_string=True))
         for name in ("login", "admin", "docs", "logout", "settings")
     ],
-    path("logout/", web.logout_view, name="logout"),
-    path("settings/developer/", web.developer_settings, name="developer-settings"),
-    path("", include("workspaces.web_urls")),  # invitations, /settings/, password reset
-    path("", web.home, name="home"),
+    # The browser session's pages (sign-in, sign-out, settings, invitations, password reset, the
+    # home redirect) belong to workspaces, named by a dotted string: config imports no app.
+    path("", include("workspaces.web_urls")),
 ]
 
 

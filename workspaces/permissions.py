@@ -37,6 +37,7 @@ class TokenScopePermission(permissions.BasePermission):
 class IsSuperuserSession(permissions.BasePermission):
     message = "Only an instance administrator's browser session may do this."
     code = "instance_admin_required"
+    session_only = True  # API tokens never pass (the OpenAPI document omits bearerAuth)
 
     def has_permission(self, request: Request, view: Any) -> bool:
         return bool(

@@ -4,7 +4,7 @@ Both pages check a password, so both spend the same per-client budget as bearer 
 password that confirms a workspace deletion (``workspaces.authentication``): every wrong
 password counts, and once the budget of the minute is spent the form refuses every attempt, the
 right password included, before the password is even checked. ``/login/`` answers that refusal
-with status 429 (``config.web.HeraldLoginView``); the admin shows it as its form error.
+with status 429 (``workspaces.web_session.HeraldLoginView``); the admin shows it as its form error.
 
 The admin's form is installed through ``AdminSite.login_form`` (``WorkspacesConfig.ready``).
 """

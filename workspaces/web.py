@@ -43,13 +43,13 @@ from rest_framework import exceptions
 
 from config.errors import DomainError
 from config.limits import client_ip, window_hit
-from config.web import SESSION_AUTHENTICATED_AT  # the sign-in time a deletion checks
 from workspaces import services
 from workspaces.access import Actor
 from workspaces.authentication import check_password_within_budget
 from workspaces.mail import base_url
 from workspaces.models import Invitation, User
 from workspaces.signin import RATE_LIMITED, RATE_LIMITED_MESSAGE
+from workspaces.web_session import SESSION_AUTHENTICATED_AT  # the sign-in time a deletion checks
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 PASSWORD_RESET_WINDOW_SECONDS = 3600
@@ -241,7 +241,7 @@ def settings_index(request: HttpRequest) -> HttpResponse:
     )
 
 
-class ProfileForm(forms.ModelForm):  # type: ignore[type-arg]
+class ProfileForm(forms.ModelForm[Any]):
     class Meta:
         model = User
         fields = ("name",)

@@ -24,16 +24,16 @@ def is_session_only(view: Any) -> bool:
     """Operations that refuse bearer tokens (token management, workspace deletion, ledgers).
 
     ``view.request`` is drf-spectacular's mock request for the operation being described, so a
-    view whose ``session_only`` depends on the method answers for that method.
+    view whose ``session_only`` depends on the method answers for that method. A permission
+    class says so the same way (``session_only = True``, e.g. the instance administrator's
+    session), so this module needs no app's permission classes.
     """
-    from workspaces.permissions import IsSuperuserSession
-
     try:
         if getattr(view, "session_only", False):
             return True
     except AttributeError:  # a property that needs a request the view does not have
         return False
-    return any(isinstance(p, IsSuperuserSession) for p in view.get_permissions())
+    return any(getattr(p, "session_only", False) for p in view.get_permissions())
 
 
 class BearerTokenScheme(OpenApiAuthenticationExtension):

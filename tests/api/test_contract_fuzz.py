@@ -25,7 +25,6 @@ from django.utils import timezone
 from django.utils.crypto import get_random_string
 from hypothesis import strategies as st
 
-from config.web import SESSION_AUTHENTICATED_AT
 from tests.contract_fuzz_support import (
     CHECKS,
     assert_contract_holds,
@@ -34,6 +33,7 @@ from tests.contract_fuzz_support import (
     operations_under,
 )
 from workspaces.access import Actor
+from workspaces.web_session import SESSION_AUTHENTICATED_AT
 
 # The identity and health API (decisions §4 "Me, Organizations, Workspaces", spec §4 "Health").
 FUZZED_PATHS = (

@@ -275,7 +275,7 @@ def checker() -> SchemaChecker:
 def _session(user: User) -> APIClient:
     from django.utils import timezone
 
-    from config.web import SESSION_AUTHENTICATED_AT
+    from workspaces.web_session import SESSION_AUTHENTICATED_AT
 
     client = APIClient()
     client.force_login(user)

@@ -22,12 +22,12 @@ from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from config.web import SESSION_AUTHENTICATED_AT
 from tests.problem_asserts import assert_problem
 from tests.providers import tiny_png
 from tests.publishing_support import make_account
 from workspaces.access import Actor
 from workspaces.models import OrganizationMembership, User, WorkspaceMembership
+from workspaces.web_session import SESSION_AUTHENTICATED_AT
 
 PEOPLE = ("org_owner", "org_admin", "ws_admin", "editor", "viewer")
 # The least role → who may call. The organization admin reaches a workspace only through a

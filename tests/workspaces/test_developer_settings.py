@@ -17,9 +17,9 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from config.web import SESSION_AUTHENTICATED_AT
 from tests.problem_asserts import assert_problem
 from workspaces.models import ApiToken, User
+from workspaces.web_session import SESSION_AUTHENTICATED_AT
 
 pytestmark = pytest.mark.django_db
 

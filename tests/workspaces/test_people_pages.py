@@ -19,10 +19,10 @@ from rest_framework.test import APIClient
 
 from config.email_url import parse_email_url
 from config.env import ImproperlyConfiguredEnv
-from config.web import SESSION_AUTHENTICATED_AT
 from workspaces import services
 from workspaces.access import Actor
 from workspaces.models import AccessAuditEvent, Invitation, User, WorkspaceMembership
+from workspaces.web_session import SESSION_AUTHENTICATED_AT
 
 pytestmark = pytest.mark.django_db
 
