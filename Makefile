@@ -25,6 +25,7 @@ run: install
 test: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/python -m mypy
 	$(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python manage.py spectacular --validate --fail-on-warn --file /dev/null
@@ -33,6 +34,7 @@ test: install
 lint: install
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 # Format and apply the safe lint fixes: what `make test` and the pre-commit hooks check.
 fmt: install
