@@ -63,8 +63,9 @@ def actor_from_request(request: Any) -> Actor:
 
 
 def request_user(request: Any) -> User:
-    """The signed-in user of an API request that required authentication (typed: DRF's
-    ``request.user`` also admits the anonymous user, which those views never see)."""
+    """The signed-in user of a request that required it (an authenticated API view, a
+    ``login_required`` page), typed: ``request.user`` also admits the anonymous user, which
+    those views never see."""
     user: User = request.user
     return user
 

@@ -169,7 +169,7 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
     }
     user = request.user
     if user.is_authenticated:
-        if user.email.lower() != invitation.email.lower():  # type: ignore[union-attr]
+        if user.email.lower() != invitation.email.lower():
             context["mode"] = "other_user"
             return render(
                 request,
@@ -179,7 +179,7 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
             )
         if request.method == "POST":
             try:
-                services.invitation_accept(actor=Actor(user=user), token=token)  # type: ignore[arg-type]
+                services.invitation_accept(actor=Actor(user=user), token=token)
             except DomainError:  # accepted, revoked or expired meanwhile
                 return _unavailable(request, _current_status(invitation))
             return _joined(request, invitation)

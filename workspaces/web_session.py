@@ -22,7 +22,7 @@ from django.views.decorators.http import require_http_methods
 
 from config.errors import DomainError
 from workspaces import selectors, services
-from workspaces.access import Actor
+from workspaces.access import Actor, request_user
 from workspaces.models import ApiToken
 from workspaces.signin import SignInForm
 
@@ -89,18 +89,19 @@ class TokenCreateForm(forms.Form):
         super().__init__(*args, **kwargs)
         choices = [("", "All of my workspaces")]
         choices += [(str(w.pk), f"Only {w.name}") for w in workspaces]
-        self.fields["workspace"].choices = choices  # type: ignore[attr-defined]
+        self.fields["workspace"].choices = choices  # type: ignore[attr-defined]  # a ChoiceField
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def developer_settings(request: HttpRequest) -> HttpResponse:
-    actor = Actor(user=request.user)  # type: ignore[arg-type]
+    user = request_user(request)
+    actor = Actor(user=user)
     workspaces = list(selectors.workspace_list_for_actor(actor=actor).order_by("name"))
     form = TokenCreateForm(request.POST or None, workspaces=workspaces)
     if request.method == "POST" and request.POST.get("action") == "revoke":
         try:
-            services.api_token_revoke(user=request.user, token_id=request.POST.get("token_id", ""))  # type: ignore[arg-type]
+            services.api_token_revoke(user=user, token_id=request.POST.get("token_id", ""))
             messages.success(request, "Token revoked.", extra_tags=DEVELOPER_SETTINGS_TAG)
         except DomainError as exc:
             messages.error(request, exc.detail, extra_tags=DEVELOPER_SETTINGS_TAG)
@@ -110,7 +111,7 @@ def developer_settings(request: HttpRequest) -> HttpResponse:
         permissions = ["api:read"] + (["api:write"] if form.cleaned_data["can_write"] else [])
         try:
             _, created_token = services.api_token_create(
-                user=request.user,  # type: ignore[arg-type]
+                user=user,
                 name=form.cleaned_data["name"],
                 permissions=permissions,
                 workspace_id=form.cleaned_data.get("workspace") or None,
