@@ -12,8 +12,7 @@ without the header, ``REMOTE_ADDR``.
 **The store** is shared by every process of the instance:
 
 * with ``REDIS_URL`` (the cache is Django's ``RedisCache``), Redis: a counter is ``SET NX EX`` +
-  ``INCR`` + ``TTL`` in one pipelined round trip, and :func:`count_with_reading` is one
-  server-side script, so an authenticated bearer request still costs one round trip;
+  ``INCR`` + ``TTL`` in one pipelined round trip;
 * otherwise a small SQLite file, ``HERALD_LIMITS_DB`` (``HERALD_DATA_DIR/limits.sqlite3``,
   created 0600, WAL mode, ``busy_timeout``), one connection per thread, each counter one atomic
   ``INSERT … ON CONFLICT DO UPDATE … RETURNING``; expired rows are purged at most once a minute
@@ -36,6 +35,7 @@ import os
 import sqlite3
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -77,40 +77,35 @@ def client_ip(request: Any) -> str:
 # --- Redis ---------------------------------------------------------------------------------
 
 
-def redis_client(backend: BaseCache) -> Any | None:
-    """One reused ``redis.Redis`` client per cache backend instance, or ``None`` when the cache
-    is not Redis. (Django's ``RedisCache`` builds a new client for every operation, and a
-    redis-py client costs about 0.1 ms to build; the connection pool was already shared.)
+_clients: weakref.WeakKeyDictionary[BaseCache, Any] = weakref.WeakKeyDictionary()
+_clients_lock = threading.Lock()
 
-    Keys for this client go through ``backend.make_key`` (prefix and version) without
-    ``validate_key``: that check walks the key character by character for memcached's limits,
-    which Redis does not have, and the keys here are built from IP addresses and user ids."""
+
+def redis_client(backend: BaseCache) -> Any | None:
+    """One ``redis.Redis`` client per cache backend instance, built from the cache's settings
+    (``CACHES["default"]``: its ``LOCATION`` and socket ``OPTIONS``), or ``None`` when the cache
+    is not Redis. Django's ``RedisCache`` offers no pipelines or scripts, and builds a new client
+    for every operation; a redis-py client is thread-safe and keeps its own connection pool.
+
+    Keys for this client go through ``backend.make_key`` (prefix and version)."""
     if not isinstance(backend, RedisCache):
         return None
-    cache_client = backend._cache
-    client = cache_client.__dict__.get("_herald_client")
+    client = _clients.get(backend)
     if client is None:
-        client = cache_client.get_client(write=True)
-        cache_client.__dict__["_herald_client"] = client
+        with _clients_lock:
+            client = _clients.get(backend)
+            if client is None:
+                import redis
+
+                config = settings.CACHES["default"]
+                options = {
+                    name: value
+                    for name, value in config.get("OPTIONS", {}).items()
+                    if name in ("socket_connect_timeout", "socket_timeout")
+                }
+                client = _clients[backend] = redis.Redis.from_url(config["LOCATION"], **options)
     return client
 
-
-# One round trip: read an integer counter (``KEYS[1]``) and, unless it has reached ``ARGV[2]``,
-# count one request in the window ``KEYS[2]`` of ``ARGV[1]`` seconds, as ``window_hit`` does.
-_READ_THEN_HIT = """
-local reading = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
-if reading >= tonumber(ARGV[2]) then
-  return {reading, -1, -1}
-end
-redis.call('SET', KEYS[2], 0, 'EX', ARGV[1], 'NX')
-local count = redis.call('INCR', KEYS[2])
-local ttl = redis.call('TTL', KEYS[2])
-if ttl < 0 then
-  redis.call('EXPIRE', KEYS[2], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return {reading, count, ttl}
-"""
 
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
@@ -134,19 +129,6 @@ def _redis_hit(client: Any, backend: BaseCache, key: str, duration: int) -> tupl
         client.expire(full_key, duration)
         ttl = duration
     return int(count), float(ttl)
-
-
-def _redis_read_then_hit(
-    client: Any, backend: BaseCache, read_key: str, stop_at: int, key: str, duration: int
-) -> tuple[int, tuple[int, float] | None]:
-    script = client.__dict__.get("_herald_read_then_hit")
-    if script is None:  # registered once per client; redis-py sends EVALSHA, loading it if needed
-        script = client.__dict__["_herald_read_then_hit"] = client.register_script(_READ_THEN_HIT)
-    full_keys = [backend.make_key(read_key), backend.make_key(key)]
-    reading, count, ttl = script(keys=full_keys, args=[duration, stop_at])
-    if count < 0:
-        return int(reading), None
-    return int(reading), (int(count), float(ttl))
 
 
 # --- SQLite --------------------------------------------------------------------------------
@@ -302,25 +284,6 @@ def window_hit(key: str, duration: int) -> tuple[int, float]:
         return 0, float(duration)
 
 
-def count_with_reading(
-    read_key: str, stop_at: int, key: str, duration: int
-) -> tuple[int, tuple[int, float] | None]:
-    """The count at ``read_key`` and, unless it has reached ``stop_at``, ``window_hit(key,
-    duration)``; on Redis in one round trip. A request stopped by the reading is not counted.
-    Unreachable store: ``(0, (0, duration))``, i.e. admitted and already counted, so that the
-    throttle does not try the store a second time."""
-    backend = caches["default"]
-    client = redis_client(backend)
-    try:
-        if client is not None:
-            return _redis_read_then_hit(client, backend, read_key, stop_at, key, duration)
-        reading = _sqlite_read(read_key)
-        return reading, None if reading >= stop_at else _sqlite_hit(key, duration)
-    except STORE_OUTAGE_ERRORS as exc:
-        _failed_open(exc, "limits")
-        return 0, (0, float(duration))
-
-
 # --- Slots (one holder at a time) ----------------------------------------------------------
 
 
@@ -393,10 +356,15 @@ return 0
 """
 
 
+_scripts: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
 def _script(client: Any, name: str, source: str) -> Any:
-    script = client.__dict__.get(name)
+    """``client.register_script(source)``, once per client (redis-py sends ``EVALSHA``)."""
+    registered = _scripts.setdefault(client, {})
+    script = registered.get(name)
     if script is None:
-        script = client.__dict__[name] = client.register_script(source)
+        script = registered[name] = client.register_script(source)
     return script
 
 

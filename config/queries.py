@@ -20,12 +20,15 @@ the SQL, and pays for it once:
   ``connection.execute_wrapper`` hooks and query logging still see it), and rows get the ORM's
   own converters (``values``) or become model instances with their ``select_related`` objects
   the way ``QuerySet.__iter__`` builds them (``instances``).
-- On PostgreSQL that cursor binds the values on the server and prepares the statement, so the
-  server too parses and plans each shape once per connection rather than on every call (see
-  ``config/db/postgresql/base.py``; ``HERALD_DB_PREPARE=false`` turns it off). Other queries
-  keep Django's client-side binding.
-
 Only plain reads belong here: no ``prefetch_related``, no ``only``/``defer``, no ``extra``.
+
+This module is the one place that uses Django's undocumented query internals: ``QuerySet.query``,
+``_prefetch_related_lookups`` and ``_iterable_class``; ``Query.get_compiler``; the compiler's
+``as_sql``, ``select``, ``col_count``, ``klass_info`` and ``get_converters``;
+``django.db.models.query.get_related_populators`` and ``Model.from_db``. Measured alone
+(bench/README.md) it saves about a third of the access audit's server CPU and half of a bearer
+request's fixed cost, so it stays, isolated here. ``tests/api/test_compiled_query_internals.py``
+checks each of those names and shapes, so a Django upgrade that moves one fails there, by name.
 """
 
 from __future__ import annotations
@@ -105,10 +108,7 @@ class CompiledQuery:
             item.bind(values[item.name], connection) if isinstance(item, Param) else item
             for item in compiled.params
         ]
-        # PostgreSQL parses and plans the SQL once per connection (a prepared statement) where
-        # the backend offers it (config/db/postgresql/base.py); elsewhere, a plain cursor.
-        open_cursor = getattr(connection, "prepared_cursor", connection.cursor)
-        with open_cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows = cursor.fetchall()
         if not compiled.converters:

@@ -149,10 +149,6 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {})
     # Bounded statements: a wedged query must not hold a web worker forever.
     DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 5)
-    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-        # Django's backend; its connection health check skips the SELECT 1 round trip while the
-        # connection is quiet (config/db/postgresql/base.py).
-        DATABASES["default"]["ENGINE"] = "config.db.postgresql"
 # Django's PostgreSQL connection pool (psycopg_pool) for a process that runs many threads: the
 # delivery worker runs HERALD_WORKER_CONCURRENCY sends at once on threads, and with a pool it
 # holds at most this many connections whatever its concurrency (a send gives its connection
@@ -160,7 +156,7 @@ else:
 # connection per thread (the web processes: a few threads each). docker-compose.yml sets it for
 # the worker; PostgreSQL only (SQLite connections are files, opened per task).
 HERALD_DB_POOL_SIZE = env_int("HERALD_DB_POOL_SIZE", 0)
-if HERALD_DB_POOL_SIZE > 0 and DATABASES["default"]["ENGINE"] == "config.db.postgresql":
+if HERALD_DB_POOL_SIZE > 0 and DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["OPTIONS"]["pool"] = {
         "min_size": 1,
         "max_size": HERALD_DB_POOL_SIZE,
@@ -192,6 +188,8 @@ if CELERY_BROKER_URL.startswith("redis://"):
     # kombu's Redis transport, reusing one redis-py client per channel (config/broker.py).
     CELERY_BROKER_TRANSPORT = "config.broker:RedisTransport"
 if not REDIS_URL:
+    # kombu's, writing each message atomically (config/broker.py).
+    CELERY_BROKER_TRANSPORT = "config.broker:FilesystemTransport"
     for _sub in ("out", "processed", "control"):
         (BROKER_DIR / _sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
@@ -202,6 +200,11 @@ if not REDIS_URL:
         # Exchange tables (remote control, broadcasts): kombu's default is ./control in the
         # working directory, i.e. the checkout.
         "control_folder": str(BROKER_DIR / "control"),
+        # How long a worker sleeps when it finds nothing to take, and also when its prefetch
+        # window is full (kombu's virtual transports): at kombu's default of 1 s, a threads
+        # worker took at most its 16 sends a second, whatever the backlog (make run's burst,
+        # bench/README.md "Burst benchmark"). An idle poll lists an empty folder.
+        "polling_interval": 0.1,
     }
 else:
     # Longer than any countdown and task runtime, so Redis never redelivers live work.
@@ -365,8 +368,6 @@ REST_FRAMEWORK = {
     ],
     # DRF's JSONRenderer output, encoded by orjson (config/api/renderers.py).
     "DEFAULT_RENDERER_CLASSES": ["config.api.renderers.FastJSONRenderer"],
-    # DRF's negotiation, answering the common Accept values without parsing (config/api/fastdrf.py).
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "config.api.fastdrf.FastContentNegotiation",
     # DRF's JSON parser, but over-deep nesting and lone surrogates are a 400, not a 500.
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

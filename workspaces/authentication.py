@@ -10,7 +10,6 @@ from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from config.api.throttling import UserRateThrottle
 from config.limits import client_ip, read_count, window_hit
 from config.queries import CompiledQuery, Param
 from workspaces.errors import RecentAuthenticationRequiredError
@@ -83,9 +82,9 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
     """``Authorization: Bearer hrld_…`` (spec §5), with the per-client failed-authentication limit.
 
     A client over its failure budget gets a 429 whatever token it presents, a correct one
-    included. The budget is read after the token lookup, so that on success one Redis round trip
-    reads it and counts the request against the user's API rate (``UserRateThrottle.admit``);
-    a failure reads it before answering 401, then records the failure.
+    included: the budget is read after the token lookup, and a failure reads it before answering
+    401, then records the failure. A request refused that way is not counted against the user's
+    API rate (the throttle runs after authentication).
     """
 
     keyword = "Bearer"
@@ -113,15 +112,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if not token.user.is_active:
             check_failure_budget(request)
             raise exceptions.AuthenticationFailed("The token's user is inactive.")
-        failures = UserRateThrottle.admit(
-            request,
-            request.parser_context.get("view"),
-            token.user,
-            read_key=_failure_key(client_ip(request)),
-            stop_at=settings.HERALD_AUTH_FAILURES_PER_MINUTE,
-        )
-        if failures >= settings.HERALD_AUTH_FAILURES_PER_MINUTE:
-            raise _budget_exhausted()
+        check_failure_budget(request)
         if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
             token.last_used_at = now

@@ -19,6 +19,7 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema_field, inline_s
 from rest_framework import ISO_8601, serializers
 from rest_framework.settings import api_settings
 
+from config.api import pgtext
 from config.api.problems import PROBLEM_CONTENT_TYPE, problem_response
 from config.api.schema_urls import schema_url
 
@@ -45,15 +46,7 @@ class SchemaUrlField(serializers.Field):  # type: ignore[type-arg]
         super().__init__(**kwargs)
 
     def to_representation(self, value: Any) -> str:
-        # The same for every object this field instance serializes in one response (a list
-        # serializer reuses one child): computed once, not once per row.
-        request = self.context.get("request")
-        cached = self.__dict__.get("_schema_url")
-        if cached is not None and cached[0] is request:
-            return cached[1]
-        url = schema_url(component_name(type(self.parent)), request)
-        self.__dict__["_schema_url"] = (request, url)
-        return url
+        return schema_url(component_name(type(self.parent)), self.context.get("request"))
 
 
 class ResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
@@ -79,15 +72,15 @@ class FlatRows:
     """A list of flat response objects read as value rows: exactly the JSON that
     ``serializer_class(many=True)`` gives for model instances, without a model instance and a
     serializer pass per row (together about 40 µs per row of a dozen fields; this costs about
-    one: each row is one dict display of generated code, see ``_rows_builder``).
+    four).
 
     The serializer class stays the documented schema and the one statement of the fields; each
     field's ``source`` must be a column of ``model``. Text columns shown as strings or string
     choices pass through as read; date-times are formatted as DRF does (its default ISO 8601
     format, in the current time zone, ``Z`` for UTC); integers as ``int``; any other field goes
     through its own ``to_representation``. On PostgreSQL, date-times and UUIDs are read as
-    text; date-times are then parsed with ``datetime.fromisoformat``, several times cheaper than
-    Django's loader. The instant is the same.
+    text (``config/api/pgtext.py``); a UTC date-time's text is rewritten by slicing, any other
+    parsed with ``datetime.fromisoformat``. The instant is the same.
 
         flat = FlatRows(EventSerializer, Event)
         data = flat.represent(flat.values(queryset), request)
@@ -109,7 +102,7 @@ class FlatRows:
             (name, field, model._meta.get_field(field.source)) for name, field in fields.items()
         ]
         # On PostgreSQL, date-time and UUID values may be loaded as the text the server sent
-        # (see ``_load_as_text``) when every such column is a date-time (parsed here) or a UUID
+        # (see ``pgtext.load_as_text``) when every such column is a date-time (parsed here) or a UUID
         # shown as a string (PostgreSQL's text form is exactly ``str(uuid)``).
         self._pg_text = all(
             isinstance(model_field, DateTimeField) or _converter(field, model_field, None) is str
@@ -127,13 +120,13 @@ class FlatRows:
     @contextlib.contextmanager
     def reading(self, using: str = "default") -> Iterator[None]:
         """The queries of this block read rows for ``represent`` (of the columns ``sources``):
-        on PostgreSQL they load date-times and UUIDs as text (see ``_load_as_text``). Other
+        on PostgreSQL they load date-times and UUIDs as text (``pgtext.load_as_text``). Other
         columns, and other databases, load as usual."""
         connection = connections[using]
         if connection.vendor != "postgresql" or not self._pg_text:
             yield
             return
-        with connection.execute_wrapper(_load_as_text):
+        with connection.execute_wrapper(pgtext.load_as_text):
             yield
 
     def represent(self, rows: Any, request: Any) -> list[dict[str, Any]]:
@@ -170,37 +163,23 @@ class FlatRows:
 def _rows_builder(names: tuple[str, ...], converted: tuple[int, ...]) -> Any:
     """``build(rows, url, *converters)``: the objects of value rows of the columns ``names``,
     the columns at ``converted`` passed through their converter (one argument each, in order)
-    unless None. Generated code, as ``dataclasses`` does: one dict display per row, without a
-    loop over the columns, is about three times cheaper than building each row's values and
-    zipping them with the names."""
-    values = [f"v{index}" for index in range(len(names))]
-    converters = [f"c{index}" for index in converted]
-    items = [f"{'$schema'!r}: url"]
-    for index, (name, value) in enumerate(zip(names, values, strict=True)):
-        if index in converted:  # as DRF: a None attribute is None whatever the field
-            value = f"None if {value} is None else c{index}({value})"
-        items.append(f"{name!r}: {value}")
-    source = (
-        f"def build({', '.join(['rows', 'url', *converters])}):\n"
-        f"    return [{{{', '.join(items)}}} for {', '.join(values)}, in rows]\n"
-    )
-    namespace: dict[str, Any] = {}
-    exec(source, namespace)  # noqa: S102 (names are the serializer's field names, repr'd)
-    return namespace["build"]
+    unless None (as DRF: a None attribute is None whatever the field)."""
 
+    def build(rows: list[tuple[Any, ...]], url: str, *converters: Any) -> list[dict[str, Any]]:
+        by_index = dict(zip(converted, converters, strict=True))
+        columns = [(name, by_index.get(index)) for index, name in enumerate(names)]
+        return [
+            {
+                "$schema": url,
+                **{
+                    name: value if convert is None or value is None else convert(value)
+                    for (name, convert), value in zip(columns, row, strict=True)
+                },
+            }
+            for row in rows
+        ]
 
-def _load_as_text(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
-    """Django execute wrapper: this one query loads ``timestamptz`` and ``uuid`` values as the
-    text PostgreSQL sent. Django's ``timestamptz`` loader is pure Python (about 4 µs a value)
-    and a UUID would be parsed only to be turned back into the same string. The loaders are
-    registered on this query's own psycopg cursor, not on the connection."""
-    adapters = getattr(getattr(context["cursor"], "cursor", None), "adapters", None)
-    if adapters is not None:  # psycopg 3
-        from psycopg.types.string import TextLoader
-
-        adapters.register_loader("timestamptz", TextLoader)
-        adapters.register_loader("uuid", TextLoader)
-    return execute(sql, params, many, context)
+    return build
 
 
 def datetime_representation(field: serializers.DateTimeField) -> Any:
@@ -243,28 +222,22 @@ def _parsed_datetime(represent: Any) -> Any:
 
     def parsed(value: Any) -> Any:
         if type(value) is str:
-            value = datetime.datetime.fromisoformat(value)
+            value = pgtext.parse(value)
         return represent(value)
 
     return parsed
 
 
-# Zeros that complete a fraction of 1 to 5 digits to DRF's six, by the text's length.
-_FRACTION_PADDING = {size: "0" * (29 - size) for size in range(24, 29)}
-
-
 def _iso_datetime(zone: Any, fallback: Any) -> Any:
+    """DRF's ISO 8601 representation in ``zone``, for date-times and PostgreSQL's text of them."""
     utc = zone is datetime.UTC or getattr(zone, "key", None) == "UTC"
 
     def iso(value: Any) -> Any:
-        if type(value) is str:  # PostgreSQL's text, e.g. "2026-03-01 12:00:00.12+00"
-            if utc and value[-3:] == "+00" and value[10:11] == " " and value[4:5] == "-":
-                # Already UTC: only the notation differs (six fraction digits, "T", "Z").
-                seconds, dot, fraction = value[11:-3].partition(".")
-                if not dot:
-                    return f"{value[:10]}T{seconds}Z"
-                return f"{value[:10]}T{seconds}.{fraction:0<6}Z"
-            value = datetime.datetime.fromisoformat(value)
+        if type(value) is str:
+            text = pgtext.iso_from_text(value) if utc else None
+            if text is not None:
+                return text
+            value = pgtext.parse(value)
         if not isinstance(value, datetime.datetime) or value.tzinfo is None:
             return fallback(value)  # naive or not a date-time: DRF decides
         if not (utc and value.tzinfo is datetime.UTC):  # else: already in the zone
@@ -272,27 +245,7 @@ def _iso_datetime(zone: Any, fallback: Any) -> Any:
         text = value.isoformat()
         return text[:-6] + "Z" if text.endswith("+00:00") else text
 
-    if not utc:
-        return iso
-
-    def iso_utc(value: Any) -> Any:
-        # PostgreSQL's text of a UTC date-time, "YYYY-MM-DD HH:MM:SS[.f]+00", rewritten by
-        # slicing alone. DRF writes six fraction digits, or none for whole seconds; PostgreSQL
-        # drops the fraction's trailing zeros. The length tells which: 29 is six digits (the
-        # common case, checked first), 24 to 28 one to five, 22 none.
-        if type(value) is str:
-            if value[26:] == "+00":
-                if value[10] == " " and value[4] == "-":
-                    return f"{value[:10]}T{value[11:26]}Z"
-            elif value[-3:] == "+00" and value[10:11] == " " and value[4:5] == "-":
-                size = len(value)
-                if 24 <= size <= 28 and value[19] == ".":
-                    return f"{value[:10]}T{value[11:-3]}{_FRACTION_PADDING[size]}Z"
-                if size == 22:
-                    return f"{value[:10]}T{value[11:19]}Z"
-        return iso(value)
-
-    return iso_utc
+    return iso
 
 
 # --- Problems --------------------------------------------------------------------------------

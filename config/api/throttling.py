@@ -8,10 +8,6 @@ file. A 429 carries the seconds until the window ends. Like any fixed window (un
 sliding log), it admits up to twice the rate across the end of one window and the start of the
 next. An anonymous client is counted under :func:`config.limits.client_ip`, never under an
 address it chose itself.
-
-A bearer request also reads its client's failed-authentication count. ``count_with_reading``
-does both in the same round trip (one server-side script), and ``UserRateThrottle.admit`` lets the
-authentication class use it: the throttle then finds its window already counted for the request.
 """
 
 from __future__ import annotations
@@ -22,22 +18,9 @@ from django.core.cache import caches
 from rest_framework.throttling import SimpleRateThrottle
 from rest_framework.throttling import UserRateThrottle as _UserRateThrottle
 
-from config.limits import client_ip, count_with_reading, read_count, redis_client, window_hit
+from config.limits import client_ip, redis_client, window_hit
 
-__all__ = [
-    "UserRateThrottle",
-    "WindowRateThrottle",
-    "cache_get_int",
-    "caches",
-    "count_with_reading",
-    "redis_client",
-    "window_hit",
-]
-
-
-def cache_get_int(key: str, default: int = 0) -> int:
-    """The count of the window ``key`` in the limits store (``default`` when it has none)."""
-    return read_count(key) or default
+__all__ = ["UserRateThrottle", "WindowRateThrottle", "caches", "redis_client", "window_hit"]
 
 
 class WindowRateThrottle(SimpleRateThrottle):
@@ -51,11 +34,7 @@ class WindowRateThrottle(SimpleRateThrottle):
         self.key = self.get_cache_key(request, view)
         if self.key is None:
             return True
-        counted = request.__dict__.pop("_herald_counted_window", None)
-        if counted is not None and counted[0] == self.key:  # see UserRateThrottle.admit
-            count, self.remaining = counted[1]
-        else:
-            count, self.remaining = window_hit(self.key, self.duration)
+        count, self.remaining = window_hit(self.key, self.duration)
         return bool(count <= self.num_requests)
 
     def wait(self) -> float | None:
@@ -71,20 +50,3 @@ class UserRateThrottle(WindowRateThrottle, _UserRateThrottle):
     """Per-user (or per client address when anonymous) API rate, shared by every process."""
 
     scope = "user"
-
-    @classmethod
-    def admit(cls, request: Any, view: Any, user: Any, *, read_key: str, stop_at: int) -> int:
-        """For a request ``user`` has just authenticated: the integer at ``read_key`` (the
-        client's failed authentications) and, unless it has reached ``stop_at``, this request
-        counted in the user's window, in one round trip. ``allow_request`` then uses that count
-        instead of counting again. Views that do not apply this throttle only read."""
-        if view is None or cls not in getattr(view, "throttle_classes", ()):
-            return cache_get_int(read_key)
-        throttle = cls()
-        if throttle.rate is None:
-            return cache_get_int(read_key)
-        key = throttle.cache_format % {"scope": throttle.scope, "ident": user.pk}
-        reading, window = count_with_reading(read_key, stop_at, key, throttle.duration)
-        if window is not None:
-            request.__dict__["_herald_counted_window"] = (key, window)
-        return reading

@@ -1,4 +1,4 @@
-"""Database helpers shared by the apps (the PostgreSQL backend itself is config.db.postgresql)."""
+"""Database helpers shared by the apps."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The API rate limit and the failed-authentication budget share one Redis round trip per
-authenticated bearer request (``UserRateThrottle.admit``); behaviour is as before."""
+"""The API rate limit and the failed-authentication budget of bearer requests."""
 
 from __future__ import annotations
 
@@ -9,47 +8,6 @@ import pytest
 import time_machine
 
 from config.api import throttling
-
-
-def test_count_with_reading_reads_then_counts() -> None:
-    assert throttling.count_with_reading("authfail:test", 3, "throttle:test:d", 60)[0] == 0
-    reading, window = throttling.count_with_reading("authfail:test", 3, "throttle:test:d", 60)
-    assert reading == 0
-    assert window is not None
-    assert window[0] == 2
-    assert 0 < window[1] <= 60
-    for _ in range(3):  # three failures, counted as the authentication class counts them
-        throttling.window_hit("authfail:test", 60)
-    assert throttling.count_with_reading("authfail:test", 3, "throttle:test:d", 60) == (3, None)
-    # A request stopped by the reading was not counted.
-    assert throttling.window_hit("throttle:test:d", 60)[0] == 3
-
-
-def _count_redis_sends(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
-    import redis.connection
-
-    sent: list[bytes] = []
-    original = redis.connection.Connection.send_packed_command
-
-    def counting(self: Any, command: Any, check_health: bool = True) -> None:
-        sent.append(command if isinstance(command, bytes) else b"".join(command))
-        original(self, command, check_health)
-
-    monkeypatch.setattr(redis.connection.Connection, "send_packed_command", counting)
-    return sent
-
-
-@pytest.mark.skipif(
-    throttling.redis_client(throttling.caches["default"]) is None, reason="needs REDIS_URL"
-)
-def test_an_authenticated_bearer_request_costs_one_redis_round_trip(
-    owner_client: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    assert owner_client.get("/api/v1/me").status_code == 200  # warm: the script is loaded
-    sent = _count_redis_sends(monkeypatch)
-    assert owner_client.get("/api/v1/me").status_code == 200
-    assert len(sent) == 1, sent  # the failure budget and the API rate together
-    assert b"EVALSHA" in sent[0]
 
 
 def test_bearer_requests_count_once_against_the_api_rate(

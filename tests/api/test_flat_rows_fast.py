@@ -121,7 +121,7 @@ def test_a_row_builder_passes_only_values_through_converters() -> None:
         [("$schema", "u"), ("a", 10), ("b", "x"), ("c", "2")],
         [("$schema", "u"), ("a", None), ("b", "y"), ("c", None)],
     ]
-    with pytest.raises(ValueError, match="unpack"):  # as a strict zip of names and values
+    with pytest.raises(ValueError, match="shorter"):  # a strict zip of names and values
         build([(1, 2)], "u", str, str)
     assert ordered(_rows_builder(("only",), ())([("v",)], "u")) == [
         [("$schema", "u"), ("only", "v")]

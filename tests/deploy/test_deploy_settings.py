@@ -186,8 +186,7 @@ def effective(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, A
 def test_production_values(effective: dict[str, dict[str, Any]]) -> None:
     values = effective["production"]
     # PostgreSQL: persistent connections, checked before reuse, bounded connect.
-    # Django's backend, with a health check that needs no round trip while the connection is quiet.
-    assert values["ENGINE"] == "config.db.postgresql"
+    assert values["ENGINE"] == "django.db.backends.postgresql"
     assert values["CONN_MAX_AGE"] > 0
     assert values["CONN_HEALTH_CHECKS"] is True
     assert values["DB_OPTIONS"]["connect_timeout"] == 5
