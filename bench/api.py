@@ -16,7 +16,8 @@ What it does (details in bench/README.md):
    other status or a connection error aborts the run;
 4. prints a table, writes bench/results/latest.json and stops gunicorn.
 
-Exit status 1 when the access-audit page (200 rows) is below --min-ratio of the bare view.
+Exit status 1 when the access-audit page (200 rows) is below --min-ratio (20 %) of the bare view,
+or the workspace list below --min-workspaces-ratio (12 %).
 Traffic goes to 127.0.0.1 only.
 """
 
@@ -528,7 +529,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also load /api/v1/health (DRF, no auth, no DB) and the audit page with limit=1",
     )
     parser.add_argument(
-        "--min-ratio", type=float, default=0.25, help="audit page / bare view floor"
+        "--min-ratio", type=float, default=0.20, help="audit page (200 rows) / bare view floor"
+    )
+    parser.add_argument(
+        "--min-workspaces-ratio",
+        type=float,
+        default=0.12,
+        help="workspace list (20) / bare view floor",
     )
     parser.add_argument(
         "--profile",
@@ -759,7 +766,10 @@ def main(argv: list[str] | None = None) -> int:
         }
 
     audit_ratio = report["access_audit_200"]["ratio_to_bare"]
-    passed = audit_ratio >= args.min_ratio
+    workspaces_ratio = report.get("workspaces", {}).get("ratio_to_bare")
+    passed = audit_ratio >= args.min_ratio and (
+        workspaces_ratio is None or workspaces_ratio >= args.min_workspaces_ratio
+    )
     print()
     print(
         f"{'target':<18} {'req/s':>9} {'ratio':>7} {'p50 ms':>8} {'p99 ms':>8} {'srv CPU ms/req':>15} "
@@ -779,6 +789,12 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n{verdict}: access-audit page (200 rows) at {audit_ratio:.1%} of the bare view "
         f"(floor {args.min_ratio:.0%})"
+        + (
+            ""
+            if workspaces_ratio is None
+            else f"; workspace list at {workspaces_ratio:.1%} "
+            f"(floor {args.min_workspaces_ratio:.0%})"
+        )
     )
 
     write_results(
@@ -816,6 +832,8 @@ def main(argv: list[str] | None = None) -> int:
                 "target": "access_audit_200",
                 "min_ratio": args.min_ratio,
                 "ratio": audit_ratio,
+                "workspaces_min_ratio": args.min_workspaces_ratio,
+                "workspaces_ratio": workspaces_ratio,
                 "passed": passed,
             },
         },
