@@ -25,6 +25,7 @@ from publishing.providers.bluesky import DEFAULT_SERVICE_URL, BlueskyAdapter
 from publishing.providers.discord_webhook import DiscordWebhookAdapter
 from publishing.providers.feed import FeedAdapter
 from publishing.providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
+from publishing.providers.linkedin import LinkedInAdapter
 from publishing.providers.mastodon import MastodonAdapter
 from publishing.providers.telegram import DEFAULT_API_URL, TelegramAdapter
 from publishing.providers.webhook import WebhookAdapter
@@ -34,6 +35,7 @@ PROVIDERS: tuple[str, ...] = ("mastodon", "bluesky", "discord_webhook", "telegra
 PROVIDERS += ("webhook",)  # generic signed JSON POST (publishing/providers/webhook.py)
 PROVIDERS += ("feed",)  # built-in public Atom / JSON Feed (publishing/providers/feed.py)
 PROVIDERS += ("x",)  # the operator's OAuth 2 app (publishing/providers/x/)
+PROVIDERS += ("linkedin",)  # the operator's OAuth 2 app (publishing/providers/linkedin/)
 
 # PROVIDER_OAUTH_APPS as a hashable key of the adapter cache: ((provider, ((key, value), ...)),)
 OAuthApps = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
@@ -68,6 +70,8 @@ def _build(
     apps = {name: dict(items) for name, items in oauth_apps}
     if provider == "x":
         return XAdapter(http=http, app=apps.get("x"))
+    if provider == "linkedin":
+        return LinkedInAdapter(http=http, app=apps.get("linkedin"))
     raise KeyError(provider)
 
 
