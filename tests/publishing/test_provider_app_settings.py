@@ -33,17 +33,20 @@ def _apps(env: dict[str, str], tmp_path: Path) -> dict[str, dict[str, str]]:
     return apps
 
 
+EXPECTED_X = {
+    "client_id": "",
+    "client_secret": "",
+    "api_url": "https://api.x.com",
+    "authorize_url": "https://x.com/i/oauth2/authorize",
+    "token_url": "https://api.x.com/2/oauth2/token",
+    "revoke_url": "https://api.x.com/2/oauth2/revoke",
+}
+
+
 def test_provider_apps_default_to_the_real_services_unconfigured(tmp_path: Path) -> None:
     apps = _apps({}, tmp_path)
 
-    assert apps["x"] == {
-        "client_id": "",
-        "client_secret": "",
-        "api_url": "https://api.x.com",
-        "authorize_url": "https://x.com/i/oauth2/authorize",
-        "token_url": "https://api.x.com/2/oauth2/token",
-        "revoke_url": "https://api.x.com/2/oauth2/revoke",
-    }
+    assert {key: apps["x"][key] for key in EXPECTED_X} == EXPECTED_X
     assert apps["linkedin"]["authorize_url"] == "https://www.linkedin.com/oauth/v2/authorization"
     assert apps["linkedin"]["token_url"] == "https://www.linkedin.com/oauth/v2/accessToken"
     assert apps["linkedin"]["api_url"] == "https://api.linkedin.com"
