@@ -197,7 +197,7 @@ def not_applicable_allowed(caps: Any) -> dict[str, tuple[str, ...]]:
 
 
 @lru_cache(maxsize=512)
-def _contract(caps: Any, output_profile: str, operation: str) -> tuple[str, tuple[str, ...]]:
+def _contract(caps: Any, output_profile: str, operation: str) -> str:
     described = catalog().describe(caps)
     profile = next((p for p in described["profiles"] if p["key"] == output_profile), None)
     contract = {
@@ -215,7 +215,7 @@ def _contract(caps: Any, output_profile: str, operation: str) -> tuple[str, tupl
             k: list(v) for k, v in sorted(not_applicable_allowed(caps).items())
         },
     }
-    return digest(contract), tuple(sorted(described["required_scopes"]))
+    return digest(contract)
 
 
 def contract_digest(caps: Any, subject: Subject) -> str:
@@ -223,11 +223,7 @@ def contract_digest(caps: Any, subject: Subject) -> str:
     operation: capability metadata plus the checks and not-applicable results it requires."""
     if caps is None:
         return ""
-    return _contract(caps, subject.output_profile, subject.operation)[0]
-
-
-def contract_scopes(caps: Any) -> tuple[str, ...]:
-    return tuple(sorted(caps.required_scopes)) if caps is not None else ()
+    return _contract(caps, subject.output_profile, subject.operation)
 
 
 # --- Source revision --------------------------------------------------------------------------
