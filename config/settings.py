@@ -523,6 +523,9 @@ def _oauth_app(provider: str, defaults: dict[str, str]) -> dict[str, object]:
         "client_secret": env_str(f"{prefix}_CLIENT_SECRET") or "",
         "api_url": api_url,
         "authorize_url": env_str(f"{prefix}_AUTHORIZE_URL") or defaults["authorize_url"],
+        # Scopes requested in addition to the adapter's own (e.g. LinkedIn organization pages:
+        # HERALD_LINKEDIN_SCOPES="w_organization_social r_organization_social ...").
+        "scopes": env_str(f"{prefix}_SCOPES") or "",
     }
     # Token and revoke endpoints follow an overridden API URL unless set themselves (X and
     # Threads serve them under the API host; LinkedIn under www.linkedin.com).
