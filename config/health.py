@@ -119,7 +119,7 @@ def _probe_storage_backend(timeout: float) -> Any:
     """
     from django.core.files.storage import default_storage
 
-    config = settings.STORAGES.get("default", {})
+    config: dict[str, Any] = settings.STORAGES.get("default", {})
     backend = import_string(config.get("BACKEND", "django.core.files.storage.FileSystemStorage"))
     try:
         from botocore.config import Config

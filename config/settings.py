@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import dj_database_url
@@ -249,9 +250,9 @@ STATIC_URL = "/static/"
 HERALD_S3_BUCKET = env_str("HERALD_S3_BUCKET")
 HERALD_S3_ENDPOINT_URL = env_str("HERALD_S3_ENDPOINT_URL")
 if HERALD_S3_BUCKET:
-    from botocore.config import Config as _BotoConfig  # type: ignore[import-untyped]
+    from botocore.config import Config as _BotoConfig
 
-    _default_storage: dict[str, object] = {
+    _default_storage: dict[str, Any] = {
         "BACKEND": "storages.backends.s3.S3Storage",
         "OPTIONS": {
             "bucket_name": HERALD_S3_BUCKET,
@@ -285,7 +286,7 @@ else:
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": str(MEDIA_ROOT)},
     }
-STORAGES = {
+STORAGES: dict[str, dict[str, Any]] = {
     "default": _default_storage,
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
@@ -381,7 +382,7 @@ REST_FRAMEWORK = {
     "NUM_PROXIES": env_int("HERALD_NUM_PROXIES", 0) if env_str("HERALD_NUM_PROXIES") else None,
 }
 
-SPECTACULAR_SETTINGS = {
+SPECTACULAR_SETTINGS: dict[str, Any] = {
     "TITLE": "Herald API",
     "DESCRIPTION": (
         "Self-hostable, multi-workspace social publishing. A successful request that queues a "
