@@ -61,6 +61,8 @@ def _codes_in(tree: ast.AST) -> set[str]:
             name, chain = _callee(node)
             if ".objects." in f".{chain}." or name in {"get_or_create", "filter", "create", "get"}:
                 continue  # ORM look-ups (Plan.objects.get_or_create(code="self_hosted"))
+            if name == "ErrorDetail":
+                continue  # a provider's own error code (X's invalid_grant), not a Herald problem
             for keyword in node.keywords:
                 if keyword.arg == "code" and (value := _string(keyword.value)):
                     codes.add(value)
