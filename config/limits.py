@@ -97,7 +97,7 @@ def redis_client(backend: BaseCache) -> Any | None:
             if client is None:
                 import redis
 
-                config = settings.CACHES["default"]
+                config: dict[str, Any] = settings.CACHES["default"]
                 options = {
                     name: value
                     for name, value in config.get("OPTIONS", {}).items()

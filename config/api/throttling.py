@@ -26,6 +26,11 @@ __all__ = ["UserRateThrottle", "WindowRateThrottle", "caches", "redis_client", "
 class WindowRateThrottle(SimpleRateThrottle):
     """``SimpleRateThrottle`` with a shared counter instead of a history list."""
 
+    # Set by SimpleRateThrottle.__init__ from the rate (used only when there is one); declared
+    # here because DRF's stubs do not.
+    num_requests: int
+    duration: int
+
     cache_format = "throttle:%(scope)s:%(ident)s"
 
     def allow_request(self, request: Any, view: Any) -> bool:
