@@ -30,10 +30,6 @@ class Actor:
     def is_bearer(self) -> bool:
         return self.token is not None
 
-    @property
-    def is_session(self) -> bool:
-        return self.token is None
-
     def can_write(self) -> bool:
         return self.token is None or "api:write" in (self.token.permissions or [])
 

@@ -401,13 +401,6 @@ def contrast_problems(colors: Mapping[str, str]) -> dict[str, list[str]]:
     return problems
 
 
-def validate_manifest(data: Any) -> dict[str, Any]:
-    """Validate ``data`` as a manifest; raises DRF's ``ValidationError`` (nested details)."""
-    serializer = ManifestSerializer(data=data)
-    serializer.is_valid(raise_exception=True)
-    return dict(serializer.validated_data)
-
-
 # --- OpenAPI: request bodies may leave out keys with defaults ---------------------------------
 
 
