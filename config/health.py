@@ -30,6 +30,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from config.api.problems import PROBLEM_CONTENT_TYPE, problem_exception_handler
+from config.api.responses import respond
 from config.api.schema import ResponseSerializer, problems
 from config.errors import ServiceUnavailableError
 from config.outages import log_outage
@@ -252,7 +253,7 @@ class LivenessView(APIView):
         description="Liveness: the HTTP process is alive. Never checks the database.",
     )
     def get(self, request: Request) -> Response:
-        response = Response(LivenessSerializer({"status": "ok"}, context={"request": request}).data)
+        response = respond(request, LivenessSerializer, {"status": "ok"})
         response["Cache-Control"] = "no-store"
         return response
 
@@ -283,7 +284,7 @@ class ReadinessView(APIView):
             problem.data["failing"] = failing
             response = problem
         else:
-            response = Response(ReadinessSerializer(result, context={"request": request}).data)
+            response = respond(request, ReadinessSerializer, result)
         response["Cache-Control"] = "no-store"
         return response
 
