@@ -55,7 +55,13 @@ class Param(Expression):
         super().__init__(output_field=model_field)
         self.name = name
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    # The parameter is this object, bound at run time; a list, as Django's own params are
+    # (the stubs say tuple: the ignore).
+    def as_sql(  # type: ignore[override]
+        self,
+        compiler: Any,
+        connection: Any,
+    ) -> tuple[str, list[Any]]:
         return "%s", [self]  # the parameter marks its own slot until run time
 
     def bind(self, value: Any, connection: Any) -> Any:
@@ -137,7 +143,9 @@ class CompiledQuery:
     def _compile(self, shape: tuple[Hashable, ...], instances: bool) -> _Compiled:
         queryset = self.build(*shape)
         query = queryset.query
-        if queryset._prefetch_related_lookups or query.deferred_loading[0] or query.extra:
+        # _prefetch_related_lookups: a private QuerySet attribute, not in the stubs.
+        prefetches = queryset._prefetch_related_lookups  # type: ignore[attr-defined]
+        if prefetches or query.deferred_loading[0] or query.extra:
             raise TypeError("CompiledQuery runs plain reads only")
         expected = ModelIterable if instances else ValuesListIterable
         if queryset._iterable_class is not expected:  # e.g. values() dicts, flat=True scalars

@@ -29,7 +29,7 @@ class Page(Generic[M]):
 
 def page_query_serializer(
     *, default: int = 20, maximum: int = 100, name: str = "PageQuery"
-) -> type[serializers.Serializer]:  # type: ignore[type-arg]
+) -> type[serializers.Serializer[Any]]:
     attrs: dict[str, Any] = {
         "limit": serializers.IntegerField(
             min_value=1, max_value=maximum, default=default, required=False

@@ -9,7 +9,7 @@ from rest_framework.request import Request
 
 from config.api.problems import RequestValidationError
 
-S = TypeVar("S", bound=serializers.Serializer)  # type: ignore[type-arg]
+S = TypeVar("S", bound="serializers.Serializer[Any]")
 
 
 def parse_query(serializer_class: type[S], request: Request, **kwargs: Any) -> dict[str, Any]:
@@ -31,7 +31,7 @@ def parse_body(serializer_class: type[S], request: Request, **kwargs: Any) -> di
     return dict(serializer.validated_data)
 
 
-class StrictSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class StrictSerializer(serializers.Serializer[Any]):
     """Rejects unknown body fields (decisions §2: unknown body fields are a 422)."""
 
     def to_internal_value(self, data: Any) -> Any:

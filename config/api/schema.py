@@ -7,7 +7,7 @@ import copy
 import datetime
 import functools
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings as django_settings
 from django.db import connections
@@ -37,7 +37,7 @@ def component_name(serializer_class: type) -> str:
 
 
 @extend_schema_field({"type": "string", "format": "uri", "readOnly": True})
-class SchemaUrlField(serializers.Field):  # type: ignore[type-arg]
+class SchemaUrlField(serializers.Field[Any, Any, Any, Any]):
     """``$schema``: absolute URL of the JSON schema of the enclosing object."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -46,20 +46,22 @@ class SchemaUrlField(serializers.Field):  # type: ignore[type-arg]
         super().__init__(**kwargs)
 
     def to_representation(self, value: Any) -> str:
-        return schema_url(component_name(type(self.parent)), self.context.get("request"))
+        # A class is hashable, whatever the stubs' __eq__ implies (the ignore).
+        name = component_name(type(self.parent))  # type: ignore[arg-type]
+        return schema_url(name, self.context.get("request"))
 
 
-class ResponseSerializer(serializers.Serializer):  # type: ignore[type-arg]
+class ResponseSerializer(serializers.Serializer[Any]):
     # Base of every response object: adds ``$schema`` first. (A comment, not a docstring:
     # drf-spectacular would copy a docstring into every response component's description.)
 
-    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         return {"$schema": SchemaUrlField(), **fields}
 
 
-class ResponseModelSerializer(serializers.ModelSerializer):  # type: ignore[type-arg]
-    def get_fields(self) -> dict[str, serializers.Field]:  # type: ignore[type-arg]
+class ResponseModelSerializer(serializers.ModelSerializer[Any]):
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         return {"$schema": SchemaUrlField(), **fields}
 
@@ -86,20 +88,24 @@ class FlatRows:
         data = flat.represent(flat.values(queryset), request)
     """
 
-    def __init__(self, serializer_class: type[serializers.Serializer], model: type[Model]) -> None:  # type: ignore[type-arg]
+    def __init__(
+        self, serializer_class: type[serializers.Serializer[Any]], model: type[Model]
+    ) -> None:
         self.serializer_class = serializer_class
         fields = {
             name: field
             for name, field in serializer_class().fields.items()
             if not isinstance(field, SchemaUrlField)
         }
+        # A bound field's source is set: its name, unless it declares another.
+        sources = {name: cast(str, field.source) for name, field in fields.items()}
         self.names = tuple(fields)
-        self.sources = tuple(field.source for field in fields.values())
+        self.sources = tuple(sources.values())
         for name, field in fields.items():
-            if field.write_only or "." in field.source or field.source == "*":
+            if field.write_only or "." in sources[name] or sources[name] == "*":
                 raise TypeError(f"{serializer_class.__name__}.{name} is not a flat field")
         self._columns = [
-            (name, field, model._meta.get_field(field.source)) for name, field in fields.items()
+            (name, field, model._meta.get_field(sources[name])) for name, field in fields.items()
         ]
         # On PostgreSQL, date-time and UUID values may be loaded as the text the server sent
         # (see ``pgtext.load_as_text``) when every such column is a date-time (parsed here) or a UUID
@@ -145,7 +151,10 @@ class FlatRows:
         build = self._builders.get(converted := tuple(index for index, _ in converters))
         if build is None:
             build = self._builders[converted] = _rows_builder(self.names, converted)
-        return build(rows, url, *(convert for _, convert in converters))
+        represented: list[dict[str, Any]] = build(
+            rows, url, *(convert for _, convert in converters)
+        )
+        return represented
 
     def _converters(self, zone: Any) -> tuple[tuple[int, Any], ...]:
         """(column index, converter) of the columns not shown as read, in ``zone``."""
@@ -182,7 +191,7 @@ def _rows_builder(names: tuple[str, ...], converted: tuple[int, ...]) -> Any:
     return build
 
 
-def datetime_representation(field: serializers.DateTimeField) -> Any:
+def datetime_representation(field: serializers.Field[Any, Any, Any, Any]) -> Any:
     """``field.to_representation`` for date-times in the current time zone, several times
     cheaper (DRF looks the time zone up again for every value). Use it for one response."""
     zone = django_timezone.get_current_timezone() if django_settings.USE_TZ else None
@@ -190,7 +199,7 @@ def datetime_representation(field: serializers.DateTimeField) -> Any:
     return field.to_representation if convert is None else convert
 
 
-def _converter(field: serializers.Field, model_field: Any, zone: Any) -> Any:  # type: ignore[type-arg]
+def _converter(field: serializers.Field[Any, Any, Any, Any], model_field: Any, zone: Any) -> Any:
     """How ``field`` represents a value read from ``model_field``; None: as read."""
     kind = type(field).to_representation
     as_str = kind is serializers.CharField.to_representation or (
@@ -377,7 +386,8 @@ def postprocess_problem_responses(
 @functools.cache
 def openapi_document() -> dict[str, Any]:
     generator = SchemaGenerator()
-    return generator.get_schema(request=None, public=True)  # type: ignore[no-any-return]
+    document: dict[str, Any] = generator.get_schema(request=None, public=True)
+    return document
 
 
 def to_json_schema(node: Any, request: HttpRequest) -> Any:
