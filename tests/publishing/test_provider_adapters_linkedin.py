@@ -426,3 +426,26 @@ def test_disconnect_revokes_at_linkedin(
     assert stored.credentials_encrypted == ""
     with server.lock:
         assert access not in server.access
+
+
+@pytest.mark.django_db
+def test_cancelled_consent_connects_nothing(
+    owner_client: APIClient, workspace: Any, server: LinkedInStandIn
+) -> None:
+    server.deny = True
+    started = owner_client.post(
+        f"{API}/accounts/connect",
+        {"workspace_id": str(workspace.pk), "provider": "linkedin"},
+        format="json",
+    )
+    location = requests.get(
+        started.json()["authorization_url"], allow_redirects=False, timeout=5
+    ).headers["Location"]
+    denied = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
+    assert denied["error"] == "user_cancelled_authorize"
+    response = APIClient().get(f"{API}/accounts/oauth/callback", denied)
+    assert response.status_code == 403
+    assert response.json()["code"] == "oauth_denied"
+    assert "user_cancelled_authorize" in response.json()["detail"]
+    assert not Account.objects.filter(provider="linkedin").exists()
+    assert server.counters["tokens_issued"] == 0
