@@ -298,9 +298,14 @@ def seed(args: argparse.Namespace, standin: dict[str, Any]) -> Seeded:
     user = User.objects.create_user(BENCH_EMAIL, secrets.token_urlsafe(24))
     actor = Actor(user=user)
     organization = organization_create(actor=actor, name="Bench delivery")
+    # The lag publications are spread over as many workspaces as the dispatcher's per-workspace
+    # cap (HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE) needs to let them all go in one tick: in one
+    # workspace the cap holds all but the first 64 back on purpose (fairness), and the lag then
+    # measures the delivery rate, not how soon the dispatcher moves due work to the queue.
+    phases = ["warmup", "throughput"] + [f"lag{n}" for n in range(lag_workspaces(args))]
     workspaces = {
         phase: workspace_create(actor=actor, organization_id=organization.pk, name=f"Bench {phase}")
-        for phase in ("warmup", "throughput", "lag")
+        for phase in phases
     }
     # One app per instance, registered with the stand-in like the OAuth flow does.
     registered = control(
@@ -365,14 +370,17 @@ def seed(args: argparse.Namespace, standin: dict[str, Any]) -> Seeded:
     throughput_seconds = time.perf_counter() - started
     started = time.perf_counter()
     if args.lag_publications:
-        seeded.drafts["lag"] = create_drafts(
-            seeded,
-            workspaces["lag"],
-            account_ids["lag"],
-            count=args.lag_publications,
-            per_publication=1,
-            label="lag",
-        )
+        seeded.drafts["lag"] = []
+        lag_phases = [phase for phase in phases if phase.startswith("lag")]
+        for k, phase in enumerate(lag_phases):
+            seeded.drafts["lag"] += create_drafts(
+                seeded,
+                workspaces[phase],
+                account_ids[phase],
+                count=len(range(k, args.lag_publications, len(lag_phases))),
+                per_publication=1,
+                label="lag",
+            )
         seeded.create_seconds_each = (time.perf_counter() - started) / args.lag_publications
     print(
         f"seeded {len(seeded.drafts['throughput'])} throughput publications x {per_publication} accounts "
@@ -380,6 +388,21 @@ def seed(args: argparse.Namespace, standin: dict[str, Any]) -> Seeded:
         f"({seeded.create_seconds_each * 1000:.1f} ms each)"
     )
     return seeded
+
+
+def lag_workspaces(args: argparse.Namespace) -> int:
+    """Workspaces for the lag phase: each with fewer due publications than the dispatcher's
+    per-workspace cap (one when the cap is off or there is no lag phase)."""
+    from django.conf import settings
+
+    cap = settings.HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE
+    if cap <= 1 or not args.lag_publications:
+        return 1
+    return math.ceil(args.lag_publications / (cap - 1))
+
+
+def lag_workspace_ids(seeded: Seeded) -> list[Any]:
+    return [w.pk for phase, w in seeded.workspaces.items() if phase.startswith("lag")]
 
 
 def create_drafts(
@@ -410,12 +433,14 @@ def create_drafts(
 
 
 def status_counts(workspace_id: Any) -> Counter[str]:
+    """Destinations by status in a workspace (or a list of workspaces)."""
     from django.db.models import Count
 
     from publishing.models import Destination
 
+    ids = workspace_id if isinstance(workspace_id, list) else [workspace_id]
     rows = (
-        Destination.objects.filter(publication__workspace_id=workspace_id)
+        Destination.objects.filter(publication__workspace_id__in=ids)
         .values_list("status")
         .annotate(n=Count("pk"))
     )
@@ -605,16 +630,16 @@ def lag_phase(
     )
     if remaining < 0.5:
         raise RuntimeError("scheduling overran the due second; raise --lag-lead")
-    workspace = seeded.workspaces["lag"]
+    workspace_ids = lag_workspace_ids(seeded)
     counts, complete = wait_settled(
-        workspace.pk,
+        workspace_ids,
         len(drafts),
         timeout=args.phase_timeout + remaining,
         processes=processes,
         label="lag",
     )
     rows = list(
-        Destination.objects.filter(publication__workspace=workspace).values_list(
+        Destination.objects.filter(publication__workspace_id__in=workspace_ids).values_list(
             "pk", "publication__scheduled_at", "claimed_at", "published_at", "attempts"
         )
     )
@@ -634,6 +659,7 @@ def lag_phase(
     span = (last_published - due_second).total_seconds() if last_published else None
     return {
         "publications": len(drafts),
+        "workspaces": len(workspace_ids),
         "due_window": [due_second.isoformat(), (due_second + timedelta(seconds=1)).isoformat()],
         "schedule_seconds": round(schedule_seconds, 2),
         "complete": complete,
@@ -1038,7 +1064,7 @@ def run(
 
     lag = lag_phase(args, seeded, processes, probe_log) if args.lag_publications else None
     lap("lag")
-    audit_ids = [seeded.workspaces[p].pk for p in ("warmup", "throughput", "lag")]
+    audit_ids = [workspace.pk for workspace in seeded.workspaces.values()]
     checked = audit(standin["url"], audit_ids, probe_log)
     standin_cpu = process_tree_cpu_seconds(processes.children["standin"].pid)
 
