@@ -12,6 +12,7 @@ them and run their own processes.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -322,7 +323,12 @@ def test_permanent_rejection_fails_with_edit_action(stack: DeliveryStack, world:
     assert_published_once(publication, "bluesky", world.standins["bluesky"])
 
 
-def test_revoked_grant_fails_then_blocks_with_reconnect(stack: DeliveryStack, world: World) -> None:
+def test_revoked_grant_fails_then_holds_the_scheduled_with_reconnect(
+    stack: DeliveryStack, world: World
+) -> None:
+    """The send that meets the revoked grant fails with ``reconnect``; the account's publication
+    scheduled for later is held at once (blocked, ``held``), not failed when it falls due, and
+    never reaches the provider."""
     mastodon = world.standins["mastodon"]
     later = schedule(world, ("mastodon",), seconds=4)  # scheduled while the grant was fine
     mastodon.set_faults(reject_tokens=True)
@@ -333,12 +339,16 @@ def test_revoked_grant_fails_then_blocks_with_reconnect(stack: DeliveryStack, wo
     assert (now.status, sent.status, sent.action) == (P.FAILED, S.FAILED, "reconnect")
     account = Account.objects.get(pk=world.accounts["mastodon"].pk)
     assert account.status == Account.Status.RECONNECT_REQUIRED
-    later = settled(stack, later)
-    blocked = destination(later, "mastodon")
-    assert (later.status, blocked.status, blocked.action) == (P.FAILED, S.BLOCKED, "reconnect")
-    assert blocked.readiness is not None
-    assert blocked.readiness["state"] == "reconnect_required"
-    assert len(create_requests(mastodon, "mastodon")) == 1, "the blocked send reached the provider"
+    held = destination(later, "mastodon")
+    assert (held.status, held.action, held.error_kind) == (S.BLOCKED, "reconnect", "held")
+    assert held.readiness is not None
+    assert held.readiness["state"] == "reconnect_required"
+    assert "destination.held" in events(later)
+
+    time.sleep(max(0.0, (later.scheduled_at - timezone.now()).total_seconds()) + 3)  # past due
+    assert destination(later, "mastodon").status == S.BLOCKED
+    assert Publication.objects.get(pk=later.pk).status != P.FAILED
+    assert len(create_requests(mastodon, "mastodon")) == 1, "the held send reached the provider"
     assert mastodon.posts_accepted == 0
 
 
