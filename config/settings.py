@@ -456,6 +456,9 @@ WHITENOISE_USE_FINDERS = True
 # --- Publishing and delivery (decisions §5) -------------------------------------------------
 HERALD_MAX_MEDIA_BYTES = env_int("HERALD_MAX_MEDIA_BYTES", 100 * 1024 * 1024)
 HERALD_MAX_IMAGE_PIXELS = env_int("HERALD_MAX_IMAGE_PIXELS", 50_000_000)
+# Lifetime of the signed public media URLs (/media/<token>/<name>) that providers fetch from;
+# with S3 storage the redirect to the object store's presigned URL has the same lifetime.
+HERALD_MEDIA_URL_SECONDS = max(60, env_int("HERALD_MEDIA_URL_SECONDS", 3600))
 HERALD_PROVIDER_TIMEOUT_SECONDS = env_float("HERALD_PROVIDER_TIMEOUT_SECONDS", 10.0)
 # Provider URLs typed by users (Mastodon instances, Discord webhooks) must be public HTTPS
 # addresses unless this is set (tests and private networks).

@@ -32,6 +32,7 @@ urlpatterns = [
     path("docs/problems/", web.problem_index, name="problem-index"),
     path("docs/problems/<slug:code>", web.problem_type, name="problem-type"),
     path("feeds/", include("publishing.feed_urls")),  # public built-in feeds (provider "feed")
+    path("media/", include("publishing.media_file_urls")),  # signed public media URLs
     path("connections/", include("publishing.web_urls")),  # where an OAuth connect ends
     path("admin/", admin.site.urls),
     # APPEND_SLASH is off (API paths have no trailing slash); these pages are typed by hand.

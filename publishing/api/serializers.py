@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from rest_framework import serializers
 
 from config.api.request import StrictSerializer
 from config.api.schema import ResponseSerializer
 from publishing.models import Destination, Publication
+from publishing.services import media_links
 from readiness.api.serializers import ProviderReadinessEntryField
 
 # --- Inputs ---------------------------------------------------------------------------------
@@ -223,18 +223,16 @@ class MediaSerializer(ResponseSerializer):
     height = serializers.IntegerField(allow_null=True)
     checksum_sha256 = serializers.CharField()
     alt_text = serializers.CharField()
-    url = serializers.SerializerMethodField()
+    url = serializers.SerializerMethodField(
+        help_text="Signed public URL of the file (no credentials needed), valid for "
+        "HERALD_MEDIA_URL_SECONDS (default one hour) from this response; it supports Range "
+        "requests. GET /media/{id}/content reads the bytes with API credentials."
+    )
     created_at = serializers.DateTimeField()
 
     def get_url(self, obj: Any) -> str:
-        url: str = obj.file.url
-        if not url.startswith("/"):
-            return url  # already absolute (object storage)
-        if settings.HERALD_PUBLIC_URL:
-            return f"{settings.HERALD_PUBLIC_URL}{url}"
-        request = self.context.get("request")
-        absolute: str = request.build_absolute_uri(url) if request is not None else url
-        return absolute
+        # A signed public URL, valid HERALD_MEDIA_URL_SECONDS (publishing.services.media_links).
+        return media_links.media_absolute_url(obj, self.context.get("request"))
 
 
 class MediaPageSerializer(ResponseSerializer):

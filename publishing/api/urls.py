@@ -20,6 +20,7 @@ urlpatterns = [
     path("capabilities", views.CapabilitiesView.as_view(), name="capabilities"),
     path("media", views.MediaListView.as_view(), name="media-list"),
     path("media/<str:media_id>", views.MediaDetailView.as_view(), name="media-detail"),
+    path("media/<str:media_id>/content", views.MediaContentView.as_view(), name="media-content"),
     path("publications", views.PublicationListView.as_view(), name="publication-list"),
     path(
         "publications/<str:publication_id>",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
-from django.http import HttpResponseRedirect
+from django.http import HttpResponseBase, HttpResponseRedirect
 from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -19,6 +23,7 @@ from config.errors import DomainError, NotFoundError, PermissionDeniedError
 from publishing import selectors
 from publishing.api import serializers as s
 from publishing.api.idempotency import idempotent
+from publishing.media_files import media_file_response
 from publishing.models import Account, Publication
 from publishing.providers import all_adapters, get_adapter
 from publishing.providers.base import describe
@@ -351,6 +356,50 @@ class MediaDetailView(APIView):
     def delete(self, request: Request, media_id: str) -> Response:
         media.media_delete(actor=actor_from_request(request), media_id=media_id)
         return no_content()
+
+
+class _AnyAccept(BaseContentNegotiation):
+    """The content endpoint answers the file's own type whatever ``Accept`` says; its problems
+    are still JSON."""
+
+    def select_parser(self, request: Any, parsers: Any) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Any, renderers: Any, format_suffix: Any = None) -> Any:
+        return renderers[0], renderers[0].media_type
+
+
+_MEDIA_BYTES = OpenApiResponse(OpenApiTypes.BINARY, description="The file's bytes (or a range)")
+
+
+class MediaContentView(APIView):
+    content_negotiation_class = _AnyAccept
+
+    @extend_schema(
+        operation_id="media_content",
+        responses={
+            **{
+                (status, mime): _MEDIA_BYTES
+                for status in (200, 206)
+                for mime in ("image/png", "image/jpeg", "image/gif", "image/webp", "video/mp4")
+            },
+            304: OpenApiResponse(description="Not modified (If-None-Match matched the ETag)"),
+            416: OpenApiResponse(description="Range not satisfiable (Content-Range: bytes */n)"),
+            **problems(404),
+        },
+        description="The media item's bytes, for members of its workspace: its stored "
+        "Content-Type and Content-Length, a strong ETag (its SHA-256), Last-Modified, and one "
+        "byte range per request (Range: bytes=a-b, a- or -n; 206 with Content-Range, 416 when "
+        "unsatisfiable). The item's `url` serves the same bytes without credentials until it "
+        "expires.",
+    )
+    def get(self, request: Request, media_id: str) -> HttpResponseBase:
+        item = media.media_get(actor=actor_from_request(request), media_id=media_id)
+        response = media_file_response(request, item)
+        if response.status_code == 404:
+            raise NotFoundError("The media file is missing from storage.")
+        response["Cache-Control"] = "private, max-age=3600"
+        return response
 
 
 def _publication_response(

@@ -13,6 +13,7 @@ from config.errors import FieldValidationError, NotFoundError
 from config.types import ModelId
 from publishing.errors import MediaInUseError
 from publishing.models import Destination, Media, Publication
+from publishing.services import media_links
 from workspaces.access import Actor, parse_id, require_workspace
 from workspaces.models import WorkspaceMembership
 
@@ -174,13 +175,7 @@ def media_delete(*, actor: Actor, media_id: ModelId) -> None:
 
 
 def media_absolute_url(media: Media) -> str:
-    """The address a receiver outside Herald fetches ``media`` from, built as the media API
-    builds ``url``: the storage's own absolute URL (object storage), else ``HERALD_PUBLIC_URL``
-    followed by the storage path. Outside a request there is no other origin to use, so without
-    ``HERALD_PUBLIC_URL`` a local file has none: ``""``."""
-    url = str(media.file.url)
-    if not url.startswith("/"):
-        return url
-    if settings.HERALD_PUBLIC_URL:
-        return f"{settings.HERALD_PUBLIC_URL}{url}"
-    return ""
+    """The address a receiver outside Herald fetches ``media`` from: its signed public URL
+    (``publishing.services.media_links``), as the media API's ``url``; ``""`` when no origin is
+    known (no ``HERALD_PUBLIC_URL`` and a local file)."""
+    return media_links.media_absolute_url(media)

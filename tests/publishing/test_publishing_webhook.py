@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 
 from publishing import credentials
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
-from publishing.services import delivery
+from publishing.services import delivery, media_links
 from tests.problem_asserts import assert_invalid
 from tests.providers.webhook import PATH_TOKEN, SECRET, WebhookReceiverStandIn
 from tests.publishing_support import API, create_publication, ok, upload
@@ -235,7 +235,7 @@ def test_publish_posts_signed_json_with_absolute_media_urls(
         "text": "Hello, receiver",
         "media": [
             {
-                "url": f"{PUBLIC_URL}{stored.file.url}",
+                "url": body["media"][0]["url"],  # signed, expiring: checked below
                 "mime_type": "image/png",
                 "name": stored.name,
                 "size_bytes": stored.size_bytes,
@@ -246,6 +246,10 @@ def test_publish_posts_signed_json_with_absolute_media_urls(
         "created_at": publication.created_at.isoformat().replace("+00:00", "Z"),
     }
     assert body["media"][0]["url"].startswith(f"{PUBLIC_URL}/media/")
+    # The signed public URL of this very item (publishing.services.media_links).
+    token, file_name = body["media"][0]["url"].removeprefix(f"{PUBLIC_URL}/media/").split("/")
+    assert media_links.media_link_resolve(token).media.pk == stored.pk
+    assert file_name == stored.file.name.rsplit("/", 1)[-1]
     # Nothing shown or logged carries the secret or the URL's token.
     no_secret_in(ok(owner_client.get(f"{API}/publications/{publication.pk}")).__repr__())
     no_secret_in(ok(owner_client.get(f"{API}/publications/{publication.pk}/events")).__repr__())
