@@ -74,6 +74,7 @@ EXPECTED_OPERATIONS = {
     "GET /api/v1/media",
     "POST /api/v1/media",
     "GET /api/v1/media/{media_id}",
+    "GET /api/v1/media/{media_id}/content",
     "DELETE /api/v1/media/{media_id}",
     "GET /api/v1/publications",
     "POST /api/v1/publications",
