@@ -28,6 +28,7 @@ from publishing.providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
 from publishing.providers.linkedin import LinkedInAdapter
 from publishing.providers.mastodon import MastodonAdapter
 from publishing.providers.telegram import DEFAULT_API_URL, TelegramAdapter
+from publishing.providers.threads import ThreadsAdapter
 from publishing.providers.webhook import WebhookAdapter
 from publishing.providers.x import XAdapter
 
@@ -36,6 +37,7 @@ PROVIDERS += ("webhook",)  # generic signed JSON POST (publishing/providers/webh
 PROVIDERS += ("feed",)  # built-in public Atom / JSON Feed (publishing/providers/feed.py)
 PROVIDERS += ("x",)  # the operator's OAuth 2 app (publishing/providers/x/)
 PROVIDERS += ("linkedin",)  # the operator's OAuth 2 app (publishing/providers/linkedin/)
+PROVIDERS += ("threads",)  # the operator's Threads app (publishing/providers/threads/)
 
 # PROVIDER_OAUTH_APPS as a hashable key of the adapter cache: ((provider, ((key, value), ...)),)
 OAuthApps = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
@@ -72,6 +74,8 @@ def _build(
         return XAdapter(http=http, app=apps.get("x"))
     if provider == "linkedin":
         return LinkedInAdapter(http=http, app=apps.get("linkedin"))
+    if provider == "threads":
+        return ThreadsAdapter(http=http, app=apps.get("threads"))
     raise KeyError(provider)
 
 

@@ -94,6 +94,8 @@ def _parse_error(response: requests.Response, *, token_endpoint: bool = False) -
         return ErrorDetail(message=message, kind=ErrorKind.RATE_LIMITED, code=code_text)
     if code in _AUTH_CODES or 200 <= code <= 299:
         return ErrorDetail(message=message, kind=ErrorKind.AUTH, code=code_text)
+    if response.status_code >= 500:  # the status decides (a 504 after a publish: ambiguous)
+        return ErrorDetail(message=message, code=code_text)
     if code in _TRANSIENT_CODES or error.get("is_transient") is True:
         return ErrorDetail(message=message, kind=ErrorKind.TRANSIENT, code=code_text)
     if token_endpoint and 400 <= response.status_code < 500:
