@@ -373,6 +373,7 @@ def _store_account(
     account.granted_scopes = list(connected.granted_scopes)
     account.credentials_encrypted = credentials.encrypt(new_credentials)
     account.token_expires_at = connected.expires_at
+    account.token_refreshed_at = timezone.now()  # issued now: the refresh lead's lifetime
     account.app = app
     account.status = Account.Status.ACTIVE
     account.status_reason = ""

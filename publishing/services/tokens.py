@@ -69,8 +69,23 @@ def _lead() -> timedelta:
     return timedelta(seconds=settings.HERALD_TOKEN_REFRESH_AHEAD_SECONDS)
 
 
+def _lead_for(account: Account) -> timedelta:
+    """How early this account's token is refreshed: the configured lead, or a quarter of the
+    token's lifetime (issue to expiry) up to ``HERALD_RECONNECT_WARNING_DAYS``, whichever is
+    longer. A two-hour X token is refreshed 30 minutes early; a 60-day Threads or LinkedIn
+    token a week early, so a provider outage of hours or days on the last day cannot let it
+    lapse (Threads refuses to refresh an expired token)."""
+    lead = _lead()
+    issued, expires = account.token_refreshed_at, account.token_expires_at
+    if issued is None or expires is None or expires <= issued:
+        return lead
+    warning = timedelta(days=settings.HERALD_RECONNECT_WARNING_DAYS)
+    return max(lead, min(warning, (expires - issued) / 4))
+
+
 def _expires_soon(account: Account, now: datetime) -> bool:
-    return account.token_expires_at is not None and account.token_expires_at <= now + _lead()
+    expires = account.token_expires_at
+    return expires is not None and expires <= now + _lead_for(account)
 
 
 def _lease_held(account: Account, now: datetime) -> bool:
@@ -214,7 +229,14 @@ def account_tokens_refresh_due() -> dict[str, int]:
             token_expires_at__lte=horizon,
         )
         .filter(Q(refresh_lease_until__isnull=True) | Q(refresh_lease_until__lte=now))
-        .only("pk", "provider", "credentials_encrypted", "token_expires_at", "status")
+        .only(
+            "pk",
+            "provider",
+            "credentials_encrypted",
+            "token_expires_at",
+            "token_refreshed_at",
+            "status",
+        )
         .order_by("token_expires_at")
     )
     counts = {"refresh_queued": 0, "reconnect_required": 0}

@@ -191,6 +191,34 @@ def test_sweep_queues_one_refresh_per_account_expiring_within_the_lead(
     assert _refreshes(bluesky) == 0  # the task refreshes, not the sweep
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("lifetime", "left", "refreshed"),
+    [
+        (timedelta(days=60), timedelta(days=6), True),  # a long-lived token: a week early
+        (timedelta(days=60), timedelta(days=8), False),
+        (timedelta(hours=2), timedelta(minutes=20), True),  # a quarter of two hours
+        (timedelta(hours=2), timedelta(minutes=40), False),
+    ],
+)
+def test_the_refresh_lead_grows_with_the_token_lifetime(
+    account: Account,
+    bluesky: GatedBlueskyStandIn,
+    lifetime: timedelta,
+    left: timedelta,
+    refreshed: bool,
+) -> None:
+    now = timezone.now()
+    Account.objects.filter(pk=account.pk).update(
+        token_refreshed_at=now + left - lifetime, token_expires_at=now + left
+    )
+
+    outcome = tokens.account_token_refresh(account_id=account.pk)
+
+    assert (outcome == Outcome.REFRESHED) is refreshed, outcome
+    assert _refreshes(bluesky) == int(refreshed)
+
+
 def test_beat_schedules_the_sweep() -> None:
     entry = django_settings.CELERY_BEAT_SCHEDULE["publishing.account_tokens_refresh_due"]
     assert entry["task"] == tasks.account_tokens_refresh_due.name
