@@ -36,7 +36,6 @@ from publishing.providers.mastodon.oauth import (
     SCOPES,
     authorization_url,
     needs_registration,
-    pkce_pair,
 )
 from publishing.providers.mastodon.statuses import (
     POST_PROFILE,
@@ -45,6 +44,7 @@ from publishing.providers.mastodon.statuses import (
     status_body,
     visibility_options,
 )
+from publishing.providers.pkce import pkce_pair
 from publishing.providers.url_safety import check_public_url
 
 PROVIDER = "mastodon"

@@ -3,9 +3,6 @@ instance app must be (re-)registered, and the authorization URL."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import secrets
 from urllib.parse import urlencode
 
 SCOPES = ("read", "write")
@@ -17,12 +14,6 @@ def needs_registration(app: dict[str, str], *, redirect_uri: str, instance: str)
         or app.get("redirect_uri", redirect_uri) != redirect_uri
         or app.get("instance_url", instance) != instance
     )
-
-
-def pkce_pair() -> tuple[str, str]:
-    """``(verifier, S256 challenge)``."""
-    verifier = secrets.token_urlsafe(64)  # 86 characters of [A-Za-z0-9_-]
-    return verifier, _b64url(hashlib.sha256(verifier.encode("ascii")).digest())
 
 
 def authorization_url(
@@ -40,7 +31,3 @@ def authorization_url(
         }
     )
     return f"{instance}/oauth/authorize?{query}"
-
-
-def _b64url(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")

@@ -34,7 +34,7 @@ from publishing.providers.http_errors import (
     ProviderHTTPError,
     default_error_detail,
 )
-from publishing.providers.mastodon.oauth import pkce_pair
+from publishing.providers.pkce import pkce_pair
 from publishing.providers.x.text import POST_PROFILE, comparable_text
 
 PROVIDER = "x"
