@@ -175,18 +175,19 @@ def _rows_builder(names: tuple[str, ...], converted: tuple[int, ...]) -> Any:
     unless None (as DRF: a None attribute is None whatever the field)."""
 
     def build(rows: list[tuple[Any, ...]], url: str, *converters: Any) -> list[dict[str, Any]]:
-        by_index = dict(zip(converted, converters, strict=True))
-        columns = [(name, by_index.get(index)) for index, name in enumerate(names)]
-        return [
-            {
-                "$schema": url,
-                **{
-                    name: value if convert is None or value is None else convert(value)
-                    for (name, convert), value in zip(columns, row, strict=True)
-                },
-            }
-            for row in rows
+        converting = [
+            (names[index], convert) for index, convert in zip(converted, converters, strict=True)
         ]
+        represented = []
+        for row in rows:
+            item = {"$schema": url}
+            item.update(zip(names, row, strict=True))  # key order: "$schema", then the columns
+            for name, convert in converting:
+                value = item[name]
+                if value is not None:
+                    item[name] = convert(value)
+            represented.append(item)
+        return represented
 
     return build
 
