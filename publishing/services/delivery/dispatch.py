@@ -156,6 +156,18 @@ def _send_queue_depth() -> int | None:
         return None
 
 
+def _enqueue_sends(destination_ids: list[Any]) -> None:
+    """One ``delivery_send`` message per destination, all through one broker producer (Celery's
+    ``producer_or_acquire``): a burst's batch does not take a connection from the pool and
+    declare the queue again for every message."""
+    if not destination_ids:
+        return
+    send = tasks.delivery_send
+    with send.app.producer_or_acquire() as producer:
+        for destination_id in destination_ids:
+            send.apply_async((str(destination_id),), producer=producer)
+
+
 def delivery_dispatch(
     *, batch: int = 500, due_batch: int = 200, max_due_batches: int = 50
 ) -> dict[str, int]:
@@ -176,8 +188,7 @@ def delivery_dispatch(
     while batches < max_due_batches:
         due, capped = _dispatch_due(batch=due_batch)
         batches += 1
-        for destination_id in due:
-            tasks.delivery_send.delay(str(destination_id))
+        _enqueue_sends(due)
         counts["due"] += len(due)
         if len(due) >= due_batch:
             continue
