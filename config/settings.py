@@ -22,6 +22,8 @@ from config.env import (
     env_list,
     env_str,
 )
+from config.oauth_apps import oauth_apps_from_env
+from config.storage import default_storage
 
 django_stubs_ext.monkeypatch()
 
@@ -249,45 +251,8 @@ if IS_LOCAL:  # collectstatic output; WhiteNoise warns when the folder is missin
 STATIC_URL = "/static/"
 HERALD_S3_BUCKET = env_str("HERALD_S3_BUCKET")
 HERALD_S3_ENDPOINT_URL = env_str("HERALD_S3_ENDPOINT_URL")
-if HERALD_S3_BUCKET:
-    from botocore.config import Config as _BotoConfig
-
-    _default_storage: dict[str, Any] = {
-        "BACKEND": "storages.backends.s3.S3Storage",
-        "OPTIONS": {
-            "bucket_name": HERALD_S3_BUCKET,
-            "endpoint_url": HERALD_S3_ENDPOINT_URL,
-            # Bounded network calls: a hung object store must not hold a worker for minutes.
-            # Path-style addressing by default for S3-compatible servers (MinIO, Garage, Ceph),
-            # whose host names do not resolve bucket subdomains; AWS itself uses virtual hosts.
-            "client_config": _BotoConfig(
-                connect_timeout=5,
-                read_timeout=30,
-                retries={"mode": "standard", "max_attempts": 3},
-                s3={
-                    "addressing_style": env_choice(
-                        "HERALD_S3_ADDRESSING_STYLE",
-                        ("auto", "path", "virtual"),
-                        "path" if HERALD_S3_ENDPOINT_URL else "auto",
-                    )
-                },
-            ),
-            "region_name": env_str("AWS_DEFAULT_REGION") or env_str("AWS_REGION"),
-            "access_key": env_str("AWS_ACCESS_KEY_ID"),
-            "secret_key": env_str("AWS_SECRET_ACCESS_KEY"),
-            "location": env_str("HERALD_S3_PREFIX", "") or "",
-            "default_acl": None,
-            "querystring_auth": True,
-            "file_overwrite": False,
-        },
-    }
-else:
-    _default_storage = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": str(MEDIA_ROOT)},
-    }
 STORAGES: dict[str, dict[str, Any]] = {
-    "default": _default_storage,
+    "default": default_storage(HERALD_S3_BUCKET, HERALD_S3_ENDPOINT_URL, MEDIA_ROOT),
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 HERALD_S3_CHECK_TIMEOUT_SECONDS = env_float("HERALD_S3_CHECK_TIMEOUT_SECONDS", 5.0)
@@ -497,53 +462,7 @@ HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE = env_int("HERALD_DISPATCH_MAX_QUEUED_P
 # "configuration" fact) and cannot be connected (a provider's app is configured when both its
 # client_id and client_secret are non-empty). The URLs default to the real services and
 # are overridable so tests can point them at stand-ins on 127.0.0.1.
-_OAUTH_APP_DEFAULTS: dict[str, dict[str, str]] = {
-    "x": {
-        "api_url": "https://api.x.com",
-        "authorize_url": "https://x.com/i/oauth2/authorize",
-        "token_url": "https://api.x.com/2/oauth2/token",
-        "revoke_url": "https://api.x.com/2/oauth2/revoke",
-    },
-    "linkedin": {
-        "api_url": "https://api.linkedin.com",
-        "authorize_url": "https://www.linkedin.com/oauth/v2/authorization",
-        "token_url": "https://www.linkedin.com/oauth/v2/accessToken",
-        "revoke_url": "https://www.linkedin.com/oauth/v2/revoke",
-    },
-    "threads": {
-        "api_url": "https://graph.threads.net",
-        "authorize_url": "https://threads.net/oauth/authorize",
-        "token_url": "https://graph.threads.net/oauth/access_token",
-        "revoke_url": "",
-    },
-}
-
-
-def _oauth_app(provider: str, defaults: dict[str, str]) -> dict[str, object]:
-    prefix = f"HERALD_{provider.upper()}"
-    api_url = (env_str(f"{prefix}_API_URL") or defaults["api_url"]).rstrip("/")
-    app: dict[str, object] = {
-        "client_id": env_str(f"{prefix}_CLIENT_ID") or "",
-        "client_secret": env_str(f"{prefix}_CLIENT_SECRET") or "",
-        "api_url": api_url,
-        "authorize_url": env_str(f"{prefix}_AUTHORIZE_URL") or defaults["authorize_url"],
-        # Scopes requested in addition to the adapter's own (e.g. LinkedIn organization pages:
-        # HERALD_LINKEDIN_SCOPES="w_organization_social r_organization_social ...").
-        "scopes": env_str(f"{prefix}_SCOPES") or "",
-    }
-    # Token and revoke endpoints follow an overridden API URL unless set themselves (X and
-    # Threads serve them under the API host; LinkedIn under www.linkedin.com).
-    for key in ("token_url", "revoke_url"):
-        default = defaults[key]
-        if default.startswith(defaults["api_url"]):
-            default = api_url + default[len(defaults["api_url"]) :]
-        app[key] = env_str(f"{prefix}_{key.upper()}") or default
-    return app
-
-
-PROVIDER_OAUTH_APPS: dict[str, dict[str, object]] = {
-    provider: _oauth_app(provider, defaults) for provider, defaults in _OAUTH_APP_DEFAULTS.items()
-}
+PROVIDER_OAUTH_APPS = oauth_apps_from_env()
 # An authorization started by connect must come back within this many seconds (the state is
 # single-use and bound to the user and workspace).
 HERALD_OAUTH_STATE_SECONDS = env_int("HERALD_OAUTH_STATE_SECONDS", 15 * 60)
