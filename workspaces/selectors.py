@@ -101,7 +101,7 @@ def invitation_page(
     )
 
 
-def _admin_audit_page(limit: int, columns: tuple[str, ...] | None) -> QuerySet[Any]:
+def _admin_audit_page(limit: int, columns: tuple[Any, ...] | None) -> QuerySet[Any]:
     """The newest ``limit`` events of a workspace, if the user is one of its active admins."""
     admin = WorkspaceMembership.objects.filter(
         workspace_id=Param("workspace_id", WorkspaceMembership, "workspace"),
@@ -119,11 +119,12 @@ ADMIN_AUDIT_PAGE = CompiledQuery(_admin_audit_page)
 
 
 def access_audit_list(
-    *, actor: Actor, workspace_id: ModelId, limit: int, columns: Sequence[str] | None = None
+    *, actor: Actor, workspace_id: ModelId, limit: int, columns: Sequence[Any] | None = None
 ) -> list[Any]:
     """The newest ``limit`` events of a workspace; active workspace admins only.
 
-    Model instances, or with ``columns`` value rows of those columns (for ``FlatRows``).
+    Model instances, or with ``columns`` (field names or expressions, as ``values_list`` takes;
+    ``FlatRows.columns``) value rows of those columns.
 
     One query in the common case: the page, read only if the caller holds an active admin
     membership (an ``EXISTS`` condition; its SQL is compiled once per process). When it returns

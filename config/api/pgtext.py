@@ -1,37 +1,15 @@
-"""PostgreSQL's text form of ``timestamptz`` and ``uuid`` values, for ``FlatRows`` (the access
-audit's 200-row page): the one place the API depends on something Django does not document.
+"""PostgreSQL's text form of ``timestamptz`` values, for ``FlatRows`` (the access audit's 200-row
+page selects date-times and UUIDs cast to text: ``FlatRows.columns``).
 
-Measured alone (bench/README.md), loading these two types as text instead of through Django's
-pure-Python ``timestamptz`` loader saves 30-40 % of the 200-row page's server CPU, and rewriting
-the UTC text by slicing another 10-20 %. The price:
-
-- ``load_as_text`` is a Django execute wrapper (public) that reaches the psycopg cursor under
-  Django's ``CursorWrapper`` through its undocumented ``cursor`` attribute, and registers
-  psycopg's public ``TextLoader`` on it (this query only). If Django renames that attribute,
-  the wrapper raises at once (``AttributeError``) rather than silently loading typed values;
-  ``tests/api/test_api_representations.py`` runs it on PostgreSQL.
-- ``iso_from_text`` assumes PostgreSQL's ISO text (``DateStyle`` ISO, Django's connection
-  default: ``YYYY-MM-DD HH:MM:SS[.ffffff]+00`` in UTC, trailing fraction zeros dropped). Text of
-  any other shape is parsed with ``datetime.fromisoformat``; a test compares every fraction
-  length with what the server sends.
+``iso_from_text`` assumes PostgreSQL's ISO text (``DateStyle`` ISO, Django's connection default:
+``YYYY-MM-DD HH:MM:SS[.ffffff]+00`` in UTC, trailing fraction zeros dropped) and rewrites it
+into DRF's ISO 8601 text by slicing. Text of any other shape is parsed with
+``datetime.fromisoformat``; a test compares every fraction length with what the server sends.
 """
 
 from __future__ import annotations
 
 import datetime
-from typing import Any
-
-from psycopg.types.string import TextLoader
-
-
-def load_as_text(execute: Any, sql: str, params: Any, many: bool, context: dict[str, Any]) -> Any:
-    """Django execute wrapper: this one query loads ``timestamptz`` and ``uuid`` values as the
-    text PostgreSQL sent (registered on this query's psycopg cursor, not on the connection)."""
-    adapters = context["cursor"].cursor.adapters  # Django's CursorWrapper -> psycopg cursor
-    adapters.register_loader("timestamptz", TextLoader)
-    adapters.register_loader("uuid", TextLoader)
-    return execute(sql, params, many, context)
-
 
 # Zeros that complete a fraction of 1 to 5 digits to DRF's six, by the text's length.
 _FRACTION_PADDING = {size: "0" * (29 - size) for size in range(24, 29)}

@@ -83,7 +83,7 @@ def test_access_audit_endpoint_answers_the_serializers_json(
 
 
 @pytest.mark.postgres
-def test_flat_rows_load_dates_and_uuids_as_text_on_postgresql_for_that_query_only(
+def test_flat_rows_select_dates_and_uuids_as_text_on_postgresql_for_that_query_only(
     workspace: Any,
 ) -> None:
     events = AccessAuditEvent.objects.filter(workspace_id=workspace.pk)

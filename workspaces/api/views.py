@@ -418,13 +418,12 @@ class AccessAuditView(APIView):
         query = parse_query(s.AuditQuerySerializer, request)
         # Up to 200 rows: read as values and built as plain objects (the serializer's JSON).
         flat = s.ACCESS_AUDIT_ROWS
-        with flat.reading():
-            rows = selectors.access_audit_list(
-                actor=actor_from_request(request),
-                workspace_id=workspace_id,
-                limit=query["limit"],
-                columns=flat.sources,
-            )
+        rows = selectors.access_audit_list(
+            actor=actor_from_request(request),
+            workspace_id=workspace_id,
+            limit=query["limit"],
+            columns=flat.columns(),
+        )
         return respond(request, None, flat.represent(rows, request))
 
 
