@@ -19,12 +19,13 @@ the SQL, and pays for it once:
   would prepare it), the SQL runs on a cursor of the queryset's database (so
   ``connection.execute_wrapper`` hooks and query logging still see it), and rows get the ORM's
   own converters (``values``) or become model instances with their ``select_related`` objects
-  the way ``QuerySet.__iter__`` builds them (``instances``).
+  the way ``QuerySet.__iter__`` builds them, annotations set as attributes (``instances``).
 Only plain reads belong here: no ``prefetch_related``, no ``only``/``defer``, no ``extra``.
 
 This module is the one place that uses Django's undocumented query internals: ``QuerySet.query``,
 ``_prefetch_related_lookups`` and ``_iterable_class``; ``Query.get_compiler``; the compiler's
-``as_sql``, ``select``, ``col_count``, ``klass_info`` and ``get_converters``;
+``as_sql``, ``select``, ``col_count``, ``klass_info``, ``annotation_col_map`` and
+``get_converters``;
 ``django.db.models.query.get_related_populators`` and ``Model.from_db``. Measured alone
 (bench/README.md) it saves about a third of the access audit's server CPU and half of a bearer
 request's fixed cost, so it stays, isolated here. ``tests/api/test_compiled_query_internals.py``
@@ -77,6 +78,7 @@ class _Compiled:
     model: Any = None  # for instances(): ModelIterable's bookkeeping, computed once
     fields: tuple[int, int, list[str]] | None = None
     populators: list[Any] | None = None
+    annotations: tuple[tuple[str, int], ...] = ()  # (attribute, column) of each annotation
 
 
 class CompiledQuery:
@@ -101,6 +103,8 @@ class CompiledQuery:
             obj = compiled.model.from_db(self.using, names, row[start:end])
             for populator in compiled.populators or ():
                 populator.populate(row, obj)
+            for attribute, column in compiled.annotations:
+                setattr(obj, attribute, row[column])
             found.append(obj)
         return found
 
@@ -171,4 +175,5 @@ class CompiledQuery:
             model=klass_info["model"],
             fields=(start, end, names),
             populators=get_related_populators(klass_info, compiler.select, self.using),
+            annotations=tuple(compiler.annotation_col_map.items()),
         )

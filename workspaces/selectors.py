@@ -7,7 +7,14 @@ from typing import Any
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 
-from config.api.pagination import Page, keyset_page
+from config.api.pagination import (
+    Page,
+    cursor_position,
+    keyset_after,
+    keyset_ordered,
+    keyset_page,
+    page_of,
+)
 from config.queries import CompiledQuery, Param
 from config.types import ModelId
 from workspaces.access import (
@@ -36,18 +43,21 @@ def roles_at_least(role: WorkspaceMembership.Role) -> tuple[str, ...]:
     )
 
 
-def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
+def _accessible_workspaces(user_id: Any, token_workspace_id: Any) -> QuerySet[Workspace]:
+    """The workspaces the user is an active member of (only ``token_workspace_id`` unless it is
+    None), with the caller's role, the active member count and the plan's name. The ids may be
+    values or ``Param``s (``WORKSPACE_PAGE``)."""
     # A subquery, not a join: filtering on the same join as the Count below would restrict the
     # count to the caller's own membership (member_count would always be 1).
     accessible = WorkspaceMembership.objects.filter(
-        user=actor.user, status=WorkspaceMembership.Status.ACTIVE
+        user_id=user_id, status=WorkspaceMembership.Status.ACTIVE
     ).values("workspace_id")
     queryset = Workspace.objects.filter(pk__in=accessible)
-    if actor.token is not None and actor.token.workspace_id is not None:
-        queryset = queryset.filter(pk=actor.token.workspace_id)
+    if token_workspace_id is not None:
+        queryset = queryset.filter(pk=token_workspace_id)
     # The caller's role and the plan's name are annotations: no second query for the roles,
     # and no Plan instance per row (the plan's code is ``plan_id``).
-    caller_role = WorkspaceMembership.objects.filter(workspace=OuterRef("pk"), user=actor.user)
+    caller_role = WorkspaceMembership.objects.filter(workspace=OuterRef("pk"), user_id=user_id)
     return queryset.annotate(
         member_count=Count(
             "memberships",
@@ -59,10 +69,43 @@ def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
     )
 
 
-def workspace_page_for_actor(*, actor: Actor, limit: int, cursor: str | None) -> Page[Workspace]:
-    return keyset_page(
-        workspace_list_for_actor(actor=actor), list_key="workspaces", limit=limit, cursor=cursor
+def _token_workspace_id(actor: Actor) -> Any:
+    return actor.token.workspace_id if actor.token is not None else None
+
+
+def workspace_list_for_actor(*, actor: Actor) -> QuerySet[Workspace]:
+    return _accessible_workspaces(actor.user.pk, _token_workspace_id(actor))
+
+
+def _workspace_page(limit: int, scoped: bool, after: bool) -> QuerySet[Workspace]:
+    queryset = keyset_ordered(
+        _accessible_workspaces(
+            Param("user_id", WorkspaceMembership, "user"),
+            Param("token_workspace_id", Workspace, "id") if scoped else None,
+        )
     )
+    if after:
+        queryset = keyset_after(
+            queryset, Param("moment", Workspace, "created_at"), Param("last_pk", Workspace, "id")
+        )
+    return queryset[: limit + 1]
+
+
+# Every API client lists its workspaces: the SQL of each shape is compiled once per process.
+WORKSPACE_PAGE = CompiledQuery(_workspace_page)
+
+
+def workspace_page_for_actor(*, actor: Actor, limit: int, cursor: str | None) -> Page[Workspace]:
+    token_workspace_id = _token_workspace_id(actor)
+    moment, last_pk = cursor_position("workspaces", cursor) if cursor else (None, None)
+    rows = WORKSPACE_PAGE.instances(
+        shape=(limit, token_workspace_id is not None, bool(cursor)),
+        user_id=actor.user.pk,
+        token_workspace_id=token_workspace_id,
+        moment=moment,
+        last_pk=last_pk,
+    )
+    return page_of(rows, list_key="workspaces", limit=limit)
 
 
 def organization_list_for_actor(*, actor: Actor) -> QuerySet[Organization]:

@@ -64,6 +64,52 @@ def decode_cursor(list_key: str, cursor: str) -> list[Any]:
     return values
 
 
+def keyset_ordered(
+    queryset: QuerySet[M], *, time_field: str = "created_at", descending: bool = True
+) -> QuerySet[M]:
+    """``queryset`` in keyset order: by (``time_field``, pk), newest first by default."""
+    direction = "-" if descending else ""
+    return queryset.order_by(f"{direction}{time_field}", f"{direction}pk")
+
+
+def keyset_after(
+    queryset: QuerySet[M],
+    moment: Any,
+    last_pk: Any,
+    *,
+    time_field: str = "created_at",
+    descending: bool = True,
+) -> QuerySet[M]:
+    """The rows of ``queryset`` after the position (``moment``, ``last_pk``) in keyset order."""
+    op = "lt" if descending else "gt"
+    # The first condition is implied by the second; it lets PostgreSQL seek the index
+    # (…, time_field, pk) straight to the cursor instead of reading every row before it.
+    return queryset.filter(
+        Q(**{f"{time_field}__{op}e": moment}),
+        Q(**{f"{time_field}__{op}": moment}) | Q(**{time_field: moment, f"pk__{op}": last_pk}),
+    )
+
+
+def cursor_position(list_key: str, cursor: str) -> tuple[datetime, Any]:
+    """The (time, pk) position a cursor of the list ``list_key`` holds; 422 if it is not one."""
+    values = decode_cursor(list_key, cursor)
+    try:
+        return datetime.fromisoformat(values[0]), values[1]
+    except (IndexError, TypeError, ValueError) as exc:
+        raise RequestValidationError({"cursor": ["Invalid cursor."]}, location="query") from exc
+
+
+def page_of(rows: list[M], *, list_key: str, limit: int, time_field: str = "created_at") -> Page[M]:
+    """The page of ``limit`` items from ``rows``, read in keyset order with one row more than
+    the page (``[: limit + 1]``): that row, when there, says another page follows."""
+    items = rows[:limit]
+    next_cursor = None
+    if len(rows) > limit and items:
+        last = items[-1]
+        next_cursor = encode_cursor(list_key, [getattr(last, time_field).isoformat(), str(last.pk)])
+    return Page(items=items, next_cursor=next_cursor)
+
+
 def keyset_page(
     queryset: QuerySet[M],
     *,
@@ -74,26 +120,11 @@ def keyset_page(
     descending: bool = True,
 ) -> Page[M]:
     """Order by (time_field, pk), newest first by default, and return one page."""
-    direction = "-" if descending else ""
-    ordered = queryset.order_by(f"{direction}{time_field}", f"{direction}pk")
+    ordered = keyset_ordered(queryset, time_field=time_field, descending=descending)
     if cursor:
-        values = decode_cursor(list_key, cursor)
-        try:
-            moment = datetime.fromisoformat(values[0])
-            last_pk = values[1]
-        except (IndexError, TypeError, ValueError) as exc:
-            raise RequestValidationError({"cursor": ["Invalid cursor."]}, location="query") from exc
-        op = "lt" if descending else "gt"
-        # The first condition is implied by the second; it lets PostgreSQL seek the index
-        # (…, time_field, pk) straight to the cursor instead of reading every row before it.
-        ordered = ordered.filter(
-            Q(**{f"{time_field}__{op}e": moment}),
-            Q(**{f"{time_field}__{op}": moment}) | Q(**{time_field: moment, f"pk__{op}": last_pk}),
+        moment, last_pk = cursor_position(list_key, cursor)
+        ordered = keyset_after(
+            ordered, moment, last_pk, time_field=time_field, descending=descending
         )
     rows = list(ordered[: limit + 1])
-    items = rows[:limit]
-    next_cursor = None
-    if len(rows) > limit and items:
-        last = items[-1]
-        next_cursor = encode_cursor(list_key, [getattr(last, time_field).isoformat(), str(last.pk)])
-    return Page(items=items, next_cursor=next_cursor)
+    return page_of(rows, list_key=list_key, limit=limit, time_field=time_field)

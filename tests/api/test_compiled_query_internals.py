@@ -46,3 +46,15 @@ def test_compiler_internals_compiled_query_reads() -> None:
         "db",
     ]
     assert list(inspect.signature(ApiToken.from_db).parameters) == ["db", "field_names", "values"]
+
+
+def test_annotation_columns_compiled_query_reads() -> None:
+    from django.db.models import Count
+
+    queryset = ApiToken.objects.annotate(n=Count("pk")).filter(name="x")[:1]
+    compiler = queryset.query.get_compiler(using="default")
+    compiler.as_sql()
+    columns = compiler.annotation_col_map
+    assert isinstance(columns, dict)
+    assert list(columns) == ["n"]
+    assert isinstance(columns["n"], int)

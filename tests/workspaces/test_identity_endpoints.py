@@ -264,3 +264,52 @@ def test_cursor_of_another_list_is_422(
 @pytest.mark.parametrize("limit", ["0", "101", "x"])
 def test_page_limit_bounds(owner_client: APIClient, limit: str) -> None:
     assert_invalid(owner_client.get(f"/api/v1/organizations?limit={limit}"), "query.limit")
+
+
+def test_the_compiled_workspace_page_is_the_orms_keyset_page(
+    user: User, make_user: Callable[..., User], organization: Any, workspace: Any
+) -> None:
+    """``selectors.workspace_page_for_actor`` runs SQL compiled once per shape
+    (``WORKSPACE_PAGE``): page by page it gives what ``keyset_page`` gives for
+    ``workspace_list_for_actor``, annotations included, for a token bound to one workspace too."""
+    from config.api.pagination import keyset_page
+    from workspaces import selectors
+    from workspaces.access import Actor
+    from workspaces.models import ApiToken
+
+    others = Workspace.objects.bulk_create(
+        [Workspace(organization=organization, name=f"W{i}") for i in range(6)]
+    )
+    colleague = make_user()
+    WorkspaceMembership.objects.bulk_create(
+        [WorkspaceMembership(workspace=w, user=user, role="editor") for w in others]
+        + [WorkspaceMembership(workspace=w, user=colleague) for w in others[:3]]
+    )
+
+    def seen(page: Any) -> list[tuple[Any, ...]]:
+        return [
+            (w.pk, w.name, w.caller_role, w.member_count, w.plan_name, w.created_at)
+            for w in page.items
+        ]
+
+    token = ApiToken(user=user, workspace_id=workspace.pk)
+    for actor in (Actor(user=user), Actor(user=user, token=token)):
+        compiled_cursor = orm_cursor = None
+        pages = 0
+        while True:
+            compiled = selectors.workspace_page_for_actor(
+                actor=actor, limit=3, cursor=compiled_cursor
+            )
+            orm = keyset_page(
+                selectors.workspace_list_for_actor(actor=actor),
+                list_key="workspaces",
+                limit=3,
+                cursor=orm_cursor,
+            )
+            assert seen(compiled) == seen(orm)
+            assert (compiled.next_cursor is None) == (orm.next_cursor is None)
+            pages += 1
+            compiled_cursor, orm_cursor = compiled.next_cursor, orm.next_cursor
+            if compiled_cursor is None:
+                break
+        assert pages == (3 if actor.token is None else 1)
