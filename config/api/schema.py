@@ -9,7 +9,7 @@ from typing import Any, cast
 
 from django.conf import settings as django_settings
 from django.db import connections
-from django.db.models import CharField, DateTimeField, Model, QuerySet, TextField, UUIDField
+from django.db.models import CharField, DateTimeField, Func, Model, QuerySet, TextField, UUIDField
 from django.db.models.functions import Cast
 from django.http import HttpRequest, JsonResponse
 from django.utils import timezone as django_timezone
@@ -18,7 +18,6 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema_field, inline_s
 from rest_framework import ISO_8601, serializers
 from rest_framework.settings import api_settings
 
-from config.api import pgtext
 from config.api.problems import PROBLEM_CONTENT_TYPE, problem_response
 from config.api.schema_urls import schema_url
 
@@ -79,9 +78,8 @@ class FlatRows:
     field's ``source`` must be a column of ``model``. Text columns shown as strings or string
     choices pass through as read; date-times are formatted as DRF does (its default ISO 8601
     format, in the current time zone, ``Z`` for UTC); integers as ``int``; any other field goes
-    through its own ``to_representation``. On PostgreSQL, date-times and UUIDs are selected as
-    text (``columns``); a UTC date-time's text is rewritten by slicing (``config/api/pgtext.py``),
-    any other parsed with ``datetime.fromisoformat``. The instant is the same.
+    through its own ``to_representation``. On PostgreSQL, UUIDs are selected as text and, in
+    UTC, date-times as DRF's text (``columns``).
 
         flat = FlatRows(EventSerializer, Event)
         data = flat.represent(flat.values(queryset), request)
@@ -108,53 +106,58 @@ class FlatRows:
         self._columns = [
             (name, field, model._meta.get_field(sources[name])) for name, field in fields.items()
         ]
-        # On PostgreSQL, date-time and UUID values may be read as text (``columns``) when every
-        # such column is a date-time (parsed here) or a UUID shown as a string (PostgreSQL's text
-        # form is exactly ``str(uuid)``).
-        self._pg_text = all(
-            isinstance(model_field, DateTimeField) or _converter(field, model_field, None) is str
-            for _, field, model_field in self._columns
-            if isinstance(model_field, (DateTimeField, UUIDField))
-        )
-        self._converters_by_zone: dict[Any, tuple[tuple[int, Any], ...]] = {}
-        self._columns_by_vendor: dict[str, tuple[str | Cast, ...]] = {}
+        self._plans: dict[Any, tuple[tuple[str | Func, ...], tuple[tuple[int, Any], ...]]] = {}
         self._builders: dict[tuple[int, ...], Any] = {}
 
-    def columns(self, using: str = "default") -> tuple[str | Cast, ...]:
-        """What to select for ``represent`` with ``values_list``: the ``sources``, except that on
-        PostgreSQL date-times and UUIDs are cast to text in SQL (``created_at::text``): psycopg
-        then hands over PostgreSQL's own text, which costs a fraction of building ``datetime``
-        and ``UUID`` objects only to format them again."""
-        vendor = connections[using].vendor
-        columns = self._columns_by_vendor.get(vendor)
-        if columns is None:
-            columns = self._columns_by_vendor[vendor] = tuple(
-                Cast(source, output_field=TextField())
-                if vendor == "postgresql"
-                and self._pg_text
-                and isinstance(model_field, (DateTimeField, UUIDField))
-                else source
-                for source, (_, _, model_field) in zip(self.sources, self._columns, strict=True)
-            )
-        return columns
+    def columns(self, using: str = "default") -> tuple[str | Func, ...]:
+        """What to select with ``values_list`` for ``represent``: the ``sources``, except that on
+        PostgreSQL a UUID shown as a string is selected as text (``id::text``, exactly
+        ``str(uuid)``) and, in UTC, a date-time as DRF's ISO 8601 text (``UtcIsoText``): psycopg
+        hands the text over, which costs a fraction of building ``UUID`` and ``datetime``
+        objects only to format them again."""
+        return self._plan(using)[0]
 
     def values(self, queryset: QuerySet[Any]) -> list[tuple[Any, ...]]:
         """The rows of ``queryset`` for ``represent``."""
         return list(queryset.values_list(*self.columns(queryset.db)))
 
-    def represent(self, rows: Any, request: Any) -> list[dict[str, Any]]:
+    def _plan(self, using: str) -> tuple[tuple[str | Func, ...], tuple[tuple[int, Any], ...]]:
+        """(columns to select, (index, converter) of the columns not shown as read), for the
+        database ``using`` and the current time zone."""
+        vendor = connections[using].vendor
+        zone = django_timezone.get_current_timezone() if django_settings.USE_TZ else None
+        key = (vendor, zone, api_settings.DATETIME_FORMAT)  # all that the plan depends on
+        plan = self._plans.get(key)
+        if plan is None:
+            columns: list[str | Func] = []
+            converters = []
+            for index, ((_name, field, model_field), source) in enumerate(
+                zip(self._columns, self.sources, strict=True)
+            ):
+                convert = _converter(field, model_field, zone)
+                if vendor == "postgresql" and isinstance(model_field, UUIDField) and convert is str:
+                    columns.append(Cast(source, output_field=TextField()))
+                elif (
+                    vendor == "postgresql"
+                    and isinstance(model_field, DateTimeField)
+                    and _drf_iso(field, zone)
+                    and _is_utc(zone)
+                ):
+                    columns.append(UtcIsoText(source))
+                else:
+                    columns.append(source)
+                    if convert is not None:
+                        converters.append((index, convert))
+            plan = self._plans[key] = (tuple(columns), tuple(converters))
+        return plan
+
+    def represent(self, rows: Any, request: Any, using: str = "default") -> list[dict[str, Any]]:
+        """The JSON objects of ``rows``, read with ``columns(using)`` in this time zone."""
         rows = rows if isinstance(rows, list) else list(rows)
         if not rows:
             return []
         url = schema_url(component_name(self.serializer_class), request)
-        zone = django_timezone.get_current_timezone() if django_settings.USE_TZ else None
-        first = rows[0]
-        converters = [
-            (index, convert)
-            for index, convert in self._converters(zone)
-            # Read as text (e.g. a UUID on PostgreSQL): already its representation.
-            if not (convert is str and type(first[index]) is str)
-        ]
+        converters = self._plan(using)[1]
         build = self._builders.get(converted := tuple(index for index, _ in converters))
         if build is None:
             build = self._builders[converted] = _rows_builder(self.names, converted)
@@ -163,17 +166,20 @@ class FlatRows:
         )
         return represented
 
-    def _converters(self, zone: Any) -> tuple[tuple[int, Any], ...]:
-        """(column index, converter) of the columns not shown as read, in ``zone``."""
-        key = (zone, api_settings.DATETIME_FORMAT)  # all that ``_converter`` reads besides fields
-        converters = self._converters_by_zone.get(key)
-        if converters is None:
-            converters = self._converters_by_zone[key] = tuple(
-                (index, convert)
-                for index, (_name, field, model_field) in enumerate(self._columns)
-                if (convert := _converter(field, model_field, zone)) is not None
-            )
-        return converters
+
+class UtcIsoText(Func):
+    """DRF's ISO 8601 text of a date-time column in UTC, written by PostgreSQL: six fraction
+    digits, none on a whole second, ``Z`` (``2026-01-02T03:04:05.678900Z``, as
+    ``datetime.isoformat`` with ``+00:00`` made ``Z``). The column appears four times in the SQL:
+    a column, not an expression with parameters. PostgreSQL only."""
+
+    output_field = TextField()
+    template = (
+        "CASE WHEN date_trunc('second', %(expressions)s) = %(expressions)s"
+        " THEN to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"')"
+        " ELSE to_char(%(expressions)s AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"Z\"')"
+        " END"
+    )
 
 
 def _rows_builder(names: tuple[str, ...], converted: tuple[int, ...]) -> Any:
@@ -221,40 +227,30 @@ def _converter(field: serializers.Field[Any, Any, Any, Any], model_field: Any, z
         return None if text_column else str
     if kind is serializers.IntegerField.to_representation:
         return int
-    if kind is serializers.DateTimeField.to_representation:
-        if (
-            getattr(field, "format", api_settings.DATETIME_FORMAT) == ISO_8601
-            and not hasattr(field, "timezone")
-            and zone is not None
-        ):
-            return _iso_datetime(zone, field.to_representation)
-        if isinstance(model_field, DateTimeField):  # maybe PostgreSQL's text: DRF passes text on
-            return _parsed_datetime(field.to_representation)
+    if _drf_iso(field, zone):
+        return _iso_datetime(zone, field.to_representation)
     return field.to_representation
 
 
-def _parsed_datetime(represent: Any) -> Any:
-    """``represent`` for date-times that may arrive as PostgreSQL's text (see ``reading``):
-    DRF would pass text on unchanged, so it is parsed first."""
+def _drf_iso(field: serializers.Field[Any, Any, Any, Any], zone: Any) -> bool:
+    """Whether ``field`` shows date-times in DRF's default ISO 8601 form in ``zone``."""
+    return (
+        type(field).to_representation is serializers.DateTimeField.to_representation
+        and getattr(field, "format", api_settings.DATETIME_FORMAT) == ISO_8601
+        and not hasattr(field, "timezone")
+        and zone is not None
+    )
 
-    def parsed(value: Any) -> Any:
-        if type(value) is str:
-            value = pgtext.parse(value)
-        return represent(value)
 
-    return parsed
+def _is_utc(zone: Any) -> bool:
+    return zone is datetime.UTC or getattr(zone, "key", None) == "UTC"
 
 
 def _iso_datetime(zone: Any, fallback: Any) -> Any:
-    """DRF's ISO 8601 representation in ``zone``, for date-times and PostgreSQL's text of them."""
-    utc = zone is datetime.UTC or getattr(zone, "key", None) == "UTC"
+    """DRF's ISO 8601 representation in ``zone``."""
+    utc = _is_utc(zone)
 
     def iso(value: Any) -> Any:
-        if type(value) is str:
-            text = pgtext.iso_from_text(value) if utc else None
-            if text is not None:
-                return text
-            value = pgtext.parse(value)
         if not isinstance(value, datetime.datetime) or value.tzinfo is None:
             return fallback(value)  # naive or not a date-time: DRF decides
         if not (utc and value.tzinfo is datetime.UTC):  # else: already in the zone

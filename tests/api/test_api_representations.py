@@ -83,15 +83,18 @@ def test_access_audit_endpoint_answers_the_serializers_json(
 
 
 @pytest.mark.postgres
-def test_flat_rows_select_dates_and_uuids_as_text_on_postgresql_for_that_query_only(
-    workspace: Any,
-) -> None:
+def test_flat_rows_select_uuids_and_utc_date_times_as_text_on_postgresql(workspace: Any) -> None:
     events = AccessAuditEvent.objects.filter(workspace_id=workspace.pk)
-    row = s.ACCESS_AUDIT_ROWS.values(events)[0]
+    event = events.get()
     names = s.ACCESS_AUDIT_ROWS.names
-    assert isinstance(row[names.index("created_at")], str)
-    assert row[names.index("id")] == str(events.get().pk)
-    # The connection itself still loads typed values.
+    with timezone.override("UTC"):
+        row = s.ACCESS_AUDIT_ROWS.values(events)[0]
+        assert row[names.index("created_at")] == event.created_at.isoformat().replace("+00:00", "Z")
+    assert row[names.index("id")] == str(event.pk)
+    with timezone.override("Europe/Berlin"):  # another zone: read as a date-time, converted
+        row = s.ACCESS_AUDIT_ROWS.values(events)[0]
+        assert row[names.index("created_at")] == event.created_at
+    # Other queries still load typed values.
     created_at, event_id = events.values_list("created_at", "id").get()
     assert isinstance(created_at, datetime)
     assert str(event_id) == row[names.index("id")]
@@ -151,38 +154,49 @@ def test_window_counter_counts_per_key() -> None:
     assert 0 < remaining <= 60
 
 
-# Every fraction length PostgreSQL can send: none (whole seconds), one to five digits (trailing
-# zeros dropped) and six.
+# Every fraction length: none (whole seconds), trailing zeros, one digit, six; early years.
 FRACTIONS = (0, 100000, 120000, 123000, 123400, 123450, 123456, 1, 10, 999999)
-
-
-def postgres_text(value: datetime) -> str:
-    """A UTC ``timestamptz`` as PostgreSQL writes it: trailing zeros of the fraction dropped."""
-    fraction = f".{value.microsecond:06d}".rstrip("0").rstrip(".")
-    return f"{value:%Y-%m-%d %H:%M:%S}{fraction}+00"
-
-
-@pytest.mark.parametrize("micros", FRACTIONS)
-def test_postgresql_date_time_text_is_shown_as_drf_shows_the_date_time(micros: int) -> None:
-    value = datetime(2026, 3, 1, 12, 0, 5, micros, tzinfo=UTC)
-    field = s.AccessAuditEventSerializer().fields["created_at"]
-    with timezone.override("UTC"):
-        convert = datetime_representation(field)
-        expected = field.to_representation(value)
-        assert convert(postgres_text(value)) == expected
-        assert convert(value) == expected
+MOMENTS = [datetime(2026, 3, 1, 12, 0, 5, micros, tzinfo=UTC) for micros in FRACTIONS] + [
+    datetime(1, 1, 1, tzinfo=UTC),
+    datetime(999, 12, 31, 23, 59, 59, 5, tzinfo=UTC),
+    datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC),
+]
 
 
 @pytest.mark.postgres
-def test_the_text_postgresql_sends_for_every_fraction_length_is_the_one_assumed() -> None:
+@pytest.mark.parametrize("zone", ["UTC", "Europe/Berlin"])
+def test_postgresql_writes_utc_date_times_exactly_as_drf_shows_them(
+    workspace: Any, zone: str
+) -> None:
+    """``UtcIsoText``: PostgreSQL's ``to_char`` gives DRF's ISO 8601 text of every date-time
+    (the session's zone does not matter: the text is of the instant in UTC)."""
     from django.db import connection
 
-    values = [datetime(2026, 3, 1, 12, 0, 5, micros, tzinfo=UTC) for micros in FRACTIONS]
+    from config.api.schema import UtcIsoText
+
+    events = AccessAuditEvent.objects.bulk_create(
+        AccessAuditEvent(workspace_id=workspace.pk, action="member.added", created_at=moment)
+        for moment in MOMENTS
+    )
+    field = s.AccessAuditEventSerializer().fields["created_at"]
     with connection.cursor() as cursor:
-        cursor.execute("SET LOCAL TIME ZONE 'UTC'")
-        cursor.execute(
-            "SELECT value::text FROM unnest(%s::timestamptz[]) WITH ORDINALITY AS t(value, n) ORDER BY n",
-            [values],
+        cursor.execute(f"SET TIME ZONE '{zone}'")
+    try:
+        texts = dict(
+            AccessAuditEvent.objects.filter(pk__in=[e.pk for e in events]).values_list(
+                "pk", UtcIsoText("created_at")
+            )
         )
-        texts = [text for (text,) in cursor.fetchall()]
-    assert texts == [postgres_text(value) for value in values]
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SET TIME ZONE 'UTC'")
+    with timezone.override("UTC"):
+        assert texts == {e.pk: field.to_representation(e.created_at) for e in events}
+
+
+@pytest.mark.parametrize("micros", FRACTIONS)
+def test_the_utc_fast_path_shows_date_times_as_drf(micros: int) -> None:
+    value = datetime(2026, 3, 1, 12, 0, 5, micros, tzinfo=UTC)
+    field = s.AccessAuditEventSerializer().fields["created_at"]
+    with timezone.override("UTC"):
+        assert datetime_representation(field)(value) == field.to_representation(value)

@@ -129,27 +129,6 @@ def test_a_row_builder_passes_only_values_through_converters() -> None:
     assert TOKEN_ROWS.represent(iter([]), None) == []
 
 
-POSTGRESQL_TEXTS = [
-    "2026-03-01 12:00:00.123456+00",  # the usual: sliced
-    "2026-03-01 12:00:00.000001+00",
-    "2026-03-01 12:00:00.12+00",  # trailing zeros trimmed
-    "2026-03-01 12:00:00+00",  # no fraction
-    "0999-12-31 23:59:59.999999+00",
-    "2026-03-01 12:00:00.123456+05:30",  # another session zone: parsed
-    "2026-03-01 12:00:00.123456-03:30",
-    "2026-10-25 00:30:00.5+00",  # the night Berlin's clocks go back
-]
-
-
-@pytest.mark.parametrize("zone", ZONES)
-@pytest.mark.parametrize("text", POSTGRESQL_TEXTS)
-def test_postgresql_text_date_times_are_drfs(zone: str, text: str) -> None:
-    field = serializers.DateTimeField()
-    with timezone.override(zone):
-        convert = _converter(field, None, timezone.get_current_timezone())
-        assert convert(text) == field.to_representation(datetime.datetime.fromisoformat(text))
-
-
 @pytest.mark.parametrize("zone", ZONES)
 def test_date_time_objects_are_drfs(zone: str) -> None:
     field = serializers.DateTimeField()
