@@ -1,4 +1,6 @@
-"""``HERALD_EMAIL_URL``: one URL that sets Django's ``EMAIL_*`` settings.
+"""How Herald sends e-mail: ``HERALD_EMAIL_URL`` (one URL that sets Django's ``EMAIL_*``
+settings), else Django's own ``EMAIL_*`` variables, else the console locally and nothing elsewhere
+(:func:`email_settings_from_env`).
 
 A small parser rather than a dependency (pyproject.toml says why): the whole format is the few
 lines below.
@@ -20,7 +22,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from config.env import ImproperlyConfiguredEnv
+from config.env import ImproperlyConfiguredEnv, env_bool, env_float, env_int, env_str
 
 SMTP_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
 OTHER_BACKENDS = {
@@ -34,6 +36,8 @@ SMTP_SCHEMES = {  # scheme: (STARTTLS, implicit TLS, default port)
     "smtps": (False, True, 465),
     "smtp+ssl": (False, True, 465),
 }
+CONSOLE_BACKEND = OTHER_BACKENDS["console"]
+DUMMY_BACKEND = OTHER_BACKENDS["dummy"]
 DEFAULT_SMTP_TIMEOUT_SECONDS = 30
 _TRUE = {"1", "true", "yes", "on"}
 
@@ -80,3 +84,46 @@ def parse_email_url(url: str) -> dict[str, Any]:
         "EMAIL_USE_SSL": use_ssl,
         "EMAIL_TIMEOUT": timeout,
     }
+
+
+def django_email_settings_from_env() -> dict[str, Any] | None:
+    """Django's ``EMAIL_*`` settings read from variables of the same names, when
+    ``EMAIL_BACKEND`` or ``EMAIL_HOST`` is set (``None`` otherwise): ``EMAIL_BACKEND`` (SMTP by
+    default), ``EMAIL_HOST``, ``EMAIL_PORT`` (25), ``EMAIL_HOST_USER``, ``EMAIL_HOST_PASSWORD``
+    (a secret: ``EMAIL_HOST_PASSWORD_FILE`` works too), ``EMAIL_USE_TLS``, ``EMAIL_USE_SSL`` and
+    ``EMAIL_TIMEOUT`` (seconds, 30 by default)."""
+    backend = env_str("EMAIL_BACKEND")
+    host = env_str("EMAIL_HOST")
+    if not backend and not host:
+        return None
+    use_tls = env_bool("EMAIL_USE_TLS", default=False)
+    use_ssl = env_bool("EMAIL_USE_SSL", default=False)
+    if use_tls and use_ssl:
+        raise ImproperlyConfiguredEnv(
+            "EMAIL_USE_TLS and EMAIL_USE_SSL: choose STARTTLS (TLS) or TLS (SSL), not both"
+        )
+    return {
+        "EMAIL_BACKEND": backend or SMTP_BACKEND,
+        "EMAIL_HOST": host or "localhost",
+        "EMAIL_PORT": env_int("EMAIL_PORT", 25),
+        "EMAIL_HOST_USER": env_str("EMAIL_HOST_USER") or "",
+        "EMAIL_HOST_PASSWORD": env_str("EMAIL_HOST_PASSWORD") or "",
+        "EMAIL_USE_TLS": use_tls,
+        "EMAIL_USE_SSL": use_ssl,
+        "EMAIL_TIMEOUT": env_float("EMAIL_TIMEOUT", DEFAULT_SMTP_TIMEOUT_SECONDS),
+    }
+
+
+def email_settings_from_env(*, is_local: bool) -> tuple[dict[str, Any], bool]:
+    """The e-mail settings of this instance and whether it sends e-mail at all, in order:
+    ``HERALD_EMAIL_URL``; Django's ``EMAIL_*`` variables; the console when ``is_local``; else no
+    e-mail (the dummy backend; invitations are passed on through their ``accept_url``)."""
+    url = env_str("HERALD_EMAIL_URL")
+    if url:
+        return parse_email_url(url), True
+    configured = django_email_settings_from_env()
+    if configured is not None:
+        return configured, True
+    if is_local:
+        return {"EMAIL_BACKEND": CONSOLE_BACKEND}, True
+    return {"EMAIL_BACKEND": DUMMY_BACKEND}, False

@@ -12,7 +12,7 @@ import dj_database_url
 import django_stubs_ext
 from kombu import Queue
 
-from config.email_url import parse_email_url
+from config.email_url import email_settings_from_env
 from config.env import (
     ImproperlyConfiguredEnv,
     env_bool,
@@ -277,24 +277,17 @@ HERALD_PASSWORD_RESETS_PER_HOUR = env_int("HERALD_PASSWORD_RESETS_PER_HOUR", 5)
 PASSWORD_RESET_TIMEOUT = env_int("HERALD_PASSWORD_RESET_SECONDS", 3 * 60 * 60)
 
 # --- E-mail (invitations, password reset) --------------------------------------------------
-# HERALD_EMAIL_URL (config/email_url.py) sets Django's EMAIL_* settings; without it a local run
-# prints e-mails on the console and any other environment sends none (HERALD_EMAIL_ENABLED).
-_EMAIL_URL = env_str("HERALD_EMAIL_URL")
-if _EMAIL_URL:
-    _EMAIL = parse_email_url(_EMAIL_URL)
-    EMAIL_BACKEND = _EMAIL["EMAIL_BACKEND"]
-    EMAIL_HOST = _EMAIL.get("EMAIL_HOST", "localhost")
-    EMAIL_PORT = _EMAIL.get("EMAIL_PORT", 25)
-    EMAIL_HOST_USER = _EMAIL.get("EMAIL_HOST_USER", "")
-    EMAIL_HOST_PASSWORD = _EMAIL.get("EMAIL_HOST_PASSWORD", "")
-    EMAIL_USE_TLS = _EMAIL.get("EMAIL_USE_TLS", False)
-    EMAIL_USE_SSL = _EMAIL.get("EMAIL_USE_SSL", False)
-    EMAIL_TIMEOUT = _EMAIL.get("EMAIL_TIMEOUT")
-elif IS_LOCAL:
-    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
-else:
-    EMAIL_BACKEND = "django.core.mail.backends.dummy.EmailBackend"
-HERALD_EMAIL_ENABLED = bool(_EMAIL_URL) or IS_LOCAL
+# HERALD_EMAIL_URL, else Django's EMAIL_* variables (config/email_url.py); with neither a local
+# run prints e-mails on the console and any other environment sends none (HERALD_EMAIL_ENABLED).
+_EMAIL, HERALD_EMAIL_ENABLED = email_settings_from_env(is_local=IS_LOCAL)
+EMAIL_BACKEND = _EMAIL["EMAIL_BACKEND"]
+EMAIL_HOST = _EMAIL.get("EMAIL_HOST", "localhost")
+EMAIL_PORT = _EMAIL.get("EMAIL_PORT", 25)
+EMAIL_HOST_USER = _EMAIL.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = _EMAIL.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = _EMAIL.get("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = _EMAIL.get("EMAIL_USE_SSL", False)
+EMAIL_TIMEOUT = _EMAIL.get("EMAIL_TIMEOUT")
 _MAIL_HOST = urlsplit(HERALD_PUBLIC_URL).hostname if HERALD_PUBLIC_URL else None
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL") or f"Herald <herald@{_MAIL_HOST or 'localhost'}>"
 SERVER_EMAIL = DEFAULT_FROM_EMAIL

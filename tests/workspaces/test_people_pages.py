@@ -140,6 +140,18 @@ def test_no_email_when_the_instance_sends_none(
 # --- The invitation page ---------------------------------------------------------------------
 
 
+def test_invitation_page_shows_the_expiry_as_the_email_does(
+    owner_client: APIClient, workspace: Any
+) -> None:
+    """One sentence, one final full stop: "valid until 9 December 2026, 09:27 UTC." (Django's
+    default date format ended it "9:27 a.m..")."""
+    with time_machine.travel("2026-11-25 09:27:00+00:00", tick=False):
+        body = invite(owner_client, workspace)
+        text = Client().get(page_path(body)).content.decode()
+    assert "The invitation is valid until 9 December 2026, 09:27 UTC." in text
+    assert ".." not in text
+
+
 def test_signed_out_newcomer_creates_an_account_and_joins(
     owner_client: APIClient, workspace: Any, user: User
 ) -> None:
@@ -581,3 +593,71 @@ def test_email_settings_follow_the_environment(tmp_path: Any) -> None:
     local = email_settings(tmp_path, HERALD_ENVIRONMENT="local")
     assert local["EMAIL_BACKEND"] == "django.core.mail.backends.console.EmailBackend"
     assert local["HERALD_EMAIL_ENABLED"] is True
+
+
+def test_django_email_settings_from_the_environment(tmp_path: Any) -> None:
+    """Without HERALD_EMAIL_URL, Django's own EMAIL_* variables configure the e-mail (issue 17
+    item 6): the instance then sends invitations and password resets; HERALD_EMAIL_URL wins."""
+    production = {"HERALD_ENVIRONMENT": "production", "SECRET_KEY": "x" * 50}
+    password_file = tmp_path / "smtp-password"
+    password_file.write_text("from a file\n", encoding="utf-8")
+    smtp = email_settings(
+        tmp_path,
+        **production,
+        EMAIL_HOST="mail.example.com",
+        EMAIL_PORT="587",
+        EMAIL_HOST_USER="mailer",
+        EMAIL_HOST_PASSWORD_FILE=str(password_file),
+        EMAIL_USE_TLS="true",
+    )
+    assert smtp["EMAIL_BACKEND"] == "django.core.mail.backends.smtp.EmailBackend"
+    assert (smtp["EMAIL_HOST"], smtp["EMAIL_PORT"]) == ("mail.example.com", 587)
+    assert (smtp["EMAIL_HOST_USER"], smtp["EMAIL_HOST_PASSWORD"]) == ("mailer", "from a file")
+    assert (smtp["EMAIL_USE_TLS"], smtp["EMAIL_USE_SSL"]) == (True, False)
+    assert smtp["HERALD_EMAIL_ENABLED"] is True
+
+    defaults = email_settings(tmp_path, **production, EMAIL_HOST="relay.internal")
+    assert defaults["EMAIL_BACKEND"] == "django.core.mail.backends.smtp.EmailBackend"
+    assert (defaults["EMAIL_HOST"], defaults["EMAIL_PORT"]) == ("relay.internal", 25)
+    assert defaults["HERALD_EMAIL_ENABLED"] is True
+
+    backend = email_settings(
+        tmp_path, **production, EMAIL_BACKEND="django.core.mail.backends.locmem.EmailBackend"
+    )
+    assert backend["EMAIL_BACKEND"] == "django.core.mail.backends.locmem.EmailBackend"
+    assert backend["HERALD_EMAIL_ENABLED"] is True
+
+    both = email_settings(
+        tmp_path, **production, HERALD_EMAIL_URL="smtps://h.example.com", EMAIL_HOST="other"
+    )
+    assert (both["EMAIL_HOST"], both["EMAIL_PORT"]) == ("h.example.com", 465)
+
+    local = email_settings(tmp_path, HERALD_ENVIRONMENT="local", EMAIL_HOST="mail.example.com")
+    assert local["EMAIL_BACKEND"] == "django.core.mail.backends.smtp.EmailBackend"
+
+
+def test_django_email_settings_refuse_tls_with_ssl(tmp_path: Any) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HERALD_", "EMAIL_"))}
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        HERALD_DATA_DIR=str(tmp_path),
+        EMAIL_HOST="mail.example.com",
+        EMAIL_HOST_PASSWORD="never-printed",
+        EMAIL_USE_TLS="true",
+        EMAIL_USE_SSL="true",
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", "from django.conf import settings; settings.EMAIL_HOST"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "EMAIL_USE_TLS" in result.stderr
+    assert "never-printed" not in result.stderr
