@@ -91,12 +91,16 @@ def outage_in_chain(exc: BaseException | None) -> str | None:
 
 
 class OutageLogFilter(logging.Filter):
-    """Turns a library's error-with-traceback about an unreachable broker (celery beat logs one
-    for every tick it cannot send) into :func:`log_outage` lines: one per interval, no
-    traceback. Other records pass unchanged."""
+    """Turns a library's error about an unreachable broker into :func:`log_outage` lines: one
+    per interval, no traceback. Celery beat logs one with a traceback for every tick it cannot
+    send and, while its first connection cannot be made (beat started, or sending for the first
+    time, during the outage), one per connection retry with the error as a message argument.
+    Other records pass unchanged."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
+        if exc is None and isinstance(record.args, tuple):
+            exc = next((arg for arg in record.args if isinstance(arg, BaseException)), None)
         dependency = outage_in_chain(exc)
         if dependency is None:
             return True

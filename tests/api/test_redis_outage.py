@@ -20,10 +20,12 @@ import pytest
 import requests
 from django.conf import settings as django_settings
 from django.test import override_settings
+from kombu.exceptions import OperationalError as BrokerOperationalError
+from redis.exceptions import ConnectionError as RedisConnectionError
 from rest_framework.test import APIClient
 
 from config import health
-from config.outages import reset_outage_log
+from config.outages import OutageLogFilter, reset_outage_log
 from publishing.models import Destination, Publication
 from tests.problem_asserts import assert_problem
 from tests.providers.discord_webhook import DiscordWebhookStandIn
@@ -191,6 +193,45 @@ def test_publish_now_with_the_broker_down_is_accepted_stored_and_quick(
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
+# --- Beat's logs while the broker is down -----------------------------------------------------
+
+
+def test_beat_reports_an_outage_once_whether_it_meets_it_sending_or_connecting(
+    caplog: pytest.LogCaptureFixture, settings: Any
+) -> None:
+    """Beat's filter (config/celery.py) on what celery beat logs during an outage: a tick it
+    cannot send is an error with a traceback; while its first connection cannot be made (beat
+    started during the outage, or before its first send) it logs one error per retry with the
+    connection error as a message argument (celery/beat.py, ``_ensure_connected``). Both are
+    one ``redis unavailable (celery.beat)`` warning per interval, without a traceback. Before,
+    the retries passed as they were: one ERROR line each (2, 4, 6, ... s apart)."""
+    settings.REDIS_URL = "redis://127.0.0.1:9/0"  # the broker is Redis
+    logger = logging.getLogger("celery.beat")
+    beat_filter = OutageLogFilter()
+    logger.addFilter(beat_filter)
+    refused = RedisConnectionError("Error 111 connecting to 127.0.0.1:9. Connection refused.")
+    try:
+        with caplog.at_level(logging.INFO, logger="celery.beat"):
+            for interval in (2.0, 4.0, 6.0):
+                logger.error(
+                    "beat: Connection error: %s. Trying again in %s seconds...", refused, interval
+                )
+            try:
+                raise BrokerOperationalError(str(refused)) from refused
+            except BrokerOperationalError:
+                logger.exception("Message Error: Couldn't apply scheduled task")
+            logger.info("Scheduler: Sending due task %s (%s)", "dispatch", "delivery_dispatch")
+    finally:
+        logger.removeFilter(beat_filter)
+    records = [r for r in caplog.records if r.name == "celery.beat"]
+    assert [(r.levelname, r.getMessage().split(":")[0]) for r in records] == [
+        ("WARNING", "redis unavailable (celery.beat)"),
+        ("INFO", "Scheduler"),
+    ], [r.getMessage() for r in records]
+    assert "Connection error" in records[0].getMessage()
+    assert not [r for r in records if r.exc_info], "a traceback was logged"
+
+
 # --- End to end: gunicorn, worker and beat through an outage -----------------------------------
 
 
@@ -285,6 +326,14 @@ def _outage_scenario(
     )
     assert connected.status_code == 201, connected.text
     account_id = connected.json()["account"]["id"]
+    # Beat is ticking before the outage (under load it may still be starting after gunicorn
+    # answers; beat started during an outage is the unit test above).
+    stack.wait_until(
+        lambda: "Sending due task" in beat.log() or not beat.alive,
+        timeout=60,
+        what="beat's first tick",
+    )
+    assert beat.alive, beat.log()[-4000:]
 
     # Redis down.
     redis.stop()
