@@ -209,6 +209,29 @@ def test_session_within_fifteen_minutes_needs_no_password(
     assert response.status_code == 204
 
 
+@pytest.mark.parametrize("seconds_ago", [None, 3600, 30])
+@pytest.mark.parametrize("password", [123, 0, 1.5])
+def test_a_password_that_is_not_a_string_is_refused_never_taken_as_confirmed(
+    make_session_client: Callable[..., APIClient],
+    csrf_headers: Callable[[Any], dict[str, str]],
+    user: User,
+    doomed: Any,
+    seconds_ago: float | None,
+    password: Any,
+) -> None:
+    """Before: a number as ``current_password`` was never checked (only strings were), yet it
+    counted as a confirmed password, so a stale session deleted the workspace with a 204. Given,
+    the password is always checked; a number is a 422 at ``body.current_password``, whatever the
+    age of the session, and nothing is deleted."""
+    client = make_session_client(user, authenticated_seconds_ago=seconds_ago)
+    response = delete(
+        client, csrf_headers(client), doomed, confirm_name="Doomed", current_password=password
+    )
+    assert_invalid(response, "body.current_password")
+    assert Workspace.objects.filter(pk=doomed.pk).exists()
+    assert not WorkspaceLifecycleRecord.objects.exists()
+
+
 def test_the_password_is_not_echoed_in_errors(
     make_session_client: Callable[..., APIClient],
     csrf_headers: Callable[[Any], dict[str, str]],

@@ -72,9 +72,19 @@ class InvitationAcceptInputSerializer(StrictSerializer):
 CURRENT_PASSWORD_MAX_LENGTH = 256
 
 
+class PasswordField(serializers.CharField):
+    """A password: a JSON string only. ``CharField`` would take the number ``123`` as the text
+    ``"123"``; a password is never a number, and the deletion view checks only strings."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return str(super().to_internal_value(data))
+
+
 class WorkspaceDeleteInputSerializer(StrictSerializer):
     confirm_name = serializers.CharField(max_length=200, trim_whitespace=False)
-    current_password = serializers.CharField(
+    current_password = PasswordField(
         max_length=CURRENT_PASSWORD_MAX_LENGTH,
         required=False,
         trim_whitespace=False,

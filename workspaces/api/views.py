@@ -234,16 +234,21 @@ class WorkspaceDetailView(APIView):
         # The password, when given, is checked before anything else (the workspace, the role,
         # confirm_name): a wrong one is a 403 that says only "wrong", counted against the
         # client's failed-authentication budget (429 once spent, the right password included).
+        # Only a password actually checked here confirms one: anything else given as
+        # current_password (a number, an empty or oversized string) is refused by the
+        # serializer below, never taken as confirmed.
         data = request.data
         password = data.get("current_password") if isinstance(data, dict) else None
+        password_confirmed = False
         if isinstance(password, str) and 0 < len(password) <= CURRENT_PASSWORD_MAX_LENGTH:
             check_password_within_budget(request, request_user(request), password)
+            password_confirmed = True
         body = parse_body(s.WorkspaceDeleteInputSerializer, request)
         services.workspace_delete(
             actor=actor_from_request(request),
             workspace_id=workspace_id,
             confirm_name=body["confirm_name"],
-            password_confirmed=body.get("current_password") is not None,
+            password_confirmed=password_confirmed,
             authenticated_at=request.session.get("herald_authenticated_at"),
         )
         return no_content()
