@@ -2,6 +2,9 @@
 signed-in instance administrator (a superuser) as the actor, so access changes are audited in
 the same transaction and validated by the same rules:
 
+- organizations are created by ``organization_create`` and renamed by ``organization_update``;
+  names follow the API's rule (``config.names``: no invisible or bidirectional-control
+  characters, stored NFKC-normalized), which the services apply;
 - workspaces are created by ``workspace_create`` (first admin, default voice profile, audit) and
   edited by ``workspace_update``; they are never deleted here, only by the guarded deletion of
   the API (organization owner, exact name, recent sign-in, blockers, lifecycle record);
@@ -194,43 +197,32 @@ class OrganizationAddForm(ServiceForm):
         )
 
 
-class OrganizationChangeForm(forms.ModelForm[Organization]):
+class OrganizationChangeForm(ServiceForm):
     class Meta:
         model = Organization
         fields = ("name",)
 
+    def call_service(self) -> Organization:
+        return services.organization_update(
+            actor=_actor(self.request),
+            organization_id=self.instance.pk,
+            name=self.cleaned_data["name"],
+        )
+
 
 @admin.register(Organization)
-class OrganizationAdmin(admin.ModelAdmin[Organization]):
-    """Added through ``organization_create`` (with an owner); renaming is a plain edit (no rule
-    applies to it); never deleted here."""
+class OrganizationAdmin(ServiceAdmin):
+    """Added through ``organization_create`` (with an owner) and renamed through
+    ``organization_update`` (the names' rule of the API); never deleted here."""
 
     list_display = ("name", "id", "created_at")
     search_fields = ("name", "id")
     form = OrganizationChangeForm
+    add_form = OrganizationAddForm
     inlines = (OrganizationMembershipInline,)
-
-    def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
-    ) -> Any:
-        if obj is None:
-            kwargs["form"] = OrganizationAddForm
-        form = super().get_form(request, obj, change=change, **kwargs)
-        return type(form.__name__, (form,), {"request": request})
 
     def get_inlines(self, request: HttpRequest, obj: Any = None) -> Any:
         return self.inlines if obj is not None else ()
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        if change:
-            super().save_model(request, obj, form, change)
-            return
-        saved = form.call_service()
-        for field in obj._meta.concrete_fields:
-            setattr(obj, field.attname, getattr(saved, field.attname))
 
 
 # --- Workspaces -----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods
 
-from config.errors import DomainError
+from config.errors import DomainError, FieldValidationError
 from workspaces import selectors, services
 from workspaces.access import Actor, request_user
 from workspaces.models import ApiToken
@@ -117,6 +117,10 @@ def developer_settings(request: HttpRequest) -> HttpResponse:
                 workspace_id=form.cleaned_data.get("workspace") or None,
                 expires_at=timezone.now() + timedelta(days=days) if days else None,
             )
+        except FieldValidationError as exc:  # e.g. the names' rule: shown at its field
+            for error in exc.errors:
+                field = str(error["location"]).removeprefix("body.")
+                form.add_error(field if field in form.fields else None, error["message"])
         except DomainError as exc:
             form.add_error(None, exc.detail)
         else:

@@ -13,11 +13,19 @@ import pytest
 from rest_framework.test import APIClient
 
 from config.api.names import InvalidName, clean_name
+from config.errors import FieldValidationError
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers import tiny_png
 from themes.models import Theme, ThemeAsset
 from voice.models import VoiceProfile
+from workspaces.access import Actor
 from workspaces.models import ApiToken, Organization, User, Workspace
+from workspaces.services import (
+    api_token_create,
+    organization_create,
+    workspace_create,
+    workspace_update,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -243,3 +251,56 @@ def test_a_bidi_spoof_cannot_pass_for_an_existing_name(
     )
     assert_invalid(response, "body.name")
     assert not VoiceProfile.objects.filter(name__contains="\u2066").exists()
+
+
+# --- Whatever calls the services ----------------------------------------------------------------
+# The Django admin, the developer settings page and the create_api_token command call the same
+# services as the API without its serializers: the rule holds there too.
+
+SERVICE_KINDS = ["organization", "workspace", "workspace_rename", "api_token"]
+
+
+def _via_service(kind: str, user: User, organization: Any, workspace: Any, name: str) -> Any:
+    actor = Actor(user=user)
+    if kind == "organization":
+        return organization_create(actor=actor, name=name)
+    if kind == "workspace":
+        return workspace_create(actor=actor, organization_id=organization.pk, name=name)
+    if kind == "workspace_rename":
+        return workspace_update(actor=actor, workspace_id=workspace.pk, name=name)
+    if kind == "api_token":
+        return api_token_create(user=user, name=name, permissions=["api:read"])[0]
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", SERVICE_KINDS)
+@pytest.mark.parametrize("char", ["\u202e", "\u200b", "\u2066", "\u0007"])
+def test_the_services_refuse_invisible_characters_whoever_calls_them(
+    kind: str, char: str, user: User, organization: Any, workspace: Any
+) -> None:
+    with pytest.raises(FieldValidationError) as caught:
+        _via_service(kind, user, organization, workspace, f"Acme{char}gpj.exe")
+    [error] = caught.value.errors
+    assert error["location"] == "body.name"
+    assert f"U+{ord(char):04X}" in error["message"]
+    assert not Organization.objects.filter(name__contains=char).exists()
+    assert not Workspace.objects.filter(name__contains=char).exists()
+    assert not ApiToken.objects.exists()
+
+
+@pytest.mark.parametrize("kind", SERVICE_KINDS)
+def test_the_services_store_the_nfkc_form(
+    kind: str, user: User, organization: Any, workspace: Any
+) -> None:
+    made = _via_service(kind, user, organization, workspace, " \uff2eew \ufb01le ")
+    made.refresh_from_db()
+    assert made.name == "New file"
+
+
+def test_a_workspace_named_like_another_through_a_service_clashes(
+    user: User, organization: Any, workspace: Any
+) -> None:
+    with pytest.raises(Exception, match="already exists") as caught:
+        _via_service("workspace", user, organization, workspace, "\uff2dain")  # "Main"
+    assert getattr(caught.value, "code", "") == "name_taken"
+    assert Workspace.objects.count() == 1

@@ -282,6 +282,53 @@ def test_changing_a_workspace_in_the_admin_validates_the_timezone(
     assert (workspace.name, workspace.timezone) == ("Renamed", "Asia/Tokyo")
 
 
+def test_names_given_in_the_admin_follow_the_api_rules(
+    admin_client: Client, user: User, workspace: Workspace, organization: Organization
+) -> None:
+    """Before: the admin stored "Main\u200b", a fullwidth "\uff2dain" next to "Main" and a
+    right-to-left override in organization names, which the API refuses or normalizes."""
+    add = url("workspaces_workspace_add")
+    base = {"organization": organization.pk, "timezone": "UTC", "first_admin": "owner@example.com"}
+    for name in ("Second\u202egpj.exe", "Se\u200bcond", "\u2066Main\u2069"):
+        assert "U+" in errors_of(admin_client.post(add, {**base, "name": name}))
+    assert "already exists" in errors_of(admin_client.post(add, {**base, "name": "\uff2dain"}))
+    assert Workspace.objects.count() == 1
+    assert admin_client.post(add, {**base, "name": " \uff33econd "}).status_code == 302
+    assert Workspace.objects.filter(name="Second").exists()
+
+    change = url("workspaces_workspace_change", workspace.pk)
+    body = {
+        "name": "Main\u202e",
+        "timezone": "UTC",
+        "plan": "self_hosted",
+        "memberships-TOTAL_FORMS": "1",
+        "memberships-INITIAL_FORMS": "1",
+    }
+    assert "U+202E" in errors_of(admin_client.post(change, body))
+    workspace.refresh_from_db()
+    assert workspace.name == "Main"
+
+    org_add = url("workspaces_organization_add")
+    assert "U+200B" in errors_of(
+        admin_client.post(org_add, {"name": "Be\u200bta", "owner": "owner@example.com"})
+    )
+    assert admin_client.post(org_add, {"name": "\uff22eta", "owner": user.email}).status_code == 302
+    assert Organization.objects.filter(name="Beta").exists()
+    org_change = url("workspaces_organization_change", organization.pk)
+    renamed = {
+        "name": "Acme\u202e",
+        "memberships-TOTAL_FORMS": "1",
+        "memberships-INITIAL_FORMS": "1",
+    }
+    assert "U+202E" in errors_of(admin_client.post(org_change, renamed))
+    organization.refresh_from_db()
+    assert organization.name == "Acme"
+    response = admin_client.post(org_change, {**renamed, "name": " Acme \ufb01ne "})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    organization.refresh_from_db()
+    assert organization.name == "Acme fine"
+
+
 def test_workspaces_are_never_deleted_by_the_admin(
     admin_client: Client, user: User, workspace: Workspace, organization: Organization
 ) -> None:

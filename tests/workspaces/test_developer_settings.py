@@ -189,6 +189,16 @@ def test_invalid_form_creates_nothing(browser: Client) -> None:
     assert not ApiToken.objects.exists()
 
 
+def test_page_refuses_a_token_name_with_invisible_characters(browser: Client) -> None:
+    response = post_form(browser, {"action": "create", "name": "lap\u202etop"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "U+202E" in page
+    assert 'aria-invalid="true"' in page  # the error is the name field's
+    assert not TOKEN_RE.search(page)
+    assert not ApiToken.objects.exists()
+
+
 def test_page_lists_only_my_tokens(
     browser: Client, user: User, make_user: Callable[..., User], make_token: Callable[..., str]
 ) -> None:
@@ -324,6 +334,12 @@ def test_command_options(user: User, workspace: Any) -> None:
 def test_command_refuses_bad_input(user: User, args: tuple[str, ...]) -> None:
     with pytest.raises(CommandError):
         run_create(*args)
+    assert not ApiToken.objects.exists()
+
+
+def test_command_refuses_a_name_with_invisible_characters(user: User) -> None:
+    with pytest.raises(CommandError, match="U\\+200B"):
+        run_create("--user", user.email, "--name", "c\u200bi")
     assert not ApiToken.objects.exists()
 
 

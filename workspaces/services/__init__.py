@@ -36,6 +36,7 @@ from workspaces.services.plans import (
 )
 from workspaces.services.workspaces import (
     organization_create,
+    organization_update,
     register_workspace_created,
     workspace_create,
     workspace_update,
@@ -51,6 +52,7 @@ __all__ = [
     "invitation_resend",
     "invitation_revoke",
     "organization_create",
+    "organization_update",
     "plan_check_current",
     "plan_limit",
     "register_workspace_created",

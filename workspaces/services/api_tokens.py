@@ -9,10 +9,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError
+from config.names import name_or_invalid
 from config.types import ModelId
 from workspaces.access import Actor, parse_id, require_workspace
 from workspaces.models import ApiToken, User
 from workspaces.tokens import new_token
+
+TOKEN_NAME_MAX = 120
 
 
 @transaction.atomic
@@ -24,6 +27,7 @@ def api_token_create(
     workspace_id: ModelId | None = None,
     expires_at: datetime | None = None,
 ) -> tuple[ApiToken, str]:
+    name = name_or_invalid(name, max_length=TOKEN_NAME_MAX)  # the page and the command too
     if workspace_id is not None:
         require_workspace(Actor(user=user), workspace_id)
     if expires_at is not None:
@@ -43,7 +47,7 @@ def api_token_create(
     token = ApiToken.objects.create(
         id=token_id,
         user=user,
-        name=name.strip(),
+        name=name,
         secret_hash=secret_hash,
         permissions=sorted(set(permissions)),
         workspace_id=parse_id(workspace_id, what="workspace") if workspace_id else None,

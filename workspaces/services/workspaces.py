@@ -8,6 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from config.errors import ConflictError, FieldValidationError, NotFoundError
+from config.names import name_or_invalid
 from config.types import ModelId
 from workspaces.access import (
     ORG_ADMIN_ROLES,
@@ -29,6 +30,11 @@ from workspaces.services.audit import audit_record, require_instance_admin
 
 Role = WorkspaceMembership.Role
 Status = WorkspaceMembership.Status
+
+# The names' rule (config.names) is applied here, not only by the API's serializers: the Django
+# admin calls these services with what an operator typed.
+ORGANIZATION_NAME_MAX = 120
+WORKSPACE_NAME_MAX = 80
 
 
 def _check_timezone(timezone_name: str) -> str:
@@ -58,10 +64,25 @@ def organization_create(*, actor: Actor, name: str, owner: User | None = None) -
         owner = actor.user
     else:
         require_instance_admin(actor)
-    organization = Organization.objects.create(name=name.strip())
+    name = name_or_invalid(name, max_length=ORGANIZATION_NAME_MAX)
+    organization = Organization.objects.create(name=name)
     OrganizationMembership.objects.create(
         organization=organization, user=owner, role=OrganizationMembership.Role.OWNER
     )
+    return organization
+
+
+@transaction.atomic
+def organization_update(*, actor: Actor, organization_id: ModelId, name: str) -> Organization:
+    """Rename an organization: the instance administrator only (the Django admin; the API has
+    no rename)."""
+    require_instance_admin(actor)
+    pk = parse_id(organization_id, what="organization")
+    organization = Organization.objects.select_for_update().filter(pk=pk).first()
+    if organization is None:
+        raise NotFoundError(f"No organization with ID {pk}.")
+    organization.name = name_or_invalid(name, max_length=ORGANIZATION_NAME_MAX)
+    organization.save(update_fields=["name"])
     return organization
 
 
@@ -97,12 +118,13 @@ def workspace_create(
         ).exists():
             message = "Must be an owner or admin of the organization."
             raise FieldValidationError([{"location": "body.first_admin", "message": message}])
+    name = name_or_invalid(name, max_length=WORKSPACE_NAME_MAX)
     _check_timezone(timezone_name)
     plan = _ensure_default_plan()
     try:
         with transaction.atomic():
             workspace = Workspace.objects.create(
-                organization=organization, name=name.strip(), timezone=timezone_name, plan=plan
+                organization=organization, name=name, timezone=timezone_name, plan=plan
             )
     except IntegrityError as exc:
         raise ConflictError(
@@ -149,7 +171,7 @@ def workspace_update(
         access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
         workspace = Workspace.objects.select_for_update().get(pk=access.workspace.pk)
     if name is not None:
-        workspace.name = name.strip()
+        workspace.name = name_or_invalid(name, max_length=WORKSPACE_NAME_MAX)
     if timezone_name is not None:
         workspace.timezone = _check_timezone(timezone_name)
     if plan_code is not None:

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from config.errors import DomainError
+from config.errors import DomainError, FieldValidationError
 from workspaces import services
 from workspaces.models import ApiToken, User
 
@@ -43,6 +43,13 @@ class Command(BaseCommand):
                 workspace_id=options.get("workspace"),
                 expires_at=timezone.now() + timedelta(days=days) if days else None,
             )
+        except FieldValidationError as exc:
+            raise CommandError(
+                "; ".join(
+                    f"{str(e['location']).removeprefix('body.')}: {e['message']}"
+                    for e in exc.errors
+                )
+            ) from exc
         except DomainError as exc:
             raise CommandError(exc.detail) from exc
         self.stderr.write(f"Created token {token.pk} for {user.email}; it is shown only once:")
