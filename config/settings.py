@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from pathlib import Path
@@ -141,6 +142,12 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATA_DIR.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # The database holds sessions and credentials: owner-only from its first byte, whichever
+    # command creates it (SQLite gives its -wal and -shm files the database file's mode).
+    # Anything else (an existing file, a folder that does not exist) is left to SQLite.
+    if (database_file := str(DATABASES["default"]["NAME"])) not in ("", ":memory:"):
+        with contextlib.suppress(OSError):
+            os.close(os.open(database_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     DATABASES["default"]["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,

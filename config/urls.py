@@ -38,7 +38,17 @@ urlpatterns = [
     # APPEND_SLASH is off (API paths have no trailing slash); these pages are typed by hand.
     *[
         path(name, RedirectView.as_view(url=f"/{name}/", permanent=True, query_string=True))
-        for name in ("login", "admin", "docs", "logout", "settings")
+        for name in (
+            "login",
+            "admin",
+            "docs",
+            "logout",
+            "settings",
+            "settings/profile",
+            "settings/password",
+            "settings/developer",
+            "password-reset",
+        )
     ],
     # The browser session's pages (sign-in, sign-out, settings, invitations, password reset, the
     # home redirect) belong to workspaces, named by a dotted string: config imports no app.

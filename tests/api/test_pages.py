@@ -157,7 +157,20 @@ def test_csrf_failure_under_api_is_problem_json(crash_urls: None) -> None:
 # --- Redirects to the slash form ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/login", "/admin", "/docs", "/logout", "/settings"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/login",
+        "/admin",
+        "/docs",
+        "/logout",
+        "/settings",
+        "/settings/profile",
+        "/settings/password",
+        "/settings/developer",
+        "/password-reset",
+    ],
+)
 def test_pages_without_the_trailing_slash_redirect(path: str) -> None:
     response = Client().get(path, {"next": "/settings/developer/"})
     assert response.status_code == 301

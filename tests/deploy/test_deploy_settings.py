@@ -157,6 +157,35 @@ def test_local_generates_and_keeps_a_secret_key(tmp_path: Path) -> None:
     assert len(first.stdout.strip()) >= 50
 
 
+def test_the_sqlite_database_is_owner_only_whichever_command_creates_it(tmp_path: Path) -> None:
+    """`manage.py migrate` alone (not `make run`, which also sets umask 077), under umask 022."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; os.umask(0o022); os.execv(sys.executable, sys.argv[1:])",
+            sys.executable,
+            "manage.py",
+            "migrate",
+            "--no-input",
+            "-v",
+            "0",
+        ],
+        cwd=ROOT,
+        env=controlled_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    files = sorted((tmp_path / "data").glob("herald.sqlite3*"))
+    assert tmp_path / "data" / "herald.sqlite3" in files
+    assert {path.name: path.stat().st_mode & 0o777 for path in files} == {
+        path.name: 0o600 for path in files
+    }
+
+
 # --- Effective values ------------------------------------------------------------------------
 
 
