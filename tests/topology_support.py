@@ -4,12 +4,21 @@
 :func:`deployed_topology` starts, from a given ``bin`` folder (the venv the Herald wheel is
 installed in), what the composition runs:
 
-* a fresh PostgreSQL database on the local server, migrated by ``django-admin migrate`` (the
-  ``migrate`` service), with static files collected as the image's build does;
+* a fresh PostgreSQL database on the local server, migrated by the ``migrate`` service's command,
+  with static files collected as the image's build does;
 * a private ``redis-server`` on a free port (broker, cache, shared rate limits);
-* gunicorn with ``docker/gunicorn.conf.py`` (the ``web`` service), a Celery worker and beat with
-  the compose commands;
+* the ``web`` service (the image's CMD: gunicorn with ``docker/gunicorn.conf.py``), one ``worker``
+  and ``beat``, each with its compose ``command``;
 * nginx in front of gunicorn on 127.0.0.1, configured by :func:`nginx_config`.
+
+Each app process gets the environment compose gives its container (:meth:`Topology.env`), read
+from ``docker-compose.yml`` and the ``Dockerfile`` at run time, so that a change there reaches the
+test: the image's ``ENV``, then the operator's ``.env`` (``env_file``), then the service's
+``environment`` with every ``${VAR...}`` interpolated from that ``.env`` (:func:`interpolate`;
+unset variables take the file's defaults). Only what must point at this test's own services and
+folders is overridden (:meth:`Topology.overrides`). Commands are the compose ``command`` (the
+image's CMD for ``web``) with the container paths and the bind address replaced
+(:meth:`Topology.argv`).
 
 Every process runs in its own session (process group) with its output in a log file and the
 current directory set to an empty folder (no ``PYTHONPATH``: only the installed package can be
@@ -24,7 +33,9 @@ import base64
 import contextlib
 import json
 import os
+import re
 import secrets
+import shlex
 import shutil
 import signal
 import socket
@@ -32,16 +43,20 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
 import requests
+import yaml
+
+from tests.shipped_support import stages
 
 ROOT = Path(__file__).resolve().parent.parent
 GUNICORN_CONF = ROOT / "docker" / "gunicorn.conf.py"
+COMPOSE_FILE = ROOT / "docker-compose.yml"
 HOST = "127.0.0.1"
 T = TypeVar("T")
 
@@ -63,6 +78,132 @@ _DROPPED_PREFIXES = (
     "PYTHON",
     "VIRTUAL_ENV",
 )
+
+
+# --- docker-compose.yml and the image, read as compose reads them -------------------------------
+
+
+class ComposeError(AssertionError):
+    """docker-compose.yml says something this reading of it does not model (or cannot resolve)."""
+
+
+def load_compose(path: Path = COMPOSE_FILE) -> dict[str, Any]:
+    """The compose file; YAML itself resolves its anchors and ``<<`` merge keys."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict), path
+    return data
+
+
+_INTERPOLATION = re.compile(
+    r"\$(?:(?P<escaped>\$)"
+    r"|\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?+])(?P<arg>[^{}$]*))?\}"
+    r"|(?P<named>[A-Za-z_][A-Za-z0-9_]*))"
+)
+
+
+def interpolate(text: str, variables: Mapping[str, str]) -> str:
+    """Compose's interpolation of ``text`` with ``variables`` (what compose reads from the shell
+    and ``.env``): ``$$``, ``$VAR``, ``${VAR}``, ``${VAR:-default}`` / ``${VAR-default}``,
+    ``${VAR:?error}`` / ``${VAR?error}``, ``${VAR:+alt}`` / ``${VAR+alt}``; with ``:`` an empty
+    value counts as unset. Anything else with a ``$`` (a nested default) is refused."""
+    leftover = _INTERPOLATION.sub("", text)
+    if "$" in leftover:
+        raise ComposeError(f"interpolation not modelled here: {text!r}")
+
+    def resolve(match: re.Match[str]) -> str:
+        if match["escaped"]:
+            return "$"
+        name = match["braced"] or match["named"]
+        op, argument = match["op"] or "", match["arg"] or ""
+        value = variables.get(name)
+        is_set = value is not None and (value != "" or not op.startswith(":"))
+        if op.endswith("-"):
+            return value if is_set and value is not None else argument
+        if op.endswith("?"):
+            if not is_set or value is None:
+                raise ComposeError(f"${{{name}}} is required: {argument}")
+            return value
+        if op.endswith("+"):
+            return argument if is_set else ""
+        return value or ""
+
+    return _INTERPOLATION.sub(resolve, text)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def service_environment(
+    compose: Mapping[str, Any], service: str, dotenv: Mapping[str, str]
+) -> dict[str, str]:
+    """The variables compose sets in ``service``'s container from the compose file and the
+    operator's ``.env`` (``dotenv``): the ``env_file`` entries, then ``environment`` (which takes
+    precedence), interpolated with ``dotenv``. The image's ``ENV`` comes below both."""
+    spec = compose["services"][service]
+    env: dict[str, str] = {}
+    env_files = spec.get("env_file") or []
+    for entry in [env_files] if isinstance(env_files, str | dict) else env_files:
+        path = entry if isinstance(entry, str) else entry["path"]
+        if path != ".env":
+            raise ComposeError(f"{service}: env_file {path!r} is not modelled (only .env)")
+        env.update(dotenv)
+    environment = spec.get("environment") or {}
+    if isinstance(environment, dict):
+        entries: list[tuple[str, Any]] = list(environment.items())
+    else:  # the list form: "NAME=value", or "NAME" alone (passed through from the shell/.env)
+        entries = [
+            (name, value if sep else None)
+            for name, sep, value in (str(item).partition("=") for item in environment)
+        ]
+    for name, raw in entries:
+        if raw is None:  # no value: the variable of that name where compose runs, if set
+            if name in dotenv:
+                env[name] = dotenv[name]
+            else:
+                env.pop(name, None)
+        else:
+            env[name] = interpolate(_scalar(raw), dotenv)
+    return env
+
+
+def service_command(compose: Mapping[str, Any], service: str) -> list[str] | None:
+    """``service``'s ``command`` (interpolated without variables: none may be needed), or None
+    when it runs the image's CMD."""
+    command = compose["services"][service].get("command")
+    if command is None:
+        return None
+    argv = shlex.split(command) if isinstance(command, str) else [_scalar(a) for a in command]
+    return [interpolate(argument, {}) for argument in argv]
+
+
+def image_environment() -> dict[str, str]:
+    """The ``ENV`` of the image's runtime stage (``Dockerfile``), values as written: one may
+    still refer to a variable (``$PATH``, a build argument); :meth:`Topology.env` refuses any
+    such value it has not overridden."""
+    _, _, runtime = stages()[-1]
+    env: dict[str, str] = {}
+    for keyword, arguments in runtime:
+        if keyword != "ENV":
+            continue
+        for token in shlex.split(arguments):
+            name, sep, value = token.partition("=")
+            if not sep:
+                raise ComposeError(f"ENV {arguments!r}: only the NAME=value form is modelled")
+            env[name] = value
+    return env
+
+
+def image_command() -> list[str]:
+    """The image's CMD (the ``web`` service runs it)."""
+    _, _, runtime = stages()[-1]
+    commands = [arguments for keyword, arguments in runtime if keyword == "CMD"]
+    assert commands, "the runtime stage has a CMD"
+    value = json.loads(commands[-1])
+    assert isinstance(value, list), f"CMD in exec form: {commands[-1]!r}"
+    return [str(argument) for argument in value]
 
 
 def free_port() -> int:
@@ -165,6 +306,54 @@ class Process:
             return self.log_path.read_text(encoding="utf-8", errors="replace")
         except FileNotFoundError:
             return ""
+
+    # What the running process really has (Linux /proc), as opposed to what it was given.
+
+    def environ(self) -> dict[str, str]:
+        """The environment the process started with."""
+        assert self.process is not None
+        assert self.alive, f"{self.name} is not running"
+        raw = Path(f"/proc/{self.process.pid}/environ").read_bytes()
+        pairs = (item.decode(errors="replace").partition("=") for item in raw.split(b"\0"))
+        return {name: value for name, _, value in pairs if name}
+
+    def pids(self) -> list[int]:
+        """The process and every other process of its group (its children)."""
+        assert self.process is not None
+        found = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue  # exited meanwhile
+            # After "(comm)": state, ppid, pgrp.
+            if int(stat.rsplit(")", 1)[1].split()[2]) == self.process.pid:
+                found.append(int(entry.name))
+        return found
+
+    def connections_to(self, port: int) -> int:
+        """Established TCP connections to ``port`` held by the group's processes: their socket
+        descriptors matched by inode with the kernel's tables."""
+        inodes = set()
+        for pid in self.pids():
+            with contextlib.suppress(OSError):
+                for fd in Path(f"/proc/{pid}/fd").iterdir():
+                    with contextlib.suppress(OSError):
+                        target = os.readlink(fd)
+                        if target.startswith("socket:["):
+                            inodes.add(target[len("socket:[") : -1])
+        count = 0
+        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+            with contextlib.suppress(FileNotFoundError):
+                for line in Path(table).read_text(encoding="ascii").splitlines()[1:]:
+                    fields = line.split()
+                    remote, state, inode = fields[2], fields[3], fields[9]
+                    established = state == "01"
+                    if established and int(remote.rsplit(":", 1)[1], 16) == port:
+                        count += inode in inodes
+        return count
 
 
 def client(source_address: str | None = None) -> requests.Session:
@@ -282,12 +471,14 @@ class PostgresServer:
 
 @dataclass
 class Topology:
-    """The running composition. ``url`` is the proxy's origin: send every request there."""
+    """The running composition. ``url`` is the proxy's origin: send every request there.
+    ``extra_env``: more lines of the operator's ``.env`` (:meth:`dotenv`)."""
 
     bin_dir: Path
     work_dir: Path
     postgres: PostgresServer
     extra_env: dict[str, str] = field(default_factory=dict)
+    compose: dict[str, Any] = field(default_factory=load_compose)
     nginx_port: int = field(default_factory=free_port)
     gunicorn_port: int = field(default_factory=free_port)
     redis_port: int = field(default_factory=free_port)
@@ -309,8 +500,10 @@ class Topology:
         # prefix is a folder of its own that others may traverse (it holds no secret).
         self.nginx_dir = Path(tempfile.mkdtemp(prefix="herald-nginx-"))
         self.nginx_dir.chmod(0o755)
+        self.static_dir = self.work_dir / "static"
         self.secret_key = secrets.token_urlsafe(50)
         self.credentials_key = base64.urlsafe_b64encode(os.urandom(32)).decode()
+        self.postgres_password = secrets.token_hex(24)
 
     @property
     def url(self) -> str:
@@ -321,46 +514,101 @@ class Topology:
         assert path.exists(), f"{path} is missing from the installed venv"
         return str(path)
 
-    def env(self) -> dict[str, str]:
-        """The app's environment, as an operator sets it behind one reverse proxy (plain HTTP)."""
+    # --- the environment compose gives each app container ---------------------------------------
+
+    def dotenv(self) -> dict[str, str]:
+        """The operator's ``.env`` next to docker-compose.yml (its step 1), for this test: compose
+        interpolates the file's ``${...}`` from it and passes it to every app container."""
+        return {
+            # Step 1's required secrets, fresh for every topology.
+            "SECRET_KEY": self.secret_key,
+            "HERALD_CREDENTIALS_KEY": self.credentials_key,
+            # Required by the file; it only feeds compose's DATABASE_URL, which overrides() replaces.
+            "POSTGRES_PASSWORD": self.postgres_password,
+            # The proxy's origin (ALLOWED_HOSTS and HERALD_CSRF_TRUSTED_ORIGINS default to it).
+            "HERALD_PUBLIC_URL": self.url,
+            # The compose file's plain-HTTP trial setting: this nginx serves http:// only.
+            "HERALD_HTTPS": "false",
+            # README "Behind a reverse proxy": one proxy (nginx) appends to X-Forwarded-For...
+            "HERALD_NUM_PROXIES": "1",
+            # ...and gunicorn honours its scheme headers from the proxy's address.
+            "FORWARDED_ALLOW_IPS": HOST,
+            # The stand-in providers listen on 127.0.0.1.
+            "HERALD_ALLOW_PRIVATE_PROVIDER_URLS": "true",
+            # One web process (compose's default is two): each costs seconds of CPU to start,
+            # and one with four threads serves this test's traffic.
+            "WEB_CONCURRENCY": "1",
+            **self.extra_env,
+        }
+
+    def overrides(self) -> dict[str, str]:
+        """What must differ from a container's environment: this test's services and folders."""
+        return {
+            # The installed venv's commands first (the image's PATH starts with /opt/venv/bin).
+            "PATH": f"{self.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+            # The image's /data (the media and beat-schedule volumes) and /app/static.
+            "HERALD_DATA_DIR": str(self.data_dir),
+            "HERALD_STATIC_ROOT": str(self.static_dir),
+            # Compose's "postgres" and "redis" services: this test's database and redis-server.
+            "DATABASE_URL": self.postgres.url(self.database),
+            "REDIS_URL": f"redis://{HOST}:{self.redis_port}/0",
+        }
+
+    # Image ENV set from a build argument: no image is built here, so it stays unset.
+    _NOT_FROM_IMAGE = ("HERALD_SOURCE_REVISION",)
+
+    def env(self, service: str | None) -> dict[str, str]:
+        """The environment of ``service``'s container (docker-compose.yml), for a process here:
+        the image's ENV, then :func:`service_environment` (``.env``, then the service's
+        ``environment``), then :meth:`overrides`; below them the shell's variables, less any
+        setting of the app's or Python's. ``None``: the shell's only (redis-server, nginx)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(_DROPPED_PREFIXES)}
-        env.update(
-            {
-                "PATH": f"{self.bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-                "PYTHONUNBUFFERED": "1",
-                "PYTHONDONTWRITEBYTECODE": "1",
-                "DJANGO_SETTINGS_MODULE": "config.settings",
-                "HERALD_ENVIRONMENT": "production",
-                "HERALD_DEPLOYMENT": "self_hosted",
-                "HERALD_DATA_DIR": str(self.data_dir),
-                "HERALD_STATIC_ROOT": str(self.work_dir / "static"),
-                "DATABASE_URL": self.postgres.url(self.database),
-                "REDIS_URL": f"redis://{HOST}:{self.redis_port}/0",
-                "SECRET_KEY": self.secret_key,
-                "HERALD_CREDENTIALS_KEY": self.credentials_key,
-                "ALLOWED_HOSTS": HOST,
-                "HERALD_PUBLIC_URL": self.url,
-                "HERALD_HTTPS": "false",
-                "HERALD_NUM_PROXIES": "1",
-                "HERALD_CSRF_TRUSTED_ORIGINS": self.url,
-                "FORWARDED_ALLOW_IPS": HOST,
-                "HERALD_ALLOW_PRIVATE_PROVIDER_URLS": "true",
-                "HERALD_LOG_LEVEL": "INFO",
-                # One web process (the image's default is two): each costs seconds of CPU to
-                # start, and one with four threads serves this test's traffic.
-                "WEB_CONCURRENCY": "1",
-                "HERALD_WEB_THREADS": "4",
-            }
-        )
-        env.update(self.extra_env)
+        if service is None:
+            return env
+        image = {k: v for k, v in image_environment().items() if k not in self._NOT_FROM_IMAGE}
+        env.update(image)
+        env.update(service_environment(self.compose, service, self.dotenv()))
+        env.update(self.overrides())
+        unresolved = sorted(n for n, value in image.items() if "$" in value and env[n] == value)
+        if unresolved:
+            raise ComposeError(f"image ENV that refers to a variable, not overridden: {unresolved}")
         return env
+
+    def argv(self, service: str) -> list[str]:
+        """``service``'s ``command`` (the image's CMD when compose gives none) for this machine:
+        the program from the installed venv; the container's paths and bind address replaced."""
+        argv = service_command(self.compose, service) or image_command()
+        replaced = {
+            # COPY docker/gunicorn.conf.py /app/ in the Dockerfile.
+            "/app/gunicorn.conf.py": str(GUNICORN_CONF),
+            # The container's port, published on loopback (HERALD_HTTP_BIND's default).
+            "0.0.0.0:8000": f"{HOST}:{self.gunicorn_port}",
+        }
+        mapped = [self.command(argv[0])]
+        for argument in argv[1:]:
+            if argument in replaced:
+                mapped.append(replaced[argument])
+            elif argument.startswith("/data/"):  # HERALD_DATA_DIR and the volumes below it
+                path = self.data_dir / argument.removeprefix("/data/")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                mapped.append(str(path))
+            elif argument.startswith("/"):
+                raise ComposeError(f"{service}: no counterpart here for {argument!r}")
+            else:
+                mapped.append(argument)
+        return mapped
 
     # --- processes -----------------------------------------------------------------------------
 
-    def start_one_shot(self, name: str, argv: list[str]) -> Process:
-        """A command that must run to completion (like the compose ``migrate`` service)."""
+    def start_one_shot(self, name: str, argv: list[str], *, service: str) -> Process:
+        """A command that must run to completion (like the compose ``migrate`` service) in the
+        environment of ``service``'s container."""
         process = Process(
-            name, argv, env=self.env(), cwd=self.run_dir, log_path=self.logs_dir / f"{name}.log"
+            name,
+            argv,
+            env=self.env(service),
+            cwd=self.run_dir,
+            log_path=self.logs_dir / f"{name}.log",
         )
         self.one_shot_logs.append(process.log_path)
         return process.start()
@@ -378,17 +626,30 @@ class Topology:
         assert code == 0, f"{process.name} exited {code}"
         self.timings.append((f"{process.name} (after its start)", time.monotonic() - started))
 
-    def start(self, name: str, argv: list[str], *, stop_signal: int = signal.SIGTERM) -> Process:
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        *,
+        service: str | None,
+        stop_signal: int = signal.SIGTERM,
+    ) -> Process:
+        """A long-running process in the environment of ``service``'s container (None: not an
+        app process)."""
         process = Process(
             name,
             argv,
-            env=self.env(),
+            env=self.env(service),
             cwd=self.run_dir,
             log_path=self.logs_dir / f"{name}.log",
             stop_signal=stop_signal,
         )
         self.processes.append(process)
         return process.start()
+
+    def process(self, name: str) -> Process:
+        """A running process of the composition by name (``gunicorn``, ``worker``, ``beat``...)."""
+        return next(p for p in self.processes if p.name == name)
 
     def wait_until(self, predicate: Callable[[], T | None], *, timeout: float, what: str) -> T:
         return wait_until(predicate, timeout=timeout, what=what)
@@ -442,6 +703,7 @@ class Topology:
                 "--dir",
                 str(self.data_dir),
             ],
+            service=None,
         )
         self.postgres.create_database(self.database)
         self.created_database = True
@@ -451,63 +713,31 @@ class Topology:
         # 30 s of CPU here (WhiteNoise compresses every file, Brotli included); the settings serve
         # static files from the installed packages as well (WHITENOISE_USE_FINDERS), so the
         # /docs/ assets below come from the wheel's packages without it.
-        (self.work_dir / "static").mkdir(exist_ok=True)
-        django_admin = self.command("django-admin")
+        self.static_dir.mkdir(exist_ok=True)
         self.finish(
-            self.start_one_shot("migrate", [django_admin, "migrate", "--noinput"]), timeout=180
+            self.start_one_shot("migrate", self.argv("migrate"), service="migrate"), timeout=180
         )
         password_file = self.work_dir / "admin.json"
+        # An operator's one-off command: `docker compose run --rm migrate django-admin ...`.
         ensure_admin = self.start_one_shot(
             "ensure_admin",
             [
-                django_admin,
+                self.command("django-admin"),
                 "ensure_admin",
                 "--email",
                 "operator@example.com",
                 "--password-file",
                 str(password_file),
             ],
+            service="migrate",
         )
 
         processes_started = time.monotonic()
-        # web: the image's CMD, bound to loopback. SIGINT is gunicorn's quick shutdown.
-        web = self.start(
-            "gunicorn",
-            [
-                self.command("gunicorn"),
-                "--config",
-                str(GUNICORN_CONF),
-                "--bind",
-                f"{HOST}:{self.gunicorn_port}",
-                "config.wsgi:application",
-            ],
-            stop_signal=signal.SIGINT,
-        )
-        worker = self.start(
-            "worker",
-            [
-                # docker-compose.yml's worker command (pool and concurrency from the settings).
-                self.command("celery"),
-                "-A",
-                "config",
-                "worker",
-                "--loglevel",
-                "INFO",
-            ],
-        )
-        self.start(
-            "beat",
-            [
-                self.command("celery"),
-                "-A",
-                "config",
-                "beat",
-                "--loglevel",
-                "INFO",
-                "--schedule",
-                str(self.data_dir / "celerybeat-schedule"),
-            ],
-        )
+        # SIGINT is gunicorn's quick shutdown. One worker replica (compose starts
+        # HERALD_WORKER_PROCESSES, 2): the pool and the concurrency are per process.
+        web = self.start("gunicorn", self.argv("web"), service="web", stop_signal=signal.SIGINT)
+        worker = self.start("worker", self.argv("worker"), service="worker")
+        self.start("beat", self.argv("beat"), service="beat")
         nginx = nginx_binary()
         assert nginx is not None, "nginx is not installed"
         conf = self.nginx_dir / "nginx.conf"
@@ -530,6 +760,7 @@ class Topology:
                 "-e",
                 str(self.nginx_dir / "error.log"),
             ],
+            service=None,
             stop_signal=signal.SIGTERM,  # nginx's fast shutdown
         )
 

@@ -1,11 +1,13 @@
 """The deployed topology, end to end (issue 15): what ``docker-compose.yml`` runs, started from
 the installed wheel, behind a real nginx, used through the proxy as a person and a client would.
 
-gunicorn (``docker/gunicorn.conf.py``), a Celery worker and beat (the compose commands), a fresh
-PostgreSQL database migrated by ``django-admin migrate``, a private ``redis-server`` and nginx on
-127.0.0.1 (``tests/topology_support.py``). The app's environment is an operator's behind one
-proxy on plain HTTP: ``HERALD_ENVIRONMENT=production``, ``HERALD_PUBLIC_URL`` = the proxy's
-origin, ``HERALD_NUM_PROXIES=1``, ``FORWARDED_ALLOW_IPS=127.0.0.1``.
+gunicorn (``docker/gunicorn.conf.py``), a Celery worker and beat, a fresh PostgreSQL database
+migrated by the ``migrate`` service, a private ``redis-server`` and nginx on 127.0.0.1
+(``tests/topology_support.py``). Each process runs its compose command with the environment
+compose gives its container, read from ``docker-compose.yml`` and the ``Dockerfile`` (the worker's
+``HERALD_DB_POOL_SIZE`` and ``HERALD_WORKER_CONCURRENCY`` included), the operator's ``.env`` being
+that of one proxy on plain HTTP: ``HERALD_PUBLIC_URL`` = the proxy's origin, ``HERALD_HTTPS=false``,
+``HERALD_NUM_PROXIES=1``, ``FORWARDED_ALLOW_IPS=127.0.0.1``.
 
 Runs in the PostgreSQL + Redis run of the suite only (``.ci/run`` installs nginx before it).
 """
@@ -13,6 +15,7 @@ Runs in the PostgreSQL + Redis run of the suite only (``.ci/run`` installs nginx
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Iterator
 from html.parser import HTMLParser
@@ -24,13 +27,16 @@ import pytest
 import requests
 from django.conf import settings
 
-from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.providers.discord_webhook import WEBHOOK_ID, DiscordWebhookStandIn
 from tests.providers.mastodon import MastodonStandIn
+from tests.providers.standin import Reply, Request
 from tests.topology_support import (
     PostgresServer,
     Topology,
     client,
     deployed_topology,
+    interpolate,
+    load_compose,
     nginx_binary,
 )
 
@@ -53,6 +59,10 @@ pytestmark = [
 TOKEN_RE = re.compile(r"hrld_[0-9a-f]{8}_[A-Za-z0-9_\-]{43}")
 CSRF_RE = re.compile(r'name="csrfmiddlewaretoken" value="([^"]+)"')
 AUTH_FAILURES_PER_MINUTE = 5
+# More sends held in flight at once than the worker's database pool has connections (below the
+# worker's concurrency); HERALD_PROVIDER_MAX_IN_FLIGHT_PER_ACCOUNT (4) spreads them over accounts.
+SENDS_IN_FLIGHT = 12
+ACCOUNTS = 3
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +73,12 @@ def topology(
         bin_dir=installed_herald_bin,
         work_dir=tmp_path_factory.mktemp("topology"),
         postgres=PostgresServer.from_django_settings(settings.DATABASES["default"]),
-        extra_env={"HERALD_AUTH_FAILURES_PER_MINUTE": str(AUTH_FAILURES_PER_MINUTE)},
+        extra_env={
+            # A budget this test can spend in a few requests.
+            "HERALD_AUTH_FAILURES_PER_MINUTE": str(AUTH_FAILURES_PER_MINUTE),
+            # Sends held at a stand-in must not time out while the test looks at the worker.
+            "HERALD_PROVIDER_TIMEOUT_SECONDS": "60",
+        },
     ) as running:
         yield running
 
@@ -312,3 +327,162 @@ def test_scheme_headers_from_the_client_do_not_reach_gunicorn(topology: Topology
         }
         response = client().get(f"{topology.url}/api/v1/health", headers=forged, timeout=10)
         assert response.status_code == 200, response.text[:300]
+
+
+# --- the compose environment, as the processes really have it ------------------------------------
+
+# The topology's process for each compose service it runs.
+PROCESS_OF_SERVICE = {"web": "gunicorn", "worker": "worker", "beat": "beat"}
+
+
+def _compose_default(compose: dict[str, Any], service: str, name: str) -> str:
+    """The default written in ``service``'s ``NAME: ${NAME:-default}`` (the test's .env sets
+    neither of the variables read this way)."""
+    raw = str(compose["services"][service]["environment"][name])
+    match = re.fullmatch(r"\$\{" + name + r":-([^}]*)\}", raw)
+    assert match, f"{service}.{name} is no longer ${{{name}:-default}}: {raw!r}"
+    return match.group(1)
+
+
+def test_each_process_has_the_environment_of_its_compose_service(topology: Topology) -> None:
+    """What each process started with (``/proc/<pid>/environ``), against docker-compose.yml read
+    here: every variable its service's ``environment`` names, at compose's value where no service
+    of the test stands in; the worker's database pool and concurrency at the file's defaults, and
+    the pool for the worker only."""
+    with topology.diagnostics():
+        compose = load_compose()
+        dotenv = topology.dotenv()
+        replaced = set(topology.overrides())
+        for service, name in PROCESS_OF_SERVICE.items():
+            running = topology.process(name).environ()
+            declared = compose["services"][service]["environment"]
+            assert not set(declared) - set(running), (service, sorted(set(declared) - set(running)))
+            for variable in set(declared) - replaced:
+                expected = interpolate(str(declared[variable]), dotenv)
+                assert running[variable] == expected, (service, variable)
+            for variable, value in topology.overrides().items():
+                assert running[variable] == value, (service, variable)
+            if service != "worker":
+                # Compose gives it to the worker only (the test's .env, passed to every app
+                # container, does not set it).
+                assert "HERALD_DB_POOL_SIZE" not in running, service
+
+        worker = topology.process("worker")
+        running = worker.environ()
+        pool = _compose_default(compose, "worker", "HERALD_DB_POOL_SIZE")
+        concurrency = _compose_default(compose, "worker", "HERALD_WORKER_CONCURRENCY")
+        assert (running["HERALD_DB_POOL_SIZE"], running["HERALD_WORKER_CONCURRENCY"]) == (
+            pool,
+            concurrency,
+        )
+        # The worker's start-up banner: the settings read it (Celery's threads pool).
+        assert re.search(rf"concurrency: {concurrency} \(thread", worker.log()), worker.log()
+
+
+class _HeldWebhooks(DiscordWebhookStandIn):
+    """Discord webhooks (``hooks`` of them) that hold every message post until ``release`` is
+    set: sends in flight at the provider for as long as the test needs."""
+
+    def __init__(self, hooks: int) -> None:
+        super().__init__()
+        first = self.webhooks[WEBHOOK_ID]
+        for n in range(1, hooks):
+            self.webhooks[str(int(WEBHOOK_ID) + n)] = {**first, "token": f"{first['token']}{n}"}
+        self.release = threading.Event()
+        self.held = 0
+
+    def execute(self, request: Request, webhook_id: str, token: str) -> Reply:
+        with self.lock:
+            self.held += 1
+        self.release.wait(timeout=120)
+        return super().execute(request, webhook_id, token)
+
+    def in_flight(self) -> int:
+        with self.lock:
+            return self.held
+
+
+def test_the_worker_shares_its_database_pool_between_sends(topology: Topology) -> None:
+    """docker-compose.yml's worker (``HERALD_DB_POOL_SIZE`` connections for
+    ``HERALD_WORKER_CONCURRENCY`` threads): with more sends waiting for the provider at once than
+    the pool has connections, the worker holds no more PostgreSQL connections than the pool's
+    size (each send gives its connection back before the call: config/db/__init__.py); without
+    the pool, each waiting thread would keep one. Counted from the worker's own sockets, while
+    the stand-in holds every send."""
+    with topology.diagnostics():
+        _the_worker_shares_its_database_pool_between_sends(topology)
+
+
+def _the_worker_shares_its_database_pool_between_sends(topology: Topology) -> None:
+    worker = topology.process("worker")
+    running = worker.environ()
+    pool, concurrency = (
+        int(running["HERALD_DB_POOL_SIZE"]),
+        int(running["HERALD_WORKER_CONCURRENCY"]),
+    )
+    assert pool < SENDS_IN_FLIGHT < concurrency, "choose SENDS_IN_FLIGHT between the two"
+    api = f"{topology.url}/api/v1"
+    bearer = client()
+    bearer.headers["Authorization"] = f"Bearer {sign_in_and_create_token(topology, client())}"
+    workspace_id = ok(bearer.get(f"{api}/workspaces", timeout=10))["items"][0]["id"]
+
+    with _HeldWebhooks(ACCOUNTS) as provider:
+        try:
+            accounts = [
+                ok(
+                    bearer.post(
+                        f"{api}/accounts/connect",
+                        json={
+                            "workspace_id": workspace_id,
+                            "provider": "discord_webhook",
+                            "fields": {"webhook_url": provider.webhook_url(hook)},
+                        },
+                        timeout=30,
+                    ),
+                    201,
+                )["account"]["id"]
+                for hook in provider.webhooks
+            ]
+            publications = []
+            for n in range(SENDS_IN_FLIGHT // ACCOUNTS):
+                draft = ok(
+                    bearer.post(
+                        f"{api}/publications",
+                        json={
+                            "workspace_id": workspace_id,
+                            "text": f"Held send {n}",
+                            "destinations": [{"account_id": a} for a in accounts],
+                        },
+                        timeout=10,
+                    ),
+                    201,
+                )
+                ok(
+                    bearer.post(
+                        f"{api}/publications/{draft['id']}/publish-now",
+                        json={"expected_revision": draft["revision"]},
+                        timeout=10,
+                    ),
+                    202,
+                )
+                publications.append(draft["id"])
+
+            topology.wait_until(
+                lambda: provider.in_flight() >= SENDS_IN_FLIGHT,
+                timeout=60,
+                what=f"{SENDS_IN_FLIGHT} sends waiting at the provider",
+            )
+            connections = worker.connections_to(topology.postgres.port)
+            assert provider.in_flight() == SENDS_IN_FLIGHT
+            assert 1 <= connections <= pool, (connections, pool, SENDS_IN_FLIGHT)
+        finally:
+            provider.release.set()
+
+        def published() -> bool:
+            return all(
+                ok(bearer.get(f"{api}/publications/{pid}", timeout=10))["status"] == "published"
+                for pid in publications
+            )
+
+        topology.wait_until(published, timeout=60, what="the held sends to publish")
+        assert provider.posts_accepted == SENDS_IN_FLIGHT
