@@ -17,6 +17,12 @@ class InvitationNotPendingError(ConflictError):
     default_detail = "The invitation is no longer pending."
 
 
+class InvitationAccountExistsError(ConflictError):
+    # No code of its own (so no new problem type): only the invitation page catches it, to ask
+    # the person to sign in and accept.
+    default_detail = "An account with the invited e-mail address exists; sign in to accept."
+
+
 class RecentAuthenticationRequiredError(PermissionDeniedError):
     """Sign in again, or send current_password, to confirm this operation."""
 

@@ -1,14 +1,16 @@
 """Links and e-mails to people: the invitation page's address and the invitation e-mail.
 
 Links are absolute: ``HERALD_PUBLIC_URL`` when it is set, otherwise the origin of the request
-that produced them. An invitation e-mail is sent after the transaction that issued its token
-commits; a failure to send is logged (never with the token or the link) and never fails the
-request: the API answer carries ``accept_url`` for the inviter to pass on by any channel.
+that produced them (``base_url``). An invitation e-mail is sent after the transaction that issued
+its token commits (``workspaces.services.invitations`` schedules it); a failure to send is logged
+(never with the token or the link) and never fails the request: the API answer carries
+``accept_url`` for the inviter to pass on by any channel.
 """
 
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -29,8 +31,9 @@ def base_url(request: Any) -> str:
     return f"{request.scheme}://{request.get_host()}"
 
 
-def invitation_accept_url(request: Any, accept_token: str) -> str:
-    return base_url(request) + reverse("invitation-page", args=[accept_token])
+def invitation_accept_url(base: str, accept_token: str) -> str:
+    """The invitation page's address under ``base`` (a ``base_url``)."""
+    return base + reverse("invitation-page", args=[accept_token])
 
 
 def send_invitation_after_commit(invitation: Invitation, accept_url: str) -> None:
@@ -38,7 +41,7 @@ def send_invitation_after_commit(invitation: Invitation, accept_url: str) -> Non
     outside one). Nothing is sent when the instance has no e-mail backend."""
     if not settings.HERALD_EMAIL_ENABLED:
         return
-    transaction.on_commit(lambda: _send_invitation(invitation, accept_url))
+    transaction.on_commit(partial(_send_invitation, invitation, accept_url))
 
 
 def _send_invitation(invitation: Invitation, accept_url: str) -> None:

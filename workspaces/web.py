@@ -1,11 +1,12 @@
 """Pages where people join and manage themselves (issue 17 items 6 and 7).
 
 * ``/invitations/<accept_token>/``: the invitation link. Signed out, a person without an account
-  chooses a password (and a display name): the account is created with exactly the invited
-  e-mail, the invitation accepted (``services.invitation_accept``, which writes the audit event)
-  and the person signed in. A person who already has an account is asked to sign in first;
-  signed in as the invitee it is one "Accept" button; signed in as someone else the page says
-  so. Unknown tokens answer 404, used, revoked or expired ones 410, each with words.
+  chooses a password (and a display name): ``services.invitation_sign_up`` creates the account
+  with exactly the invited e-mail and accepts the invitation (with its audit event) in one
+  transaction, and the page signs the person in. A person who already has an account is asked
+  to sign in first; signed in as the invitee it is one "Accept" button; signed in as someone
+  else the page says so. Unknown tokens answer 404, used, revoked or expired ones 410, each
+  with words.
 * ``/settings/`` (profile, password, developer settings), ``/settings/profile/`` (display
   name), ``/settings/password/`` (a wrong current password spends the client's
   failed-authentication budget: ``workspaces.authentication.check_password_within_budget``).
@@ -31,7 +32,7 @@ from django.contrib.auth.views import (
     PasswordResetDoneView,
     PasswordResetView,
 )
-from django.db import IntegrityError, transaction
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse, reverse_lazy
@@ -46,6 +47,7 @@ from config.limits import client_ip, window_hit
 from workspaces import services
 from workspaces.access import Actor
 from workspaces.authentication import check_password_within_budget
+from workspaces.errors import InvitationAccountExistsError
 from workspaces.mail import base_url
 from workspaces.models import Invitation, User
 from workspaces.signin import RATE_LIMITED, RATE_LIMITED_MESSAGE
@@ -103,27 +105,12 @@ class InvitationSignUpForm(forms.Form):
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
     )
 
-    def __init__(self, *args: Any, email: str, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.email = email
-
     def clean_password2(self) -> str:
         first, second = self.cleaned_data.get("password1"), self.cleaned_data["password2"]
         if first and first != second:
             # (form codes are passed positionally: they are not problem codes of the API)
             raise forms.ValidationError("The two passwords differ.", "password_mismatch")
         return str(second)
-
-    def clean(self) -> dict[str, Any]:
-        cleaned = super().clean() or {}
-        password = cleaned.get("password2")  # present only when both passwords match
-        if password:
-            candidate = User(email=self.email, name=cleaned.get("name", ""))
-            try:
-                password_validation.validate_password(password, candidate)
-            except forms.ValidationError as error:
-                self.add_error("password1", error)
-        return cleaned
 
 
 def _find_invitation(token: str) -> Invitation | None:
@@ -187,21 +174,24 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
         return render(request, "workspaces/invitation.html", context)
     if User.objects.filter(email__iexact=invitation.email).exists():
         return _sign_in_first(request, context)
-    form = InvitationSignUpForm(request.POST or None, email=invitation.email)
+    form = InvitationSignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            with transaction.atomic():
-                new_user = User.objects.create_user(
-                    invitation.email, form.cleaned_data["password1"], name=form.cleaned_data["name"]
-                )
-                services.invitation_accept(actor=Actor(user=new_user), token=token)
-        except IntegrityError:  # an account with this e-mail was created meanwhile
+            membership = services.invitation_sign_up(
+                token=token,
+                password=form.cleaned_data["password1"],
+                display_name=form.cleaned_data["name"],
+            )
+        except ValidationError as error:  # the password validators
+            form.add_error("password1", error)
+        except InvitationAccountExistsError:  # an account with this e-mail was created meanwhile
             return _sign_in_first(request, context)
-        except DomainError:  # accepted, revoked or expired meanwhile; the account is rolled back
+        except DomainError:  # accepted, revoked or expired meanwhile; no account was created
             return _unavailable(request, _current_status(invitation))
-        login(request, new_user, backend=MODEL_BACKEND)
-        request.session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
-        return _joined(request, invitation)
+        else:
+            login(request, membership.user, backend=MODEL_BACKEND)
+            request.session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
+            return _joined(request, invitation)
     context.update(mode="sign_up", form=form)
     return render(request, "workspaces/invitation.html", context)
 

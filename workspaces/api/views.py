@@ -26,7 +26,7 @@ from workspaces.access import (
 from workspaces.api import serializers as s
 from workspaces.api.serializers import CURRENT_PASSWORD_MAX_LENGTH
 from workspaces.authentication import check_password_within_budget
-from workspaces.mail import invitation_accept_url, send_invitation_after_commit
+from workspaces.mail import base_url, invitation_accept_url
 from workspaces.models import OrganizationMembership
 
 PageQuery = page_query_serializer(default=20, maximum=100, name="PageQuery")
@@ -323,12 +323,11 @@ class MemberDetailView(APIView):
         return no_content()
 
 
-def _with_accept_link(request: Request, invitation: Any, raw: str) -> None:
-    """The one-time token and the invitation page's address on the answer; the same link is
-    e-mailed to the invitee after commit when the instance sends e-mail (workspaces.mail)."""
+def _with_accept_link(invitation: Any, raw: str, base: str) -> None:
+    """The one-time token and the invitation page's address on the answer (the service e-mails
+    the same link to the invitee after commit when the instance sends e-mail)."""
     invitation.accept_token = raw
-    invitation.accept_url = invitation_accept_url(request, raw)
-    send_invitation_after_commit(invitation, invitation.accept_url)
+    invitation.accept_url = invitation_accept_url(base, raw)
 
 
 class InvitationListView(APIView):
@@ -354,13 +353,15 @@ class InvitationListView(APIView):
     )
     def post(self, request: Request, workspace_id: str) -> Response:
         body = parse_body(s.InvitationCreateInputSerializer, request)
+        base = base_url(request)
         invitation, raw = services.invitation_create(
             actor=actor_from_request(request),
             workspace_id=workspace_id,
             email=body["email"],
             role=body["role"],
+            base_url=base,
         )
-        _with_accept_link(request, invitation, raw)
+        _with_accept_link(invitation, raw, base)
         return respond(
             request,
             s.InvitationWithTokenSerializer,
@@ -377,10 +378,11 @@ class InvitationResendView(APIView):
         responses={200: s.InvitationWithTokenSerializer, **problems(404, 409)},
     )
     def post(self, request: Request, invitation_id: str) -> Response:
+        base = base_url(request)
         invitation, raw = services.invitation_resend(
-            actor=actor_from_request(request), invitation_id=invitation_id
+            actor=actor_from_request(request), invitation_id=invitation_id, base_url=base
         )
-        _with_accept_link(request, invitation, raw)
+        _with_accept_link(invitation, raw, base)
         return respond(request, s.InvitationWithTokenSerializer, invitation)
 
 

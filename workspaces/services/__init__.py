@@ -21,6 +21,7 @@ from workspaces.services.invitations import (
     invitation_create,
     invitation_resend,
     invitation_revoke,
+    invitation_sign_up,
 )
 from workspaces.services.members import (
     workspace_member_add,
@@ -51,6 +52,7 @@ __all__ = [
     "invitation_create",
     "invitation_resend",
     "invitation_revoke",
+    "invitation_sign_up",
     "organization_create",
     "organization_update",
     "plan_check_current",

@@ -1,5 +1,10 @@
 """Invitations: create, resend, revoke and accept (the invitee joins the workspace and its
-organization)."""
+organization), and sign up from an invitation (a new account accepts it in the same transaction).
+
+Creating or resending an invitation e-mails its link to the invitee once the transaction commits,
+when the caller passes the instance's ``base_url`` (the link is absolute) and the instance sends
+e-mail (``workspaces.mail``).
+"""
 
 from __future__ import annotations
 
@@ -8,17 +13,20 @@ import secrets
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.contrib.auth import password_validation
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from config.errors import ConflictError, NotFoundError, PermissionDeniedError
 from config.types import ModelId
+from workspaces import mail
 from workspaces.access import Actor, parse_id, require_workspace
-from workspaces.errors import InvitationNotPendingError
+from workspaces.errors import InvitationAccountExistsError, InvitationNotPendingError
 from workspaces.models import (
     AccessAuditEvent,
     Invitation,
     OrganizationMembership,
+    User,
     Workspace,
     WorkspaceMembership,
 )
@@ -27,18 +35,33 @@ from workspaces.services.audit import audit_record, require_instance_admin
 Status = WorkspaceMembership.Status
 
 
+def _token_hash(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
 def _invitation_token() -> tuple[str, str]:
     raw = secrets.token_urlsafe(32)
-    return raw, hashlib.sha256(raw.encode()).hexdigest()
+    return raw, _token_hash(raw)
 
 
 def _invitation_expiry() -> datetime:
     return timezone.now() + timedelta(days=settings.HERALD_INVITATION_DAYS)
 
 
+def _email_after_commit(invitation: Invitation, raw: str, base_url: str | None) -> None:
+    """The invitee gets the link once the transaction commits; no ``base_url``, no e-mail."""
+    if base_url is not None:
+        mail.send_invitation_after_commit(invitation, mail.invitation_accept_url(base_url, raw))
+
+
 @transaction.atomic
 def invitation_create(
-    *, actor: Actor, workspace_id: ModelId, email: str, role: WorkspaceMembership.Role
+    *,
+    actor: Actor,
+    workspace_id: ModelId,
+    email: str,
+    role: WorkspaceMembership.Role,
+    base_url: str | None = None,
 ) -> tuple[Invitation, str]:
     access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.ADMIN)
     email = email.strip().lower()
@@ -77,6 +100,7 @@ def invitation_create(
         role=role,
         status=Invitation.Status.PENDING,
     )
+    _email_after_commit(invitation, raw, base_url)
     return invitation, raw
 
 
@@ -89,7 +113,9 @@ def _lock_invitation(invitation_id: ModelId) -> Invitation:
 
 
 @transaction.atomic
-def invitation_resend(*, actor: Actor, invitation_id: ModelId) -> tuple[Invitation, str]:
+def invitation_resend(
+    *, actor: Actor, invitation_id: ModelId, base_url: str | None = None
+) -> tuple[Invitation, str]:
     invitation = _lock_invitation(invitation_id)
     require_workspace(actor, invitation.workspace_id, role=WorkspaceMembership.Role.ADMIN)
     if invitation.status != Invitation.Status.PENDING:
@@ -109,6 +135,7 @@ def invitation_resend(*, actor: Actor, invitation_id: ModelId) -> tuple[Invitati
         role=invitation.role,
         status=Invitation.Status.PENDING,
     )
+    _email_after_commit(invitation, raw, base_url)
     return invitation, raw
 
 
@@ -139,14 +166,20 @@ def invitation_revoke(
     return invitation
 
 
-@transaction.atomic
-def invitation_accept(*, actor: Actor, token: str) -> WorkspaceMembership:
-    token_hash = hashlib.sha256(token.encode()).hexdigest()
-    invitation = Invitation.objects.select_for_update().filter(token_hash=token_hash).first()
+def _lock_pending_invitation(token: str) -> Invitation:
+    invitation = (
+        Invitation.objects.select_for_update().filter(token_hash=_token_hash(token)).first()
+    )
     if invitation is None:
         raise NotFoundError("No invitation matches this token.")
     if invitation.effective_status != Invitation.Status.PENDING:
         raise InvitationNotPendingError(f"The invitation is {invitation.effective_status}.")
+    return invitation
+
+
+@transaction.atomic
+def invitation_accept(*, actor: Actor, token: str) -> WorkspaceMembership:
+    invitation = _lock_pending_invitation(token)
     if invitation.email.lower() != actor.user.email.lower():
         raise PermissionDeniedError(
             "This invitation was sent to another e-mail address.", code="invitation_email_mismatch"
@@ -189,3 +222,24 @@ def invitation_accept(*, actor: Actor, token: str) -> WorkspaceMembership:
         status=Status.ACTIVE,
     )
     return membership
+
+
+@transaction.atomic
+def invitation_sign_up(*, token: str, password: str, display_name: str = "") -> WorkspaceMembership:
+    """A person without an account signs up from an invitation: the account is created with
+    exactly the invited e-mail and accepts the invitation (``invitation_accept``, with its audit
+    event), all in one transaction, so a failed acceptance leaves no account behind.
+
+    Raises ``NotFoundError`` (unknown token), ``InvitationNotPendingError`` (used, revoked or
+    expired), Django's ``ValidationError`` (the password fails ``AUTH_PASSWORD_VALIDATORS``) and
+    ``InvitationAccountExistsError`` (an account with this e-mail exists: sign in to accept).
+    The returned membership's ``user`` is the new account.
+    """
+    invitation = _lock_pending_invitation(token)
+    candidate = User(email=invitation.email, name=display_name)
+    password_validation.validate_password(password, candidate)
+    try:
+        user = User.objects.create_user(invitation.email, password, name=display_name)
+    except IntegrityError as exc:  # the case-insensitive unique e-mail (user_email_ci_unique)
+        raise InvitationAccountExistsError() from exc
+    return invitation_accept(actor=Actor(user=user), token=token)
