@@ -19,7 +19,6 @@ from publishing.providers.base import (
     ErrorKind,
     MediaItem,
     Metrics,
-    ProviderAdapter,
     ProviderError,
     PublishRequest,
     PublishResult,
@@ -38,6 +37,7 @@ from publishing.providers.linkedin.text import (
     escape_little,
     unescape_little,
 )
+from publishing.providers.oauth_http import OAuthHttpAdapter
 
 PROVIDER = "linkedin"
 LABEL = "LinkedIn"
@@ -96,7 +96,9 @@ def _urn_path(urn: str) -> str:
     return quote(urn, safe="")
 
 
-class LinkedInAdapter(ProviderAdapter):
+class LinkedInAdapter(OAuthHttpAdapter):
+    label = LABEL
+    error_parser = staticmethod(_parse_error)
     capabilities = Capabilities(
         provider=PROVIDER,
         display_name=LABEL,
@@ -135,50 +137,24 @@ class LinkedInAdapter(ProviderAdapter):
                 "(HERALD_LINKEDIN_CLIENT_ID, HERALD_LINKEDIN_CLIENT_SECRET).",
             )
 
-    @staticmethod
-    def _token(account: AccountContext) -> str:
-        token = account.credentials.get("access_token", "")
-        if not token:
-            raise ProviderError(ErrorKind.AUTH, f"{LABEL}: no access token; reconnect the account.")
-        return token
-
     def _call(
         self,
         method: str,
         path_or_url: str,
         *,
-        operation: str,
-        token: str = "",
-        write: bool = False,
-        ok: tuple[int, ...] = (200, 201),
-        headers: dict[str, str] | None = None,
-        extra_secrets: tuple[str, ...] = (),
         rest: bool = True,
+        headers: dict[str, str] | None = None,
         **kwargs: Any,
     ) -> requests.Response:
-        url = path_or_url if "://" in path_or_url else self.api_url + path_or_url
-        all_headers = dict(headers or {})
+        """The versioned REST API (``rest``) wants its version headers; the OAuth and OpenID
+        endpoints do not."""
         if rest:
-            all_headers["LinkedIn-Version"] = API_VERSION
-            all_headers["X-Restli-Protocol-Version"] = "2.0.0"
-        if token:
-            all_headers["Authorization"] = f"Bearer {token}"
-        return self.http.request(
-            method,
-            url,
-            provider=LABEL,
-            operation=operation,
-            write=write,
-            ok=ok,
-            headers=all_headers,
-            secrets=(token, self.client_secret, *extra_secrets),
-            parse_error=_parse_error,
-            **kwargs,
-        )
-
-    def _json(self, response: requests.Response, operation: str, write: bool = False) -> Any:
-        body = self.http.json(response, provider=LABEL, operation=operation, write=write)
-        return body if isinstance(body, dict) else {}
+            headers = {
+                **(headers or {}),
+                "LinkedIn-Version": API_VERSION,
+                "X-Restli-Protocol-Version": "2.0.0",
+            }
+        return super()._call(method, path_or_url, headers=headers, **kwargs)
 
     def _token_call(self, data: dict[str, str], operation: str, secrets: tuple[str, ...]) -> Any:
         """The token endpoint takes the client credentials in the form body."""

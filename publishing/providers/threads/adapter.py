@@ -19,7 +19,6 @@ from publishing.providers.base import (
     ConnectionMode,
     ErrorKind,
     Metrics,
-    ProviderAdapter,
     ProviderError,
     PublishRequest,
     PublishResult,
@@ -30,6 +29,7 @@ from publishing.providers.http_errors import (
     CannotReconcile,
     ProviderHTTPError,
 )
+from publishing.providers.oauth_http import OAuthHttpAdapter
 from publishing.providers.threads.errors import (
     gone,
     parse_error,
@@ -52,7 +52,9 @@ RECENT_PAGES = 3
 _MEDIA_TYPE = {0: "TEXT_POST", 1: "IMAGE"}  # how the post list names what was published
 
 
-class ThreadsAdapter(ProviderAdapter):
+class ThreadsAdapter(OAuthHttpAdapter):
+    label = LABEL
+    error_parser = staticmethod(parse_error)
     capabilities = Capabilities(
         provider=PROVIDER,
         display_name=LABEL,
@@ -87,45 +89,13 @@ class ThreadsAdapter(ProviderAdapter):
                 "(HERALD_THREADS_CLIENT_ID, HERALD_THREADS_CLIENT_SECRET).",
             )
 
-    @staticmethod
-    def _token(account: AccountContext) -> str:
-        token = account.credentials.get("access_token", "")
-        if not token:
-            raise ProviderError(ErrorKind.AUTH, f"{LABEL}: no access token; reconnect the account.")
-        return token
-
     def _call(
-        self,
-        method: str,
-        path_or_url: str,
-        *,
-        operation: str,
-        token: str = "",
-        write: bool = False,
-        ok: tuple[int, ...] = (200, 201),
-        token_endpoint: bool = False,
-        extra_secrets: tuple[str, ...] = (),
-        **kwargs: Any,
+        self, method: str, path_or_url: str, *, token_endpoint: bool = False, **kwargs: Any
     ) -> requests.Response:
-        versioned = f"{self.api_url}/{API_VERSION}{path_or_url}"
-        url = path_or_url if "://" in path_or_url else versioned
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        return self.http.request(
-            method,
-            url,
-            provider=LABEL,
-            operation=operation,
-            write=write,
-            ok=ok,
-            headers=headers,
-            secrets=(token, self.client_secret, *extra_secrets),
-            parse_error=parse_token_error if token_endpoint else parse_error,
-            **kwargs,
-        )
-
-    def _json(self, response: requests.Response, operation: str, write: bool = False) -> Any:
-        body = self.http.json(response, provider=LABEL, operation=operation, write=write)
-        return body if isinstance(body, dict) else {}
+        """A path is under the Graph API version; the token endpoints answer OAuth errors."""
+        versioned = path_or_url if "://" in path_or_url else f"/{API_VERSION}{path_or_url}"
+        parser = parse_token_error if token_endpoint else parse_error
+        return super()._call(method, versioned, parse_error=parser, **kwargs)
 
     @staticmethod
     def _long_lived(grant: dict[str, Any]) -> tuple[dict[str, str], datetime | None]:

@@ -21,7 +21,6 @@ from publishing.providers.base import (
     ErrorKind,
     MediaItem,
     Metrics,
-    ProviderAdapter,
     ProviderError,
     PublishRequest,
     PublishResult,
@@ -34,6 +33,7 @@ from publishing.providers.http_errors import (
     ProviderHTTPError,
     default_error_detail,
 )
+from publishing.providers.oauth_http import OAuthHttpAdapter
 from publishing.providers.pkce import pkce_pair
 from publishing.providers.x.text import POST_PROFILE, comparable_text
 
@@ -100,7 +100,9 @@ def _rfc3339(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-class XAdapter(ProviderAdapter):
+class XAdapter(OAuthHttpAdapter):
+    label = LABEL
+    error_parser = staticmethod(_parse_error)
     capabilities = Capabilities(
         provider=PROVIDER,
         display_name=LABEL,
@@ -139,47 +141,6 @@ class XAdapter(ProviderAdapter):
     def _basic(self) -> str:
         pair = f"{quote(self.client_id, safe='')}:{quote(self.client_secret, safe='')}"
         return "Basic " + base64.b64encode(pair.encode()).decode("ascii")
-
-    @staticmethod
-    def _token(account: AccountContext) -> str:
-        token = account.credentials.get("access_token", "")
-        if not token:
-            raise ProviderError(ErrorKind.AUTH, f"{LABEL}: no access token; reconnect the account.")
-        return token
-
-    def _call(
-        self,
-        method: str,
-        path_or_url: str,
-        *,
-        operation: str,
-        token: str = "",
-        write: bool = False,
-        ok: tuple[int, ...] = (200, 201),
-        headers: dict[str, str] | None = None,
-        extra_secrets: tuple[str, ...] = (),
-        **kwargs: Any,
-    ) -> requests.Response:
-        url = path_or_url if "://" in path_or_url else self.api_url + path_or_url
-        all_headers = dict(headers or {})
-        if token:
-            all_headers["Authorization"] = f"Bearer {token}"
-        return self.http.request(
-            method,
-            url,
-            provider=LABEL,
-            operation=operation,
-            write=write,
-            ok=ok,
-            headers=all_headers,
-            secrets=(token, self.client_secret, *extra_secrets),
-            parse_error=_parse_error,
-            **kwargs,
-        )
-
-    def _json(self, response: requests.Response, operation: str, write: bool = False) -> Any:
-        body = self.http.json(response, provider=LABEL, operation=operation, write=write)
-        return body if isinstance(body, dict) else {}
 
     def _token_call(self, data: dict[str, str], operation: str, secrets: tuple[str, ...]) -> Any:
         self._require_app()
