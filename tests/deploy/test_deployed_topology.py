@@ -156,6 +156,52 @@ def sign_in_and_create_token(topology: Topology, browser: requests.Session) -> s
     return token
 
 
+def connect_discord_webhook(
+    bearer: requests.Session, api: str, workspace_id: str, webhook_url: str
+) -> str:
+    """Connect a Discord webhook account through the API; its id."""
+    connected = ok(
+        bearer.post(
+            f"{api}/accounts/connect",
+            json={
+                "workspace_id": workspace_id,
+                "provider": "discord_webhook",
+                "fields": {"webhook_url": webhook_url},
+            },
+            timeout=30,
+        ),
+        201,
+    )
+    return str(connected["account"]["id"])
+
+
+def publish_now(
+    bearer: requests.Session, api: str, workspace_id: str, text: str, account_ids: list[str]
+) -> str:
+    """Create a publication to ``account_ids`` and publish it now; its id."""
+    draft = ok(
+        bearer.post(
+            f"{api}/publications",
+            json={
+                "workspace_id": workspace_id,
+                "text": text,
+                "destinations": [{"account_id": account_id} for account_id in account_ids],
+            },
+            timeout=10,
+        ),
+        201,
+    )
+    ok(
+        bearer.post(
+            f"{api}/publications/{draft['id']}/publish-now",
+            json={"expected_revision": draft["revision"]},
+            timeout=10,
+        ),
+        202,
+    )
+    return str(draft["id"])
+
+
 def connect_mastodon_through_the_proxy(
     topology: Topology, bearer: requests.Session, workspace_id: str
 ) -> None:
@@ -202,42 +248,11 @@ def _publish_through_the_reverse_proxy(topology: Topology) -> None:
     workspace_id = workspaces[0]["id"]
 
     with DiscordWebhookStandIn() as discord:
-        connected = ok(
-            bearer.post(
-                f"{api}/accounts/connect",
-                json={
-                    "workspace_id": workspace_id,
-                    "provider": "discord_webhook",
-                    "fields": {"webhook_url": discord.webhook_url()},
-                },
-                timeout=30,
-            ),
-            201,
-        )
-        account = connected["account"]
-        draft = ok(
-            bearer.post(
-                f"{api}/publications",
-                json={
-                    "workspace_id": workspace_id,
-                    "text": "Hello through nginx",
-                    "destinations": [{"account_id": account["id"]}],
-                },
-                timeout=10,
-            ),
-            201,
-        )
-        ok(
-            bearer.post(
-                f"{api}/publications/{draft['id']}/publish-now",
-                json={"expected_revision": draft["revision"]},
-                timeout=10,
-            ),
-            202,
-        )
+        account_id = connect_discord_webhook(bearer, api, workspace_id, discord.webhook_url())
+        publication_id = publish_now(bearer, api, workspace_id, "Hello through nginx", [account_id])
 
         def published() -> Any:
-            body = ok(bearer.get(f"{api}/publications/{draft['id']}", timeout=10))
+            body = ok(bearer.get(f"{api}/publications/{publication_id}", timeout=10))
             return body if body["destinations"][0]["status"] == "published" else None
 
         result = topology.wait_until(published, timeout=60, what="the destination to publish")
@@ -429,43 +444,13 @@ def _the_worker_shares_its_database_pool_between_sends(topology: Topology) -> No
     with _HeldWebhooks(ACCOUNTS) as provider:
         try:
             accounts = [
-                ok(
-                    bearer.post(
-                        f"{api}/accounts/connect",
-                        json={
-                            "workspace_id": workspace_id,
-                            "provider": "discord_webhook",
-                            "fields": {"webhook_url": provider.webhook_url(hook)},
-                        },
-                        timeout=30,
-                    ),
-                    201,
-                )["account"]["id"]
+                connect_discord_webhook(bearer, api, workspace_id, provider.webhook_url(hook))
                 for hook in provider.webhooks
             ]
-            publications = []
-            for n in range(SENDS_IN_FLIGHT // ACCOUNTS):
-                draft = ok(
-                    bearer.post(
-                        f"{api}/publications",
-                        json={
-                            "workspace_id": workspace_id,
-                            "text": f"Held send {n}",
-                            "destinations": [{"account_id": a} for a in accounts],
-                        },
-                        timeout=10,
-                    ),
-                    201,
-                )
-                ok(
-                    bearer.post(
-                        f"{api}/publications/{draft['id']}/publish-now",
-                        json={"expected_revision": draft["revision"]},
-                        timeout=10,
-                    ),
-                    202,
-                )
-                publications.append(draft["id"])
+            publications = [
+                publish_now(bearer, api, workspace_id, f"Held send {n}", accounts)
+                for n in range(SENDS_IN_FLIGHT // ACCOUNTS)
+            ]
 
             topology.wait_until(
                 lambda: provider.in_flight() >= SENDS_IN_FLIGHT,
