@@ -58,7 +58,8 @@ class Account(models.Model):
     display_name = models.CharField(max_length=200, blank=True, default="")
     avatar_url = models.CharField(max_length=500, blank=True, default="")
     # The account's public page on its provider; empty when there is none (README "Providers").
-    profile_url = models.CharField(max_length=500, blank=True, default="")
+    # db_default: the previous release inserts accounts without naming this column.
+    profile_url = models.CharField(max_length=500, blank=True, default="", db_default="")
     instance_url = models.CharField(max_length=300, blank=True, default="")
     account_kind = models.CharField(max_length=40, default="user")
     granted_scopes = models.JSONField(default=list, blank=True)

@@ -14,11 +14,13 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from datetime import timedelta
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import time_machine
 from django.apps import apps as django_apps
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -554,7 +556,9 @@ def test_profile_url_of_each_provider(
     assert all("profile_url" in item for item in listed)
 
 
-def test_the_migration_backfills_what_the_stored_account_says(workspace: Any) -> None:
+def test_the_migration_backfills_what_the_stored_account_says(
+    workspace: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mastodon = make_account(
         workspace,
         "mastodon",
@@ -563,13 +567,18 @@ def test_the_migration_backfills_what_the_stored_account_says(workspace: Any) ->
     )
     bluesky = make_account(workspace, "bluesky", external_id="did:plc:x", username="herald.test")
     discord = make_account(workspace, "discord_webhook", external_id="2", username="hook")
-    migration = importlib.import_module("publishing.migrations.0003_feed_entries_and_profile_url")
-    migration.backfill_profile_urls(django_apps, None)
-    for row in (mastodon, bluesky, discord):
+    more = make_account(workspace, "bluesky", external_id="did:plc:y", username="more.test")
+    migration = importlib.import_module(
+        "publishing.migrations.0006_profile_url_default_and_backfill"
+    )
+    monkeypatch.setattr(migration, "BATCH", 2)  # several batches, each its own transaction
+    migration.backfill_profile_urls(django_apps, SimpleNamespace(connection=connection))
+    for row in (mastodon, bluesky, discord, more):
         row.refresh_from_db()
     assert mastodon.profile_url == "https://social.example/@herald"
     assert bluesky.profile_url == "https://bsky.app/profile/herald.test"
     assert discord.profile_url == ""
+    assert more.profile_url == "https://bsky.app/profile/more.test"
 
 
 def test_deleting_the_workspace_deletes_its_feeds(
