@@ -2,7 +2,7 @@
 
 :class:`HttpClient`: ``requests`` sessions (one per thread) with bounded connect/read timeouts,
 ``User-Agent: Herald/0.1``, no redirects, and an optional socket-level SSRF guard for URLs a user
-supplied (Mastodon instance, Discord webhook). A failed call raises the
+supplied (Mastodon instance, webhook). A failed call raises the
 :class:`~publishing.providers.http_errors.ProviderHTTPError` that
 :func:`~publishing.providers.http_errors.classify` gives it.
 
@@ -33,7 +33,7 @@ from publishing.providers.http_errors import (
     classify,
     default_error_detail,
 )
-from publishing.providers.url_safety import GuardedAdapter
+from publishing.providers.url_safety import GuardedAdapter, allow_any_address, is_public_ip
 
 USER_AGENT = "Herald/0.1"
 DEFAULT_READ_TIMEOUT = 10.0
@@ -66,9 +66,10 @@ class HttpClient:
             session = requests.Session()
             session.headers["User-Agent"] = self.user_agent
             if guarded:
-                # Direct connections only, so the guard sees the real peer address.
+                # Direct connections only, so the guard's vetted address is the real peer.
                 session.trust_env = False
-                adapter = GuardedAdapter()
+                allowed = allow_any_address if self.allow_private else is_public_ip
+                adapter = GuardedAdapter(allowed=allowed)
                 session.mount("http://", adapter)
                 session.mount("https://", adapter)
             setattr(self._local, name, session)
@@ -95,13 +96,14 @@ class HttpClient:
         """Send one request; return the response if its status is in ``ok``, else raise a
         :class:`ProviderHTTPError` classified by :func:`classify`.
 
-        ``user_url``: the URL came from a user (instance, webhook): connections are guarded
-        against non-public addresses unless the client allows private addresses.
+        ``user_url``: the URL came from a user (instance, webhook): each connection resolves
+        the host once and goes only to a vetted public address (any address when the client
+        allows private addresses).
         """
         host = urlsplit(url).hostname or ""
         started = time.monotonic()
         try:
-            response = self._session(user_url and not self.allow_private).request(
+            response = self._session(user_url).request(
                 method,
                 url,
                 headers=dict(headers or {}),

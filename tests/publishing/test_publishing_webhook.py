@@ -176,6 +176,11 @@ def test_bad_fields_are_422_at_the_field(
         "https://10.0.0.7/hook",
         "https://localhost/hook",
         "https://169.254.169.254/latest/meta-data",
+        "https://[64:ff9b::a9fe:a9fe]/latest/meta-data",  # NAT64
+        "https://[2002:a9fe:a9fe::1]/hook",  # 6to4
+        "https://[::ffff:0:a9fe:a9fe]/hook",  # SIIT
+        "https://[::a9fe:a9fe]/hook",  # IPv4-compatible
+        "https://[fec0::1]/hook",  # site-local
     ],
 )
 def test_private_or_plain_http_urls_are_422_in_production(
