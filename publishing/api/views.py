@@ -94,7 +94,7 @@ class AccountConnectView(APIView):
         responses={
             201: s.AccountConnectResultSerializer,
             200: s.AccountConnectResultSerializer,
-            **problems(400, 404, 409, 422, 502),
+            **problems(400, 404, 409, 422, 502, 503),
         },
         description="Credential and webhook providers connect at once (201 with the account); "
         "OAuth providers answer 200 with an authorization_url to send the user to.",

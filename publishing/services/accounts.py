@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import secrets
 from datetime import timedelta
 from functools import partial
@@ -17,11 +18,13 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from config.db.integrity import is_unique_violation
 from config.errors import (
     FieldValidationError,
     NotFoundError,
     PermissionDeniedError,
     PlanLimitError,
+    ServiceUnavailableError,
 )
 from config.types import ModelId
 from publishing import credentials
@@ -46,6 +49,8 @@ from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
 from workspaces.models import WorkspaceMembership
 from workspaces.services import plan_check_current
+
+logger = logging.getLogger(__name__)
 
 
 def _hash(value: str) -> str:
@@ -381,8 +386,17 @@ def _store_account(
     try:
         with transaction.atomic():
             account.save()
-    except IntegrityError as exc:  # a concurrent connect of the same account won
-        raise ProviderConnectError("The account was connected concurrently; reload.") from exc
+    except IntegrityError as exc:
+        if is_unique_violation(exc):  # a concurrent connect of the same account won
+            raise ProviderConnectError("The account was connected concurrently; reload.") from exc
+        # The schema and this code disagree (a release running against another's schema): no
+        # conflict of the client's making, and an operator must see it.
+        logger.error("Account not saved: the database refused it (%s)", exc)
+        raise ServiceUnavailableError(
+            "The database refused the account; retry later.",
+            code="dependency_unavailable",
+            failing=["database"],
+        ) from exc
     if reconnected:
         _destinations_release(account_id=account.pk)
     return account
