@@ -78,7 +78,11 @@ UNAVAILABLE = {
         "ask the person who invited you for a new one.",
     ),
     Invitation.Status.ACCEPTED: (410, "This invitation has already been used."),
-    Invitation.Status.REVOKED: (410, "This invitation was withdrawn by a workspace administrator."),
+    Invitation.Status.REVOKED: (
+        410,
+        "This invitation was withdrawn, by a workspace administrator or with the authority of "
+        "the person who sent it.",
+    ),
     Invitation.Status.EXPIRED: (
         410,
         "This invitation has expired. Ask the person who invited you to send it again.",
@@ -149,6 +153,8 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
         return _unavailable(request, "unknown")
     if invitation.effective_status != Invitation.Status.PENDING:
         return _unavailable(request, invitation.effective_status)
+    if not services.invitation_issuer_may_grant(invitation):  # withdrawn with their authority
+        return _unavailable(request, Invitation.Status.REVOKED)
     inviter = invitation.invited_by
     context: dict[str, Any] = {
         "invitation": invitation,
@@ -209,8 +215,12 @@ def _sign_in_first(request: HttpRequest, context: dict[str, Any]) -> HttpRespons
 
 
 def _current_status(invitation: Invitation) -> str:
+    """Why an acceptance just failed: still pending means its issuer lost the authority to grant
+    it (withdrawn, like a revocation)."""
     invitation.refresh_from_db()
     status = invitation.effective_status
+    if status == Invitation.Status.PENDING:
+        return Invitation.Status.REVOKED
     return status if status in UNAVAILABLE else "unknown"
 
 

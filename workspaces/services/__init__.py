@@ -19,11 +19,14 @@ from workspaces.services.deletion import (
 from workspaces.services.invitations import (
     invitation_accept,
     invitation_create,
+    invitation_issuer_may_grant,
     invitation_resend,
     invitation_revoke,
     invitation_sign_up,
+    invitations_revoke_issued_by,
 )
 from workspaces.services.members import (
+    organization_members_without_workspaces_leave,
     workspace_member_add,
     workspace_member_remove,
     workspace_member_update,
@@ -50,10 +53,13 @@ __all__ = [
     "audit_record",
     "invitation_accept",
     "invitation_create",
+    "invitation_issuer_may_grant",
     "invitation_resend",
     "invitation_revoke",
     "invitation_sign_up",
+    "invitations_revoke_issued_by",
     "organization_create",
+    "organization_members_without_workspaces_leave",
     "organization_update",
     "plan_check_current",
     "plan_limit",

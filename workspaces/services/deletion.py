@@ -23,6 +23,7 @@ from workspaces.models import (
     WorkspaceLifecycleRecord,
     WorkspaceMembership,
 )
+from workspaces.services.members import organization_members_without_workspaces_leave
 
 
 def _require_owner(actor: Actor, workspace_id: ModelId) -> Workspace:
@@ -129,4 +130,8 @@ def workspace_delete(
         workspace_name=workspace.name,
         actor_user_id=str(actor.user.pk),
     )
+    member_ids = list(workspace.memberships.values_list("user_id", flat=True))
     workspace.delete()
+    organization_members_without_workspaces_leave(
+        organization_id=workspace.organization_id, user_ids=member_ids
+    )

@@ -139,17 +139,22 @@ def invitation_resend(
     return invitation, raw
 
 
-@transaction.atomic
-def invitation_revoke(
-    *, actor: Actor, invitation_id: ModelId, instance_admin: bool = False
-) -> Invitation:
-    invitation = _lock_invitation(invitation_id)
-    if instance_admin:
-        require_instance_admin(actor)
-    else:
-        require_workspace(actor, invitation.workspace_id, role=WorkspaceMembership.Role.ADMIN)
-    if invitation.status != Invitation.Status.PENDING:
-        raise InvitationNotPendingError()
+def invitations_revoke_issued_by(*, actor: Actor, workspace_id: ModelId, issuer: User) -> int:
+    """Revoke the pending invitations ``issuer`` sent for the workspace (each audited, ``actor``
+    named): an admin who is removed, demoted or deactivated loses the invitations they issued
+    with that authority, so none of them can bring them (or anyone) back in. Runs inside the
+    caller's transaction. Returns how many were revoked."""
+    pending = Invitation.objects.select_for_update().filter(
+        workspace_id=workspace_id, invited_by=issuer, status=Invitation.Status.PENDING
+    )
+    revoked = 0
+    for invitation in pending:
+        _revoke(actor, invitation)
+        revoked += 1
+    return revoked
+
+
+def _revoke(actor: Actor, invitation: Invitation) -> None:
     previous_status = invitation.effective_status
     invitation.status = Invitation.Status.REVOKED
     invitation.save(update_fields=["status"])
@@ -163,6 +168,20 @@ def invitation_revoke(
         role=invitation.role,
         status=Invitation.Status.REVOKED,
     )
+
+
+@transaction.atomic
+def invitation_revoke(
+    *, actor: Actor, invitation_id: ModelId, instance_admin: bool = False
+) -> Invitation:
+    invitation = _lock_invitation(invitation_id)
+    if instance_admin:
+        require_instance_admin(actor)
+    else:
+        require_workspace(actor, invitation.workspace_id, role=WorkspaceMembership.Role.ADMIN)
+    if invitation.status != Invitation.Status.PENDING:
+        raise InvitationNotPendingError()
+    _revoke(actor, invitation)
     return invitation
 
 
@@ -177,6 +196,21 @@ def _lock_pending_invitation(token: str) -> Invitation:
     return invitation
 
 
+def invitation_issuer_may_grant(invitation: Invitation) -> bool:
+    """Whether whoever issued ``invitation`` still may grant its role: an active user who is an
+    active admin of the workspace now (granting any role is an admin's). An invitation outlives
+    neither its issuer's removal, demotion or deactivation nor the issuer's account."""
+    issuer = invitation.invited_by
+    if issuer is None or not issuer.is_active:
+        return False
+    return WorkspaceMembership.objects.filter(
+        workspace_id=invitation.workspace_id,
+        user=issuer,
+        role=WorkspaceMembership.Role.ADMIN,
+        status=Status.ACTIVE,
+    ).exists()
+
+
 @transaction.atomic
 def invitation_accept(*, actor: Actor, token: str) -> WorkspaceMembership:
     invitation = _lock_pending_invitation(token)
@@ -185,6 +219,10 @@ def invitation_accept(*, actor: Actor, token: str) -> WorkspaceMembership:
             "This invitation was sent to another e-mail address.", code="invitation_email_mismatch"
         )
     Workspace.objects.select_for_update().get(pk=invitation.workspace_id)
+    if not invitation_issuer_may_grant(invitation):
+        raise InvitationNotPendingError(
+            "The invitation was withdrawn: the person who sent it may no longer grant this role."
+        )
     membership = WorkspaceMembership.objects.filter(
         workspace_id=invitation.workspace_id, user=actor.user
     ).first()

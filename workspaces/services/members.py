@@ -1,5 +1,10 @@
 """Workspace members: the instance administrator adds one directly; admins change roles and
-states and remove members, never leaving the workspace without an active admin."""
+states and remove members, never leaving the workspace without an active admin.
+
+Authority ends with the role: a member who stops being an active admin (demoted, deactivated or
+removed) loses the pending invitations they issued (revoked, audited). A person removed from the
+last workspace of an organization in which they are a plain ``member`` leaves the organization
+too (owners and organization admins keep their role)."""
 
 from __future__ import annotations
 
@@ -21,6 +26,7 @@ from workspaces.models import (
     WorkspaceMembership,
 )
 from workspaces.services.audit import audit_record
+from workspaces.services.invitations import invitations_revoke_issued_by
 from workspaces.services.workspaces import _lock_workspace_as_admin
 
 Role = WorkspaceMembership.Role
@@ -129,6 +135,8 @@ def workspace_member_update(
             else AccessAuditEvent.Action.MEMBER_REACTIVATED
         )
         audit_record(action=action, **common)
+    if new_role != Role.ADMIN or new_status != Status.ACTIVE:
+        invitations_revoke_issued_by(actor=actor, workspace_id=workspace.pk, issuer=membership.user)
     return membership
 
 
@@ -150,4 +158,25 @@ def workspace_member_remove(
     ApiToken.objects.filter(
         user=membership.user, workspace=workspace, revoked_at__isnull=True
     ).update(revoked_at=timezone.now())
+    invitations_revoke_issued_by(actor=actor, workspace_id=workspace.pk, issuer=membership.user)
     membership.delete()
+    organization_members_without_workspaces_leave(
+        organization_id=workspace.organization_id, user_ids=[membership.user_id]
+    )
+
+
+def organization_members_without_workspaces_leave(
+    *, organization_id: ModelId, user_ids: list[Any]
+) -> None:
+    """A plain ``member`` of an organization is one through its workspaces: with none left (a
+    removal, a workspace deletion), the organization membership ends; it would still let them
+    read the organization and its theme assets. Owners and organization admins hold their role
+    in their own right."""
+    still_in = WorkspaceMembership.objects.filter(
+        workspace__organization_id=organization_id, user_id__in=user_ids
+    ).values("user_id")
+    OrganizationMembership.objects.filter(
+        organization_id=organization_id,
+        user_id__in=user_ids,
+        role=OrganizationMembership.Role.MEMBER,
+    ).exclude(user_id__in=still_in).delete()
