@@ -3,8 +3,10 @@
 Every human-readable line goes through :func:`echo`, which escapes the control characters a
 server could smuggle into a publication text, an account name or a problem detail (ESC starting
 CSI/OSC sequences such as OSC 52 clipboard writes or OSC 8 links, BEL, CR, the C1 range, DEL), so
-nothing the server says can drive the terminal. ``--json`` output (:func:`emit_json`) stays exact
-JSON, with DEL and C1 characters written as ``\\u`` escapes. ``tests/cli/test_cli_control_chars.py``
+nothing the server says can drive the terminal, and the format characters that change what a
+person reads without showing themselves (bidi overrides and isolates, zero-width characters,
+line and paragraph separators). ``--json`` output (:func:`emit_json`) stays exact JSON, with
+those characters written as ``\\u`` escapes. ``tests/cli/test_cli_control_chars.py``
 also checks that nothing in ``cli/`` calls ``click.echo`` except this module.
 """
 
@@ -12,27 +14,47 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-# C0 except newline and tab (which this module's own layout uses), DEL, and C1.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-# Inside a JSON document, DEL and C1 characters can only be inside strings (json.dumps already
-# escapes C0 there).
-_JSON_RAW = re.compile("[\x7f-\x9f]")
+# Unicode categories never written raw: controls (C0 but newline and tab, DEL, C1), format
+# characters (bidi overrides and isolates, zero-width characters, the BOM: they reorder or hide
+# what a person reads), line and paragraph separators, and lone surrogates (unencodable).
+_ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+# Candidates for the category check: everything but printable ASCII, newline and tab.
+_CANDIDATE = re.compile("[^\t\n\x20-\x7e]")
+
+
+def _escaped(char: str) -> bool:
+    return unicodedata.category(char) in _ESCAPED_CATEGORIES
 
 
 def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
+    char = match.group()
+    if not _escaped(char):
+        return char
+    code = ord(char)
+    if code < 0x80:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if not _escaped(char):
+        return char
+    # JSON spells a character outside the BMP as its UTF-16 surrogate pair.
+    units = char.encode("utf-16-be", "surrogatepass")
+    return "".join(f"\\u{int.from_bytes(units[i : i + 2]):04x}" for i in range(0, len(units), 2))
 
 
 def printable(text: Any) -> str:
-    """``text`` with every control character but newline and tab written as ``\\x1b`` /
-    ``\\u009b``; safe to write to a terminal."""
-    return _CONTROL.sub(_escape, str(text))
+    """``text`` with every control, format (bidi, zero-width) and separator character but
+    newline and tab written as ``\\x1b`` / ``\\u202e``; safe to write to a terminal."""
+    return _CANDIDATE.sub(_escape, str(text))
 
 
 def echo(message: Any = "", *, err: bool = False, nl: bool = True) -> None:
@@ -46,9 +68,9 @@ def clear_line(*, err: bool = False) -> None:
 
 
 def json_text(data: Any) -> str:
-    return _JSON_RAW.sub(
-        lambda m: f"\\u{ord(m.group()):04x}", json.dumps(data, indent=2, ensure_ascii=False)
-    )
+    """Exact JSON in which every character :func:`printable` escapes is a ``\\u`` escape (json
+    already escapes C0; outside strings there is only ASCII)."""
+    return _CANDIDATE.sub(_json_escape, json.dumps(data, indent=2, ensure_ascii=False))
 
 
 def emit_json(data: Any) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from click.testing import Result
 
-from cli.output import printable
+from cli.output import json_text, printable
 from tests.cli_support import (
     Cli,
     LeakyInstance,
@@ -27,8 +27,16 @@ from tests.cli_support import (
 HOSTILE = (
     "evil\x1b]52;c;aGVsbG8=\x07 \x1b]8;;https://phish.example/\x1b\\link\x1b]8;;\x1b\\"
     " \x1b[2J\x1b[31mred \x9b31m c1 \x07bell \x7fdel \x00nul \rcr\x85nel"
+    # Format characters and separators: a bidi override, isolates, zero-width characters, the
+    # BOM, line and paragraph separators, a tag character (outside the BMP).
+    " \u202egnp.exe \u2066iso\u2069 zero\u200bwidth\u200d \ufeffbom \u2028ls\u2029ps \U000e0041tag"
 )
-RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What must never reach a terminal raw: C0 (but newline and tab), DEL, C1, and the format and
+# separator characters above.
+RAW_CONTROL = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e"
+    "\u2060-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
 TOKEN = "hrld_0a1b2c3d_" + "ControlCharsToken" * 2 + "abcdefghijk"
 PROBLEM = {"Content-Type": "application/problem+json"}
 
@@ -263,6 +271,33 @@ def test_printable_escapes_c0_del_and_c1_but_keeps_layout() -> None:
     assert printable("a\x1b[2Jb\x07\x7f\x9b\x00\r") == "a\\x1b[2Jb\\x07\\x7f\\u009b\\x00\\x0d"
     assert printable("line 1\nline 2\tcell") == "line 1\nline 2\tcell"
     assert printable("naïve ünïcode ✓ 日本") == "naïve ünïcode ✓ 日本"
+
+
+def test_printable_escapes_format_characters_and_separators() -> None:
+    """Bidi controls reorder what a person reads ("exe.png" shown for "gnp.exe" reversed), and
+    zero-width characters hide in names: every Unicode format character (category Cf) and the
+    line and paragraph separators are spelled out; ordinary non-ASCII text is untouched."""
+    assert printable("invoice\u202egnp.exe") == "invoice\\u202egnp.exe"
+    assert printable("\u2066a\u2069\u200e\u200f\u061c") == "\\u2066a\\u2069\\u200e\\u200f\\u061c"
+    assert printable("pay\u200bpal\u200c\u200d\u2060\ufeff\u00ad") == (
+        "pay\\u200bpal\\u200c\\u200d\\u2060\\ufeff\\u00ad"
+    )
+    assert printable("a\u2028b\u2029c") == "a\\u2028b\\u2029c"
+    assert printable("tag\U000e0041") == "tag\\U000e0041"
+    assert printable("\ud800") == "\\ud800"  # a lone surrogate cannot even be encoded
+    assert printable("Ünïcode — “quotes” 日本語 🙂 שלום مرحبا") == (
+        "Ünïcode — “quotes” 日本語 🙂 שלום مرحبا"
+    )
+
+
+def test_json_output_spells_format_characters_as_escapes() -> None:
+    document = {"name": "a\u202eb\u200b\u2028\U000e0041\x9b 日本 🙂"}
+    text = json_text(document)
+    assert json.loads(text) == document
+    assert all(escape in text for escape in ("\\u202e", "\\u200b", "\\u2028"))
+    assert "\\udb40\\udc41" in text  # the tag character as its surrogate pair
+    assert "日本 🙂" in text
+    assert not RAW_CONTROL.search(text.replace("\n", ""))
 
 
 def test_nothing_in_cli_writes_to_the_terminal_around_the_chokepoint() -> None:
