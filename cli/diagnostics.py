@@ -125,6 +125,7 @@ def collect_diagnostics(
     client = HeraldClient(instance.value, token.value)
     liveness, readiness = client.health(), client.ready()
     report["probes"] = health_report(client.instance, liveness, readiness)
+    report["server_version"] = _server_version(liveness.body if liveness.ok else {})
     problems.extend(
         f"{probe.name}: {probe.error}" for probe in (liveness, readiness) if not probe.ok
     )
@@ -135,6 +136,18 @@ def collect_diagnostics(
         report["provider"] = {"name": provider, "status": "unknown (needs a token)"}
     _finish(report, problems, logs_file)
     return report
+
+
+def _server_version(liveness: dict[str, Any]) -> dict[str, str] | None:
+    """The release and source revision the instance reports on its liveness probe (None from
+    a release before 0.2.0, which did not report them)."""
+    running = liveness.get("version")
+    if not isinstance(running, dict):
+        return None
+    return {
+        "release": _clean(str(running.get("release", "unknown")))[:40],
+        "source_revision": _clean(str(running.get("source_revision", "unknown")))[:64],
+    }
 
 
 def _authenticated(
@@ -345,6 +358,15 @@ def render_diagnostics(report: dict[str, Any]) -> str:
     ]
     probes = report.get("probes")
     if probes:
+        running = report.get("server_version")
+        pairs.append(
+            (
+                "Herald version",
+                f"{running['release']} (source {running['source_revision']})"
+                if running
+                else "not reported (a release before 0.2.0, or the instance is down)",
+            )
+        )
         pairs += [
             ("Liveness", probes["liveness"]),
             ("Readiness", probes["readiness"]),

@@ -29,6 +29,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config import version
 from config.api.problems import PROBLEM_CONTENT_TYPE, problem_exception_handler
 from config.api.responses import respond
 from config.api.schema import ResponseSerializer, problems
@@ -55,8 +56,18 @@ _redis_executor = concurrent.futures.ThreadPoolExecutor(
 )
 
 
+class HealthVersionSerializer(serializers.Serializer[Any]):
+    release = serializers.CharField(help_text="Herald's release (CHANGELOG.md), e.g. 0.2.0.")
+    source_revision = serializers.CharField(
+        help_text="The source revision it was built from (a git commit), or `unknown`."
+    )
+
+
 class LivenessSerializer(ResponseSerializer):
     status = serializers.ChoiceField(choices=["ok"])
+    version = HealthVersionSerializer(
+        help_text="What is running: the release and its source revision."
+    )
 
 
 class ReadinessSerializer(ResponseSerializer):
@@ -250,10 +261,12 @@ class LivenessView(APIView):
         operation_id="health_liveness",
         auth=[],
         responses={200: LivenessSerializer},
-        description="Liveness: the HTTP process is alive. Never checks the database.",
+        description="Liveness: the HTTP process is alive, and which release it runs. Never "
+        "checks the database.",
     )
     def get(self, request: Request) -> Response:
-        response = respond(request, LivenessSerializer, {"status": "ok"})
+        running = {"release": version.RELEASE, "source_revision": version.source_revision()}
+        response = respond(request, LivenessSerializer, {"status": "ok", "version": running})
         response["Cache-Control"] = "no-store"
         return response
 

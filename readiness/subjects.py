@@ -13,11 +13,11 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 from functools import cached_property, lru_cache
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
+from config import version
 from config.types import ModelId
 from readiness.catalog import catalog
 from readiness.models import OPERATIONS
@@ -229,29 +229,6 @@ def contract_digest(caps: Any, subject: Subject) -> str:
 # --- Source revision --------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=1)
-def _git_revision(base_dir: str) -> str:
-    git = Path(base_dir) / ".git"
-    try:
-        if git.is_file():  # a worktree: "gitdir: <path>"
-            git = Path(git.read_text().split(":", 1)[1].strip())
-        head = (git / "HEAD").read_text().strip()
-        if head.startswith("ref:"):
-            ref = head.split(":", 1)[1].strip()
-            ref_file = git / ref
-            if ref_file.exists():
-                return ref_file.read_text().strip()[:64]
-            common = git / "commondir"
-            root = (git / common.read_text().strip()) if common.exists() else git
-            for line in (root / "packed-refs").read_text().splitlines():
-                if line.endswith(f" {ref}"):
-                    return line.split(" ", 1)[0][:64]
-            return "unknown"
-        return head[:64]
-    except (OSError, IndexError):
-        return "unknown"
-
-
 def source_revision() -> str:
-    """The tested source revision recorded with certification runs."""
-    return settings.HERALD_SOURCE_REVISION[:64] or _git_revision(str(settings.BASE_DIR))
+    """The tested source revision recorded with certification runs (config/version.py)."""
+    return version.source_revision()

@@ -27,6 +27,7 @@ from django.db import models, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
+from config import version
 from config.errors import DomainError, FieldValidationError
 from workspaces import services
 from workspaces.access import Actor
@@ -472,4 +473,5 @@ class AccessAuditEventAdmin(admin.ModelAdmin[AccessAuditEvent]):
 
 
 admin.site.register(Plan)
-admin.site.site_header = "Herald administration"
+# Every admin page says which release runs (the operator checks it after an upgrade).
+admin.site.site_header = f"Herald administration · {version.label()}"

@@ -37,6 +37,7 @@ from rest_framework.test import APIClient
 from config import health
 from config.api.problems import PROBLEM_CONTENT_TYPE
 from config.api.throttling import UserRateThrottle
+from config.version import RELEASE
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -94,7 +95,8 @@ def test_liveness_is_ok_and_never_touches_the_database(database_touches: list[st
     assert response.status_code == 200
     assert response.headers["Content-Type"].startswith("application/json")
     body = response.json()
-    assert body == {"$schema": body["$schema"], "status": "ok"}
+    assert body == {"$schema": body["$schema"], "status": "ok", "version": body["version"]}
+    assert body["version"]["release"] == RELEASE
     assert body["$schema"].endswith("/api/v1/schemas/Liveness.json")
     assert database_touches == []
 
@@ -458,7 +460,8 @@ def test_server_with_unreachable_database(run_server: Callable[..., str], tmp_pa
     live = requests.get(f"{base}{HEALTH}", timeout=5)
     assert live.status_code == 200
     body = live.json()
-    assert body == {"$schema": body["$schema"], "status": "ok"}
+    assert body == {"$schema": body["$schema"], "status": "ok", "version": body["version"]}
+    assert body["version"]["release"] == RELEASE
 
     started = time.monotonic()
     ready = requests.get(f"{base}{READY}", timeout=10)

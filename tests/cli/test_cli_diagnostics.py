@@ -12,6 +12,7 @@ import requests
 
 from cli import cli_version
 from cli.redact import redact
+from config.version import RELEASE, source_revision
 from tests.cli_support import (
     Cli,
     closed_port_url,
@@ -185,6 +186,10 @@ def test_diagnostics_without_a_token(cli: Cli, url: str, config_dir: Path) -> No
         "readiness": "ready",
         "database": "ok",
     }
+    assert report["server_version"] == {
+        "release": RELEASE,
+        "source_revision": source_revision(),
+    }
     assert report["token"] == {"present": False, "source": "not set"}
     for absent in ("user", "counts", "account_providers", "workspace", "provider"):
         assert absent not in report
@@ -194,6 +199,7 @@ def test_diagnostics_without_a_token(cli: Cli, url: str, config_dir: Path) -> No
     assert human.exit_code == 0
     for label, value in [
         ("CLI version", cli_version()),
+        ("Herald version", f"{RELEASE} (source {source_revision()})"),
         ("Profile", "local"),
         ("Instance URL", url),
         ("Deployment", "docker-compose"),
