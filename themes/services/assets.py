@@ -18,6 +18,7 @@ from config.errors import FieldValidationError, NotFoundError
 from config.types import ModelId
 from themes.errors import ThemeAssetInUseError
 from themes.models import ThemeAsset
+from themes.services.woff2 import FontDamaged, FontTooLarge, check_woff2_expansion
 from workspaces.access import Actor, parse_id, require_organization
 
 FONT_MEDIA_TYPE = "font/woff2"
@@ -76,12 +77,17 @@ class FontMetadata:
 
 
 def read_font(data: bytes) -> FontMetadata:
-    """Decode a WOFF2 font completely and read its metadata; static fonts only."""
+    """Decode a WOFF2 font completely and read its metadata; static fonts only. Its compressed
+    streams are decoded under a bound first: fontTools decodes them without one."""
     from fontTools.ttLib import TTFont
 
-    declared = int.from_bytes(data[16:20], "big") if len(data) >= 20 else 0  # totalSfntSize
-    if declared > settings.HERALD_THEME_FONT_MAX_DECODED_BYTES:
-        raise _invalid("file", "The font decompresses to more than the allowed size.")
+    damaged = "The font is damaged or not a decodable WOFF2 font."
+    try:
+        check_woff2_expansion(data, settings.HERALD_THEME_FONT_MAX_DECODED_BYTES)
+    except FontTooLarge as exc:
+        raise _invalid("file", "The font decompresses to more than the allowed size.") from exc
+    except FontDamaged as exc:
+        raise _invalid("file", damaged) from exc
     try:
         font = TTFont(io.BytesIO(data), lazy=False)
         tables = set(font.keys())
@@ -100,7 +106,7 @@ def read_font(data: bytes) -> FontMetadata:
     except FieldValidationError:
         raise
     except Exception as exc:  # fontTools raises many kinds of error on a malformed font
-        raise _invalid("file", "The font is damaged or not a decodable WOFF2 font.") from exc
+        raise _invalid("file", damaged) from exc
     return FontMetadata(
         family=family, weight=min(900, max(100, round(weight / 100) * 100)), italic=italic
     )

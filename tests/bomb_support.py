@@ -1,0 +1,105 @@
+"""Helpers of the decompression-bomb tests (no tests here): compressed streams that expand to
+hundreds of MiB from a few hundred bytes, WOFF2 fonts carrying them, and a measure of how much
+the process's peak resident memory grew while something ran."""
+
+from __future__ import annotations
+
+import functools
+import gc
+import io
+import struct
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+import brotli
+from fontTools.ttLib.woff2 import WOFF2Reader
+
+BOMB_BYTES = 512 * 1024 * 1024  # what every bomb here expands to
+_MIB = 1024 * 1024
+_HEADER = struct.Struct(">4s4sLHHLLHHLLLLL")
+
+T = TypeVar("T")
+
+
+@functools.cache
+def brotli_bomb(prefix: bytes = b"", size: int = BOMB_BYTES) -> bytes:
+    """A Brotli stream of ``prefix`` followed by zeros, ``size`` bytes in all (a few hundred
+    bytes for 512 MiB; about a second to make, so kept)."""
+    encoder = brotli.Compressor(quality=4, lgwin=24)
+    pieces = [encoder.process(prefix)]
+    zeros = bytes(_MIB)
+    left = size - len(prefix)
+    while left > 0:
+        pieces.append(encoder.process(zeros[: min(left, _MIB)]))
+        left -= _MIB
+    pieces.append(encoder.finish())
+    return b"".join(pieces)
+
+
+@functools.cache
+def gzip_bomb(size: int = BOMB_BYTES) -> bytes:
+    """A gzip member of ``size`` zero bytes (about 1/1000 of ``size``)."""
+    encoder = zlib.compressobj(9, zlib.DEFLATED, 31)
+    zeros = bytes(_MIB)
+    pieces = [encoder.compress(zeros) for _ in range(size // _MIB)]
+    pieces.append(encoder.flush())
+    return b"".join(pieces)
+
+
+def _woff2_parts(font: bytes) -> tuple[list[int], bytes, bytes]:
+    """A WOFF2 font's header fields, table directory bytes and decoded table data."""
+    reader = WOFF2Reader(io.BytesIO(font))
+    directory = b"".join(entry.toString() for entry in reader.tables.values())
+    return list(_HEADER.unpack_from(font)), directory, reader.transformBuffer.getvalue()
+
+
+def _pad(data: bytes) -> bytes:
+    return data + b"\0" * (-len(data) % 4)
+
+
+def woff2_table_bomb(font: bytes) -> bytes:
+    """``font`` whose table stream, declared as small as before, expands to 512 MiB."""
+    header, directory, tables = _woff2_parts(font)
+    stream = brotli_bomb(tables)
+    header[6] = len(stream)  # totalCompressedSize
+    body = directory + stream
+    header[2] = _HEADER.size + len(body)  # length
+    return _HEADER.pack(*header) + body
+
+
+def woff2_metadata_bomb(font: bytes) -> bytes:
+    """``font`` with an extended-metadata block declared as 1000 bytes that expands to 512 MiB."""
+    header, directory, tables = _woff2_parts(font)
+    stream = brotli.compress(tables)
+    head = _pad(_HEADER.size * b"\0" + directory + stream)
+    metadata = brotli_bomb()
+    header[6] = len(stream)
+    header[9:12] = [len(head), len(metadata), 1000]  # metaOffset, metaLength, metaOrigLength
+    header[2] = len(head) + len(metadata)
+    return _HEADER.pack(*header) + head[_HEADER.size :] + metadata
+
+
+def _status_kib(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise LookupError(field)
+
+
+def measure(call: Callable[[], T]) -> tuple[T, int, float]:
+    """``call()``'s result, how many bytes the process's peak resident memory rose above its
+    resident memory before the call, and the seconds it took.
+
+    Linux resets the peak (``VmHWM``) to the current resident size on writing ``5`` to
+    ``/proc/self/clear_refs``, so earlier peaks of the test process hide nothing.
+    """
+    gc.collect()
+    Path("/proc/self/clear_refs").write_text("5")
+    before = _status_kib("VmRSS")
+    started = time.monotonic()
+    result = call()
+    elapsed = time.monotonic() - started
+    return result, (_status_kib("VmHWM") - before) * 1024, elapsed

@@ -1,0 +1,79 @@
+"""Theme asset uploads that expand: a WOFF2 font whose Brotli streams (tables or metadata) decode
+to 512 MiB is refused with a 422 at ``body.file`` in well under a second, while the process's
+peak resident memory grows by less than 50 MB."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from config.errors import FieldValidationError
+from tests.bomb_support import measure, woff2_metadata_bomb, woff2_table_bomb
+from tests.problem_asserts import assert_invalid
+from tests.themes_support import upload_asset, woff2_font
+from themes.models import ThemeAsset
+from themes.services.assets import read_font
+from workspaces.models import User
+
+pytestmark = pytest.mark.django_db
+
+MAX_GROWTH = 50 * 1000 * 1000
+FONT_FIELDS = {
+    "font_family": "Brand Sans",
+    "font_style": "normal",
+    "font_weight": 400,
+    "license_acknowledged": "true",
+}
+
+
+@pytest.fixture
+def owner(
+    bearer_client: Callable[..., APIClient], user: User, workspace: Any, media_storage: Any
+) -> APIClient:
+    return bearer_client(user)
+
+
+@pytest.mark.parametrize("make_bomb", [woff2_table_bomb, woff2_metadata_bomb])
+def test_a_font_that_expands_to_512_mib_is_refused_in_bounded_memory_and_time(
+    owner: APIClient, organization: Any, make_bomb: Callable[[bytes], bytes]
+) -> None:
+    font = woff2_font()
+    bomb = make_bomb(font)
+    assert len(bomb) < 2048
+    upload_asset(owner, organization, font, kind="font", name="warm-up", **FONT_FIELDS)
+
+    response, growth, seconds = measure(
+        lambda: upload_asset(owner, organization, bomb, kind="font", **FONT_FIELDS)
+    )
+
+    assert growth < MAX_GROWTH, f"peak RSS grew by {growth / 1e6:.0f} MB"
+    assert seconds < 1.0, f"{seconds:.2f} s"
+    body = assert_invalid(response, "body.file")
+    assert "decompresses to more than" in body["errors"][0]["message"]
+    assert ThemeAsset.objects.filter(name="Asset").count() == 0
+
+
+def test_a_damaged_woff2_container_is_a_clear_refusal_never_a_crash() -> None:
+    """Every truncation of a real font, and every single corrupted header or directory byte,
+    is read or refused as damaged or too large (``FieldValidationError``), nothing else."""
+    font = woff2_font()
+    damaged = [font[:length] for length in range(len(font))]
+    for index in range(64):  # the 48-byte header and the start of the table directory
+        for value in (0x00, 0x80, 0xFF):
+            if font[index] != value:
+                damaged.append(font[:index] + bytes([value]) + font[index + 1 :])
+    outcomes = [_outcome(data) for data in damaged]
+    assert set(outcomes) <= {"read", "body.file"}
+    assert outcomes.count("body.file") >= len(font)  # every truncation at least
+
+
+def _outcome(data: bytes) -> str:
+    """``"read"``, or the location of the refusal."""
+    try:
+        read_font(data)
+    except FieldValidationError as refusal:
+        return str(refusal.errors[0]["location"])
+    return "read"
