@@ -46,4 +46,3 @@ def brotli_decompress(data: bytes, limit: int) -> bytes:
     except brotli.error as exc:
         raise DecompressionFailed("invalid Brotli stream") from exc
     return b"".join(pieces)
-
