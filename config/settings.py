@@ -102,6 +102,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "config.api.middleware.HostCheckMiddleware",  # a bad Host: one 400, one WARNING line
     "django.middleware.security.SecurityMiddleware",
+    "config.security_headers.ContentSecurityPolicyMiddleware",  # no inline script or style
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "config.api.middleware.ApiProblemMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -58,6 +58,14 @@ PAGE_FACTS_JS = """JSON.stringify({
 })"""
 
 
+# Installed before any script of each page runs: records every Content-Security-Policy violation
+# the page raises (a blocked inline script or style, a blocked source), for PageFacts.
+CSP_LISTENER_JS = """window.__cspViolations = [];
+document.addEventListener('securitypolicyviolation', e => window.__cspViolations.push(
+  e.effectiveDirective + ' blocked ' + (e.blockedURI || 'inline') + ' at ' +
+  (e.sourceFile || document.location.href) + ':' + e.lineNumber));"""
+
+
 @dataclass
 class PageFacts:
     url: str
@@ -69,6 +77,8 @@ class PageFacts:
     links: list[dict[str, Any]]
     wide: list[str] = field(default_factory=list)
     screenshot: Path | None = None
+    # Content-Security-Policy violations: the page's own reports and the console's messages.
+    csp_violations: list[str] = field(default_factory=list)
 
 
 class Chromium:
@@ -117,6 +127,8 @@ class Chromium:
             self.send("Page.enable")
             self.send("Network.enable")
             self.send("Runtime.enable")
+            self.send("Log.enable")
+            self.send("Page.addScriptToEvaluateOnNewDocument", {"source": CSP_LISTENER_JS})
         except BaseException:
             self.close()
             raise
@@ -236,6 +248,18 @@ class Chromium:
                 status = int(params["response"]["status"])
         return status
 
+    def csp_violations(self) -> list[str]:
+        """The current page's Content-Security-Policy violations: those its listener recorded,
+        and the console messages about the policy received since the last navigation."""
+        recorded = self.evaluate("JSON.stringify(window.__cspViolations || [])")
+        found = [str(item) for item in json.loads(recorded or "[]")]
+        for event in self._events:
+            if event["method"] == "Log.entryAdded":
+                text = str(event.get("params", {}).get("entry", {}).get("text", ""))
+                if "Content Security Policy" in text:
+                    found.append(text)
+        return found
+
     def facts(self, url: str, status: int | None, screenshot: Path | None = None) -> PageFacts:
         data = json.loads(self.evaluate(PAGE_FACTS_JS))
         if screenshot is not None:
@@ -251,4 +275,5 @@ class Chromium:
             links=list(data["links"]),
             wide=list(data["wide"]),
             screenshot=screenshot,
+            csp_violations=self.csp_violations(),
         )

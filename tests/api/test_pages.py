@@ -97,7 +97,7 @@ def assert_html_page(response: Any, status: int, heading: str) -> str:
     assert response["Content-Type"] == "text/html; charset=utf-8"
     text = response.content.decode()
     assert f"<h2>{heading}</h2>" in text
-    assert "<style>" in text
+    assert "/static/herald/herald.css" in text
     assert "<header>" in text
     assert SECRET_INTERNAL not in text
     return text
