@@ -231,7 +231,11 @@ def guarded_session(allowed: Callable[[str], bool] = only_the_stand_in) -> reque
 def test_a_private_address_is_never_connected_to(resolver: Any, listener: Listener) -> None:
     resolver["table"]["internal.test"] = [STAND_IN]
     client = HttpClient(read_timeout=1, connect_timeout=1)
-    for url in (f"http://{STAND_IN}:{listener.port}/", f"http://internal.test:{listener.port}/"):
+    for url in (
+        f"http://{STAND_IN}:{listener.port}/",
+        f"http://[::ffff:{STAND_IN}]:{listener.port}/",
+        f"http://internal.test:{listener.port}/",
+    ):
         with pytest.raises(ProviderError) as caught:
             client.request("GET", url, provider="X", operation="read", write=False, user_url=True)
         assert caught.value.kind == ErrorKind.PERMANENT
