@@ -16,6 +16,7 @@ import concurrent.futures
 import logging
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -61,6 +62,19 @@ class HealthVersionSerializer(serializers.Serializer[Any]):
     source_revision = serializers.CharField(
         help_text="The source revision it was built from (a git commit), or `unknown`."
     )
+
+
+# --- Checks of the apps ----------------------------------------------------------------------
+
+# name -> a callable that raises when the instance is not ready (installed by an app's
+# AppConfig.ready: config imports no app). Each runs on the database probe's pool, bounded by its
+# time limit, and closes the connections it opened.
+_app_checks: dict[str, tuple[Callable[[], None], str]] = {}
+
+
+def register_readiness_check(name: str, check: Callable[[], None], reason: str) -> None:
+    """``reason``: the sentence the 503's detail adds when ``name`` fails."""
+    _app_checks[name] = (check, reason)
 
 
 class LivenessSerializer(ResponseSerializer):
@@ -227,12 +241,18 @@ def readiness() -> tuple[dict[str, str], list[str]]:
         if storage_cached is None:
             storage_future = _storage_executor.submit(_probe_storage, storage_timeout)
 
+    app_futures = {name: _db_executor.submit(check) for name, (check, _) in _app_checks.items()}
+
     result: dict[str, str] = {"status": "ready"}
     failing: list[str] = []
     if _outcome(db_future, now + DB_TIMEOUT_SECONDS, "database"):
         result["database"] = "ok"
     else:
         failing.append("database")
+    for name, future in app_futures.items():
+        # Reported only when failing: a ready body keeps its documented members.
+        if not _outcome(future, now + DB_TIMEOUT_SECONDS, name) and "database" not in failing:
+            failing.append(name)
     if redis_future is not None:
         if _outcome(redis_future, now + REDIS_TIMEOUT_SECONDS, "redis"):
             result["redis"] = "ok"
@@ -284,13 +304,17 @@ class ReadinessView(APIView):
             "Readiness: a bounded database probe, when REDIS_URL is configured a bounded Redis "
             "probe and, when S3 storage is configured, a bounded object-store capability check. "
             "503 (code `dependency_unavailable`) names the failing dependencies in its `failing` "
-            "member (`database`, `redis`, `storage`)."
+            "member (`database`, `redis`, `storage`, and `credentials` when the configured "
+            "HERALD_CREDENTIALS_KEY opens none of the stored provider credentials)."
         ),
     )
     def get(self, request: Request) -> Response:
         result, failing = readiness()
         if failing:
-            exc = DependencyUnavailable(f"Not ready: {', '.join(failing)} unavailable.")
+            reasons = [_app_checks[name][1] for name in failing if name in _app_checks]
+            exc = DependencyUnavailable(
+                " ".join([f"Not ready: {', '.join(failing)} unavailable.", *reasons])
+            )
             problem = problem_exception_handler(exc, {"request": request, "view": self})
             if problem is None:  # pragma: no cover - a DomainError always renders
                 raise exc

@@ -6,6 +6,8 @@ class PublishingConfig(AppConfig):
     verbose_name = "Publishing"
 
     def ready(self) -> None:
+        from config import health
+        from publishing import checks  # also registers the system checks
         from publishing import lifecycle as publishing_lifecycle
         from publishing.readiness_catalog import PublishingCatalog
         from readiness import catalog as readiness_catalog
@@ -15,3 +17,9 @@ class PublishingConfig(AppConfig):
         lifecycle.register_blocker_check(publishing_lifecycle.blockers)
         # Readiness decides over publishing's providers and accounts without importing this app.
         readiness_catalog.install(PublishingCatalog())
+        # /ready fails with "credentials" when the configured keys open no stored credential.
+        health.register_readiness_check(
+            "credentials",
+            checks.readiness_check,
+            "HERALD_CREDENTIALS_KEY opens none of the stored provider credentials.",
+        )
