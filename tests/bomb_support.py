@@ -4,13 +4,16 @@ the process's peak resident memory grew while something ran."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gc
 import io
 import struct
+import threading
 import time
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TypeVar
 
@@ -103,3 +106,39 @@ def measure(call: Callable[[], T]) -> tuple[T, int, float]:
     result = call()
     elapsed = time.monotonic() - started
     return result, (_status_kib("VmHWM") - before) * 1024, elapsed
+
+
+@contextlib.contextmanager
+def answering_server(
+    body: bytes, *, status: int = 200, headers: dict[str, str] | None = None
+) -> Iterator[str]:
+    """An HTTP server on 127.0.0.1 answering every request with ``status``, ``headers`` and
+    ``body`` (sent as is: a compressed body keeps its ``Content-Encoding``); yields its URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self.rfile.read(length)
+            self.send_response(status)
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            with contextlib.suppress(OSError):  # the client stopped reading: as tests want
+                self.wfile.write(body)
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -15,7 +15,11 @@ Nothing here logs a secret: only the provider, the operation, the host and the o
 
 from __future__ import annotations
 
+import io
+import itertools
 import logging
+import operator
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -38,6 +42,15 @@ from publishing.providers.url_safety import GuardedAdapter, allow_any_address, i
 USER_AGENT = "Herald/0.1"
 DEFAULT_READ_TIMEOUT = 10.0
 DEFAULT_CONNECT_TIMEOUT = 5.0
+# Provider answers are small JSON documents; a larger (or larger once decoded) one is refused.
+MAX_ANSWER_BYTES = 2 * 1024 * 1024
+_READ_STEP = 64 * 1024
+# Nesting deeper than this is refused too: the standard JSON decoder that ``response.json()``
+# uses raises RecursionError (not ValueError) on a few thousand brackets.
+MAX_ANSWER_DEPTH = 64
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(byte for byte in range(256) if byte not in b"[]{}")
+_STEPS = bytes.maketrans(b"[{]}", b"\x02\x02\x00\x00")
 
 logger = logging.getLogger("herald.providers")
 
@@ -113,7 +126,9 @@ class HttpClient:
                 files=files,
                 timeout=(self.connect_timeout, self.read_timeout),
                 allow_redirects=False,
+                stream=True,
             )
+            complete = _read_answer(response)
         except (requests.RequestException, BlockedAddressError, Urllib3Error, OSError) as exc:
             error = classify(
                 provider=provider,
@@ -145,6 +160,8 @@ class HttpClient:
             },
         )
         if response.status_code in tuple(ok):
+            if not complete:
+                raise _unreadable(provider, operation, write, response.status_code)
             return response
         detail = parse_error(response) if parse_error else default_error_detail(response)
         error = classify(
@@ -174,7 +191,46 @@ class HttpClient:
         try:
             return response.json()
         except ValueError:
-            kind = ErrorKind.AMBIGUOUS if write else ErrorKind.TRANSIENT
-            raise ProviderHTTPError(
-                kind, f"{provider}: unreadable answer to {operation}.", status=response.status_code
-            ) from None
+            raise _unreadable(provider, operation, write, response.status_code) from None
+
+
+def _unreadable(provider: str, operation: str, write: bool, status: int) -> ProviderHTTPError:
+    kind = ErrorKind.AMBIGUOUS if write else ErrorKind.TRANSIENT
+    return ProviderHTTPError(kind, f"{provider}: unreadable answer to {operation}.", status=status)
+
+
+def _read_answer(response: requests.Response) -> bool:
+    """Read ``response``'s body, decoded, so that ``content`` and ``json()`` work as without
+    streaming; ``False`` (and an empty body) once it passes :data:`MAX_ANSWER_BYTES`.
+
+    urllib3 decodes a gzip, deflate, Brotli or zstd answer one step at a time, so a
+    compressed bomb costs about one step of memory before it is refused, not its expanded size.
+    """
+    pieces: list[bytes] = []
+    size = 0
+    complete = True
+    try:
+        for piece in response.raw.stream(_READ_STEP, decode_content=True):
+            size += len(piece)
+            if size > MAX_ANSWER_BYTES:
+                pieces, complete = [], False
+                break
+            pieces.append(piece)
+    finally:
+        response.close()  # back to the pool when read to the end; dropped when cut short
+    body = b"".join(pieces)
+    if _too_deep(body):
+        body, complete = b"", False
+    response.raw = io.BytesIO(body)  # the documented file-like body, now bounded
+    return complete
+
+
+def _too_deep(body: bytes) -> bool:
+    """Whether ``body`` nests arrays and objects deeper than :data:`MAX_ANSWER_DEPTH` (brackets
+    inside JSON strings do not count): a running sum of +1 per opening and -1 per closing
+    bracket, in C (a 2 MiB body of brackets takes about 0.3 s)."""
+    if body.count(b"[") + body.count(b"{") <= MAX_ANSWER_DEPTH:
+        return False
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_BRACKETS).translate(_STEPS)
+    steps = map(operator.sub, brackets, itertools.repeat(1))  # 2 -> +1, 0 -> -1
+    return max(itertools.accumulate(steps), default=0) > MAX_ANSWER_DEPTH
