@@ -18,6 +18,7 @@ import tarfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHANGELOG = ROOT / "CHANGELOG.md"
 PREVIOUS_RELEASE_RE = re.compile(r"^Previous release: `([0-9a-f]{7,40})`", re.MULTILINE)
 # A throw-away Fernet key for the processes these tests start (never a real instance's).
-CREDENTIALS_KEY = "dXBncmFkZS10ZXN0cy1vbmx5LWtleS0zMmJ5dGVzIQ="
+CREDENTIALS_KEY = "dXBncmFkZS10ZXN0cy1vbmx5LWtleS0zMmJ5dGVzISE="
 
 
 def previous_release() -> str:
@@ -121,3 +122,167 @@ def scratch_database(prefix: str) -> Iterator[str]:
         yield server.url(name)
     finally:
         server.drop_database(name)
+
+
+# --- A running instance of some release (web, worker, beat) -----------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class Instance:
+    """gunicorn, a Celery worker and beat of the tree at ``source``, as ``make run`` starts
+    them (one web worker, two worker processes), on ``env``'s database and data folder."""
+
+    def __init__(self, source: Path, env: dict[str, str], logs: Path) -> None:
+        import time
+
+        bin_dir = Path(sys.executable).parent
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        data_dir = Path(env["HERALD_DATA_DIR"])
+        commands = {
+            "web": [str(bin_dir / "gunicorn"), "config.wsgi:application", "--bind",
+                    f"127.0.0.1:{self.port}", "--workers", "1", "--threads", "4"],
+            "worker": [str(bin_dir / "celery"), "-A", "config", "worker", "--loglevel", "INFO",
+                       "--concurrency", "2"],
+            "beat": [str(bin_dir / "celery"), "-A", "config", "beat", "--loglevel", "INFO",
+                     "--schedule", str(data_dir / "celerybeat-schedule")],
+        }  # fmt: skip
+        logs.mkdir(parents=True, exist_ok=True)
+        self.logs = logs
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        for name, command in commands.items():
+            self.processes[name] = subprocess.Popen(
+                command,
+                cwd=source,
+                env={**env, "PYTHONPATH": str(source)},
+                stdout=(logs / f"{name}.log").open("wb"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        import requests
+
+        deadline = time.monotonic() + 60
+        while True:
+            self.check_alive()
+            with contextlib.suppress(requests.RequestException):
+                if requests.get(f"{self.url}/api/v1/health", timeout=2).status_code == 200:
+                    return
+            assert time.monotonic() < deadline, self.output()
+            time.sleep(0.2)
+
+    def output(self) -> str:
+        return "\n".join(
+            f"--- {name}\n{(self.logs / f'{name}.log').read_text(errors='replace')[-4000:]}"
+            for name in self.processes
+        )
+
+    def check_alive(self) -> None:
+        for name, process in self.processes.items():
+            assert process.poll() is None, f"{name} exited\n{self.output()}"
+
+    def stop(self) -> None:
+        import signal
+
+        for process in self.processes.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=5)
+
+
+@contextlib.contextmanager
+def running(source: Path, env: dict[str, str], logs: Path) -> Iterator[Instance]:
+    instance = Instance(source, env, logs)
+    try:
+        yield instance
+    finally:
+        instance.stop()
+
+
+def api_token(source: Path, env: dict[str, str], email: str) -> str:
+    """A user ``email`` and an API token of theirs, made by the tree at ``source``'s commands."""
+    manage(
+        source,
+        env,
+        "shell",
+        "-c",
+        "from workspaces.models import User; "
+        f"User.objects.create_user({email!r}, 'upgrade-tests-0123456789')",
+    )
+    done = manage(source, env, "create_api_token", "--user", email)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def core_flow(api: str, token: str, webhook_url: str, label: str) -> dict[str, str]:
+    """Through the API: an organization and workspace, a Discord webhook account connected,
+    one publication scheduled a few seconds ahead and one published now; both delivered.
+    Returns the ids made."""
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    import requests
+
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {token}"
+
+    def call(method: str, path: str, status: int, **body: Any) -> Any:
+        response = session.request(method, f"{api}/api/v1{path}", json=body or None, timeout=30)
+        assert response.status_code == status, (method, path, response.status_code, response.text)
+        return response.json() if response.content else None
+
+    organization = call("POST", "/organizations", 201, name=f"Org {label}")
+    workspace = call("POST", "/workspaces", 201, organization_id=organization["id"], name=label)
+    connected = call(
+        "POST",
+        "/accounts/connect",
+        201,
+        workspace_id=workspace["id"],
+        provider="discord_webhook",
+        fields={"webhook_url": webhook_url},
+    )
+    account = connected["account"]["id"]
+    made = {"workspace": workspace["id"], "account": account}
+    for kind in ("scheduled", "now"):
+        draft = call(
+            "POST",
+            "/publications",
+            201,
+            workspace_id=workspace["id"],
+            text=f"{label}: {kind}",
+            destinations=[{"account_id": account}],
+        )
+        if kind == "scheduled":
+            at = datetime.now(UTC) + timedelta(seconds=3)
+            call(
+                "POST",
+                f"/publications/{draft['id']}/schedule",
+                200,
+                scheduled_at=at.isoformat().replace("+00:00", "Z"),
+                expected_revision=draft["revision"],
+            )
+        else:
+            call(
+                "POST",
+                f"/publications/{draft['id']}/publish-now",
+                202,
+                expected_revision=draft["revision"],
+            )
+        made[kind] = draft["id"]
+    deadline = time.monotonic() + 60
+    for kind in ("scheduled", "now"):
+        while (status := call("GET", f"/publications/{made[kind]}", 200)["status"]) != "published":
+            assert status in ("scheduled", "publishing", "queued", "draft"), (kind, status)
+            assert time.monotonic() < deadline, (kind, status)
+            time.sleep(0.3)
+    return made

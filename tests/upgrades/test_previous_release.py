@@ -1,0 +1,59 @@
+"""The previous release keeps working on this release's schema (expand, migrate, contract).
+
+During an upgrade the old web and worker processes run while ``migrate`` changes the schema, and
+a code-only rollback runs the previous release on it. So the previous release's code (exported
+from git, CHANGELOG.md's "Previous release") runs its web, worker and beat on a database
+migrated by this checkout, and goes through its core flow: connect an account, create, schedule
+and publish now; both posts are delivered. Then this release runs on the same database and
+finds what the old one made.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import requests
+
+from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.upgrades_support import (
+    ROOT,
+    api_token,
+    core_flow,
+    export_release,
+    git_available,
+    manage,
+    previous_release,
+    process_env,
+    running,
+    scratch_database,
+)
+
+pytestmark = [
+    pytest.mark.postgres,
+    pytest.mark.slow,
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(not git_available(), reason="needs the git history (the old release)"),
+]
+
+
+def test_previous_release_core_flow_on_the_new_schema(tmp_path: Path) -> None:
+    old = export_release(previous_release(), tmp_path / "previous")
+    with scratch_database("previous") as url, DiscordWebhookStandIn() as discord:
+        env = process_env(tmp_path / "data", url)
+        manage(ROOT, env, "migrate", "--noinput")  # this release's schema
+        token = api_token(old, env, "old@example.com")
+
+        with running(old, env, tmp_path / "old-logs") as instance:
+            made = core_flow(instance.url, token, discord.fixtures()["webhook_url"], "old")
+            instance.check_alive()
+        assert "Traceback" not in instance.output()
+
+        # This release on the same database: what the previous one made is there and works.
+        with running(ROOT, env, tmp_path / "new-logs") as instance:
+            session = requests.Session()
+            session.headers["Authorization"] = f"Bearer {token}"
+            got = session.get(f"{instance.url}/api/v1/publications/{made['now']}", timeout=10)
+            assert got.status_code == 200, got.text
+            assert got.json()["status"] == "published"
+            core_flow(instance.url, token, discord.fixtures()["webhook_url"], "new")
