@@ -528,3 +528,21 @@ def read_mark(key: str) -> float:
         _failed_open(exc, "marks")
         return 0.0
     return until if until > now else 0.0
+
+
+# --- Daily quotas (several counters at once) -----------------------------------------------
+
+DAY_SECONDS = 24 * 60 * 60
+
+
+def daily_quota_hit(quotas: list[tuple[str, int]]) -> int:
+    """Count one use against each ``(key, limit)`` of ``quotas``, each a window of a day: 0 when
+    every count is within its limit, else the seconds until the latest of the exceeded windows
+    ends (a ``Retry-After``). Refused attempts count too: a client that keeps trying does not
+    get its quota back sooner. Unreachable store: admitted, like every counter."""
+    wait = 0.0
+    for key, limit in quotas:
+        count, seconds_left = window_hit(key, DAY_SECONDS)
+        if count > limit:
+            wait = max(wait, seconds_left)
+    return math.ceil(wait)

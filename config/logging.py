@@ -11,6 +11,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?i)(://[^:/@\s]+:)[^@\s]+@"), r"\1[REDACTED]@"),
     # The invitation page's path carries the accept token (workspaces.web); API paths carry ids.
     (re.compile(r"(?<!/api/v1)(/invitations/)[A-Za-z0-9_\-]{20,}"), r"\1[REDACTED]"),
+    # The e-mail verification link: /verify-email/<signed token>/.
+    (re.compile(r"(/verify-email/)[A-Za-z0-9_\-:.]{20,}"), r"\1[REDACTED]"),
     # Django's password-reset link: /password-reset/<uidb64>/<token>/.
     (
         re.compile(r"(/password-reset/[A-Za-z0-9_\-]+/)(?!set-password/)[A-Za-z0-9_\-]{20,}"),

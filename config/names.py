@@ -1,5 +1,6 @@
 """Names people give things (workspaces, organizations, voice profiles, themes, theme assets,
-API tokens): one cleaning rule, applied by the services (:func:`name_or_invalid`) whatever calls
+API tokens) and people's display names (:func:`clean_display_name`: optional, at most 80
+characters): one cleaning rule, applied by the services (:func:`name_or_invalid`) whatever calls
 them (the API, the Django admin, browser pages, management commands), and by the API's input
 serializers through ``config.api.names.NameField``.
 
@@ -70,3 +71,31 @@ def name_or_invalid(value: Any, *, max_length: int, location: str = "body.name")
         return clean_name(value, max_length=max_length)
     except InvalidName as exc:
         raise FieldValidationError([{"location": location, "message": str(exc)}]) from None
+
+
+# --- Display names ---------------------------------------------------------------------------
+
+DISPLAY_NAME_MAX_LENGTH = 80  # the longest workspace name: shown beside it in pages and e-mails
+
+
+def clean_display_name(value: Any) -> str:
+    """A person's display name: the same rule as any name (:func:`clean_name`) and at most
+    :data:`DISPLAY_NAME_MAX_LENGTH` characters, but optional: blank (or only spaces) is ``""``."""
+    if isinstance(value, str) and not value.strip(_TRIMMED):
+        return ""
+    return clean_name(value, max_length=DISPLAY_NAME_MAX_LENGTH)
+
+
+def display_name_or_invalid(value: Any, *, location: str = "body.name") -> str:
+    """:func:`clean_display_name` for a service: a 422 ``FieldValidationError`` at ``location``."""
+    try:
+        return clean_display_name(value)
+    except InvalidName as exc:
+        raise FieldValidationError([{"location": location, "message": str(exc)}]) from None
+
+
+def quoted(text: str) -> str:
+    """``text`` as a quoted string for prose (e-mails): refused characters dropped, quotes and
+    backslashes escaped, so a name can never read as the sentence around it."""
+    kept = "".join(char for char in text if unicodedata.category(char) not in REFUSED_CATEGORIES)
+    return '"' + kept.replace("\\", "\\\\").replace('"', '\\"') + '"'

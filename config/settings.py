@@ -280,6 +280,12 @@ HERALD_RECENT_AUTH_SECONDS = env_int("HERALD_RECENT_AUTH_SECONDS", 15 * 60)
 HERALD_AUTH_FAILURES_PER_MINUTE = env_int("HERALD_AUTH_FAILURES_PER_MINUTE", 30)
 HERALD_TOKEN_MAX_DAYS = 365
 HERALD_INVITATION_DAYS = env_int("HERALD_INVITATION_DAYS", 14)
+# Invitations sent (created or resent) per day: by one person, for one workspace, to one address.
+HERALD_INVITATIONS_PER_USER_PER_DAY = env_int("HERALD_INVITATIONS_PER_USER_PER_DAY", 50)
+HERALD_INVITATIONS_PER_WORKSPACE_PER_DAY = env_int("HERALD_INVITATIONS_PER_WORKSPACE_PER_DAY", 100)
+HERALD_INVITATIONS_PER_RECIPIENT_PER_DAY = env_int("HERALD_INVITATIONS_PER_RECIPIENT_PER_DAY", 5)
+# Verification links (/settings/) a person may ask for per hour.
+HERALD_VERIFICATION_EMAILS_PER_HOUR = env_int("HERALD_VERIFICATION_EMAILS_PER_HOUR", 3)
 # Password reset by e-mail (/password-reset/): requests per client address per hour.
 HERALD_PASSWORD_RESETS_PER_HOUR = env_int("HERALD_PASSWORD_RESETS_PER_HOUR", 5)
 PASSWORD_RESET_TIMEOUT = env_int("HERALD_PASSWORD_RESET_SECONDS", 3 * 60 * 60)
@@ -373,6 +379,7 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
         "WorkspaceRoleEnum": "workspaces.models.WorkspaceMembership.Role",
         "MembershipStatusEnum": "workspaces.models.WorkspaceMembership.Status",
         "InvitationStatusEnum": "workspaces.models.Invitation.Status",
+        "InvitationDeliveryEnum": "workspaces.models.Invitation.Delivery",
         "ApiTokenStatusEnum": "workspaces.models.ApiToken.Status",
         "ApiTokenPermissionEnum": "workspaces.models.ApiToken.PERMISSIONS",
         "AccessAuditActionEnum": "workspaces.models.AccessAuditEvent.Action",

@@ -10,9 +10,13 @@ the same transaction and validated by the same rules:
   the API (organization owner, exact name, recent sign-in, blockers, lifecycle record);
 - workspace memberships are added, changed and removed through the member services (audited;
   the last active admin is kept); organization memberships are read-only;
-- invitations and API tokens are revoked (actions), never deleted; token secrets and
-  invitation token hashes are never shown. Users are deactivated, not deleted (a deletion would
-  drop memberships without an audit event and hard-delete tokens).
+- invitations and API tokens are revoked (actions), never deleted; token secrets, invitation
+  tokens and their links are never shown (an invitation's link goes to the invitee's mailbox
+  alone; its ``delivery`` is shown). Users are deactivated, not deleted (a deletion would drop
+  memberships without an audit event and hard-delete tokens); whether a user's mailbox is proven
+  shows in the list, and an administrator who knows the person may vouch for it (an action that,
+  like any proof, ends the user's sessions and revokes their earlier tokens, audited); display
+  names follow the names rule (``config.names.clean_display_name``).
 """
 
 from __future__ import annotations
@@ -23,12 +27,14 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
+from django.contrib.auth.forms import UserChangeForm
 from django.db import models, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from config import version
 from config.errors import DomainError, FieldValidationError
+from config.names import InvalidName, clean_display_name
 from workspaces import services
 from workspaces.access import Actor
 from workspaces.models import (
@@ -138,15 +144,38 @@ def _run_each(
 # --- Users ----------------------------------------------------------------------------------
 
 
+class HeraldUserChangeForm(UserChangeForm[User]):
+    def clean_name(self) -> str:
+        try:
+            return clean_display_name(self.cleaned_data.get("name", ""))
+        except InvalidName as exc:
+            raise forms.ValidationError(str(exc)) from None
+
+
 @admin.register(User)
 class UserAdmin(DjangoUserAdmin[User]):
+    form = HeraldUserChangeForm
     ordering = ("email",)
-    list_display = ("email", "name", "is_active", "is_staff", "is_superuser", "created_at")
+    list_display = (
+        "email",
+        "name",
+        "email_verified",
+        "is_active",
+        "is_staff",
+        "is_superuser",
+        "created_at",
+    )
     search_fields = ("email", "name")
-    list_filter = ("is_active", "is_staff", "is_superuser")
-    readonly_fields = ("created_at", "last_login")
+    list_filter = (
+        ("email_verified_at", admin.EmptyFieldListFilter),
+        "is_active",
+        "is_staff",
+        "is_superuser",
+    )
+    readonly_fields = ("created_at", "last_login", "email_verified_at")
+    actions = ("vouch_for_mailboxes",)
     fieldsets = (
-        (None, {"fields": ("email", "password")}),
+        (None, {"fields": ("email", "email_verified_at", "password")}),
         ("Profile", {"fields": ("name",)}),
         (
             "Permissions",
@@ -158,6 +187,24 @@ class UserAdmin(DjangoUserAdmin[User]):
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False  # deactivate instead (is_active): deleting drops memberships unaudited
+
+    @admin.display(boolean=True, description="E-mail verified", ordering="email_verified_at")
+    def email_verified(self, obj: User) -> bool:
+        return obj.email_verified
+
+    @admin.action(
+        description=(
+            "Vouch for the selected users' e-mail addresses (ends their sessions, revokes "
+            "their earlier API tokens; audited)"
+        )
+    )
+    def vouch_for_mailboxes(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        _run_each(
+            request,
+            queryset,
+            lambda u: services.account_prove_mailbox(user=u, actor=_actor(request).user),
+            "Verified",
+        )
 
 
 # --- Organizations --------------------------------------------------------------------------
@@ -385,9 +432,9 @@ class InvitationAdmin(admin.ModelAdmin[Invitation]):
     """Invitations are created through the API (the accept token is shown once) and revoked
     here (audited); never deleted."""
 
-    list_display = ("email", "workspace", "role", "status", "created_at", "expires_at")
+    list_display = ("email", "workspace", "role", "status", "delivery", "created_at", "expires_at")
     list_select_related = ("workspace",)
-    list_filter = ("status", "role")
+    list_filter = ("status", "role", "delivery")
     search_fields = ("email", "workspace__name")
     exclude = ("token_hash",)
     readonly_fields = (
@@ -395,6 +442,7 @@ class InvitationAdmin(admin.ModelAdmin[Invitation]):
         "email",
         "role",
         "status",
+        "delivery",
         "invited_by",
         "created_at",
         "expires_at",

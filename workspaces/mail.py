@@ -1,10 +1,15 @@
-"""Links and e-mails to people: the invitation page's address and the invitation e-mail.
+"""Links and e-mails to people: the invitation page's address, the invitation e-mail and the
+verification e-mail.
 
 Links are absolute: ``HERALD_PUBLIC_URL`` when it is set, otherwise the origin of the request
 that produced them (``base_url``). An invitation e-mail is sent after the transaction that issued
 its token commits (``workspaces.services.invitations`` schedules it); a failure to send is logged
-(never with the token or the link) and never fails the request: the API answer carries
-``accept_url`` for the inviter to pass on by any channel.
+(never with the token or the link) and never fails the request: the inviter resends it. The link
+is never shown to the inviter when the instance sends e-mail.
+
+Names people chose (the inviter's display name, the workspace's name) appear quoted
+(``config.names.quoted``), never as part of the sentence: a name such as ``Your bank. Call…``
+reads as the name it is.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ from django.db import transaction
 from django.template.loader import render_to_string
 from django.urls import reverse
 
-from workspaces.models import Invitation
+from config.names import quoted
+from workspaces.models import Invitation, User
 
 logger = logging.getLogger(__name__)
 
@@ -44,16 +50,25 @@ def send_invitation_after_commit(invitation: Invitation, accept_url: str) -> Non
     transaction.on_commit(partial(_send_invitation, invitation, accept_url))
 
 
+def inviter_label(inviter: User | None) -> str:
+    """Who sent an invitation, for an e-mail: the quoted display name and the address, or the
+    address alone."""
+    if inviter is None:
+        return "an administrator"
+    if inviter.name:
+        return f"{quoted(inviter.name)} <{inviter.email}>"
+    return f"<{inviter.email}>"
+
+
 def _send_invitation(invitation: Invitation, accept_url: str) -> None:
-    inviter = invitation.invited_by
     context = {
-        "workspace": invitation.workspace.name,
-        "inviter": (inviter.name or inviter.email) if inviter else "An administrator",
+        "workspace": quoted(invitation.workspace.name),
+        "inviter": inviter_label(invitation.invited_by),
         "role": invitation.role,
         "accept_url": accept_url,
         "expires_at": invitation.expires_at,
     }
-    subject = f"You are invited to {invitation.workspace.name} on Herald"
+    subject = f"Invitation to the workspace {quoted(invitation.workspace.name)} on Herald"
     try:
         send_mail(
             subject=" ".join(subject.split()),  # no line break from a workspace name
@@ -65,3 +80,21 @@ def _send_invitation(invitation: Invitation, accept_url: str) -> None:
         logger.warning(
             "Invitation e-mail for invitation %s not sent (%s)", invitation.pk, type(exc).__name__
         )
+
+
+def send_verification(user: User, verify_url: str) -> bool:
+    """E-mail the verification link to ``user``'s address; False when it could not be sent
+    (logged without the link)."""
+    try:
+        send_mail(
+            subject="Confirm your e-mail address on Herald",
+            message=render_to_string(
+                "workspaces/email/verify_email.txt", {"verify_url": verify_url, "email": user.email}
+            ),
+            from_email=None,
+            recipient_list=[user.email],
+        )
+    except Exception as exc:  # any backend failure: logged, never fatal
+        logger.warning("Verification e-mail for user %s not sent (%s)", user.pk, type(exc).__name__)
+        return False
+    return True

@@ -11,6 +11,7 @@ from django.contrib.auth.models import PermissionsMixin
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Lower
+from django.utils.crypto import salted_hmac
 from django.utils.timezone import now
 
 
@@ -37,12 +38,20 @@ class UserManager(BaseUserManager["User"]):
 
 
 class User(AbstractBaseUser, PermissionsMixin):
+    """``email_verified_at``: when the person last proved they read this mailbox (an invitation
+    link that came by e-mail, a verification link, a password reset); ``None``: never, so the
+    account may have been created by whoever held a hand-delivered link. ``session_epoch``: a
+    proof of the mailbox raises it, which ends every browser session (see
+    ``get_session_auth_hash``) without touching the password."""
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     email = models.EmailField(unique=True)
     name = models.CharField(max_length=150, blank=True)
     is_active = models.BooleanField(default=True)
     is_staff = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=now)
+    email_verified_at = models.DateTimeField(null=True, blank=True)
+    session_epoch = models.IntegerField(default=0, db_default=0, editable=False)
 
     objects: ClassVar[UserManager] = UserManager()
 
@@ -57,6 +66,30 @@ class User(AbstractBaseUser, PermissionsMixin):
 
     def __str__(self) -> str:
         return self.email
+
+    @property
+    def email_verified(self) -> bool:
+        return self.email_verified_at is not None
+
+    # Django keeps a hash of the password in each session and ends the sessions whose hash no
+    # longer matches. Mixing in ``session_epoch`` ends them all when it is raised too; at 0 the
+    # hash is Django's own, so sessions opened before this field existed stay valid.
+    _SESSION_HASH_SALT = "django.contrib.auth.models.AbstractBaseUser.get_session_auth_hash"
+
+    def _session_hash(self, secret: str | bytes | None = None) -> str:
+        value = self.password if not self.session_epoch else f"{self.password}:{self.session_epoch}"
+        return salted_hmac(
+            self._SESSION_HASH_SALT, value, secret=secret, algorithm="sha256"
+        ).hexdigest()
+
+    def get_session_auth_hash(self) -> str:
+        return self._session_hash()
+
+    def get_session_auth_fallback_hash(self) -> Any:
+        from django.conf import settings
+
+        for fallback_secret in settings.SECRET_KEY_FALLBACKS:
+            yield self._session_hash(secret=fallback_secret)
 
 
 class Organization(models.Model):
@@ -159,11 +192,20 @@ class WorkspaceMembership(models.Model):
 
 
 class Invitation(models.Model):
+    """``delivery``: how the current link reached the invitee. ``email``: only to the invitee's
+    mailbox, so opening it proves the mailbox; ``manual``: the instance sends no e-mail and an
+    administrator passed the link on by hand (rows older than this field were shown to their
+    inviter: ``manual`` too)."""
+
     class Status(models.TextChoices):
         PENDING = "pending"
         ACCEPTED = "accepted"
         REVOKED = "revoked"
         EXPIRED = "expired"
+
+    class Delivery(models.TextChoices):
+        EMAIL = "email"
+        MANUAL = "manual"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="invitations")
@@ -177,6 +219,9 @@ class Invitation(models.Model):
     accepted_at = models.DateTimeField(null=True, blank=True)
     accepted_by = models.ForeignKey(
         User, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    delivery = models.CharField(
+        max_length=8, choices=Delivery.choices, default=Delivery.MANUAL, db_default="manual"
     )
 
     class Meta:
@@ -249,6 +294,7 @@ class AccessAuditEvent(models.Model):
         MEMBER_REMOVED = "member.removed"
         REPOST_GRANT_CREATED = "repost_grant.created"
         REPOST_GRANT_REVOKED = "repost_grant.revoked"
+        ACCOUNT_EMAIL_VERIFIED = "account.email_verified"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace_id = models.UUIDField(db_index=True)

@@ -1,17 +1,22 @@
 """Pages where people join and manage themselves (issue 17 items 6 and 7).
 
-* ``/invitations/<accept_token>/``: the invitation link. Signed out, a person without an account
-  chooses a password (and a display name): ``services.invitation_sign_up`` creates the account
-  with exactly the invited e-mail and accepts the invitation (with its audit event) in one
-  transaction, and the page signs the person in. A person who already has an account is asked
-  to sign in first; signed in as the invitee it is one "Accept" button; signed in as someone
-  else the page says so. Unknown tokens answer 404, used, revoked or expired ones 410, each
-  with words.
-* ``/settings/`` (profile, password, developer settings), ``/settings/profile/`` (display
-  name), ``/settings/password/`` (a wrong current password spends the client's
-  failed-authentication budget: ``workspaces.authentication.check_password_within_budget``).
+* ``/invitations/<accept_token>/``: the invitation link. Signed out, the page is the same
+  whether or not the address has an account: sign in to accept, or choose a password (and a
+  display name): ``services.invitation_sign_up`` creates the account with exactly the invited
+  e-mail, or, when the link came by e-mail, sets the password of the existing one like a reset,
+  and accepts the invitation in one transaction; the page signs the person in. Signed in as the
+  invitee it is one "Accept" button; signed in as someone else the page says so. Unknown tokens
+  answer 404, used, revoked or withdrawn or expired ones 410, each with words.
+* ``/settings/`` (profile, whether the e-mail address is verified, the person's API tokens,
+  password, developer settings), ``/settings/profile/`` (display name, the names rule),
+  ``/settings/password/`` (a wrong current password spends the client's failed-authentication
+  budget: ``workspaces.authentication.check_password_within_budget``; a change ends the other
+  sessions), ``/settings/verify-email/`` (e-mails a verification link).
+* ``/verify-email/<token>/``: the verification link; confirming proves the mailbox
+  (``services.account_prove_mailbox``: every session ends, earlier tokens are revoked).
 * ``/password-reset/…``: Django's reset views, rate limited per client address
-  (``config.limits``), answering the same whether or not the address has an account.
+  (``config.limits``), answering the same whether or not the address has an account. A reset
+  proves the mailbox too.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import login, password_validation
+from django.contrib.auth import login, logout, password_validation, update_session_auth_hash
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import PasswordChangeForm
 from django.contrib.auth.views import (
@@ -42,14 +47,15 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 from rest_framework import exceptions
 
-from config.errors import DomainError
+from config.errors import DomainError, FieldValidationError
 from config.limits import client_ip, window_hit
+from config.names import DISPLAY_NAME_MAX_LENGTH, InvalidName, clean_display_name
 from workspaces import services
-from workspaces.access import Actor
+from workspaces.access import Actor, request_user
 from workspaces.authentication import check_password_within_budget
 from workspaces.errors import InvitationAccountExistsError
-from workspaces.mail import base_url
-from workspaces.models import Invitation, User
+from workspaces.mail import base_url, send_verification
+from workspaces.models import ApiToken, Invitation
 from workspaces.signin import RATE_LIMITED, RATE_LIMITED_MESSAGE
 from workspaces.web_session import SESSION_AUTHENTICATED_AT  # the sign-in time a deletion checks
 
@@ -90,13 +96,22 @@ UNAVAILABLE = {
 }
 
 
+class DisplayNameField(forms.CharField):
+    """A display name under the names rule (``config.names.clean_display_name``)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("widget", forms.TextInput(attrs={"autocomplete": "name"}))
+        super().__init__(max_length=DISPLAY_NAME_MAX_LENGTH, strip=False, **kwargs)
+
+    def clean(self, value: Any) -> str:
+        try:
+            return clean_display_name(super().clean(value))
+        except InvalidName as exc:
+            raise forms.ValidationError(str(exc), "invalid_name") from None
+
+
 class InvitationSignUpForm(forms.Form):
-    name = forms.CharField(
-        max_length=150,
-        required=False,
-        label="Display name (optional)",
-        widget=forms.TextInput(attrs={"autocomplete": "name"}),
-    )
+    name = DisplayNameField(required=False, label="Display name (optional)")
     password1 = forms.CharField(
         label="Choose a password",
         strip=False,
@@ -155,31 +170,15 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
         return _unavailable(request, invitation.effective_status)
     if not services.invitation_issuer_may_grant(invitation):  # withdrawn with their authority
         return _unavailable(request, Invitation.Status.REVOKED)
-    inviter = invitation.invited_by
     context: dict[str, Any] = {
         "invitation": invitation,
-        "inviter": (inviter.name or inviter.email) if inviter else "An administrator",
+        "inviter": invitation.invited_by,
+        "by_email": invitation.delivery == Invitation.Delivery.EMAIL,
+        "login_url": reverse("login") + "?" + urlencode({"next": request.path}),
     }
     user = request.user
     if user.is_authenticated:
-        if user.email.lower() != invitation.email.lower():
-            context["mode"] = "other_user"
-            return render(
-                request,
-                "workspaces/invitation.html",
-                context,
-                status=403 if request.method == "POST" else 200,
-            )
-        if request.method == "POST":
-            try:
-                services.invitation_accept(actor=Actor(user=user), token=token)
-            except DomainError:  # accepted, revoked or expired meanwhile
-                return _unavailable(request, _current_status(invitation))
-            return _joined(request, invitation)
-        context["mode"] = "accept"
-        return render(request, "workspaces/invitation.html", context)
-    if User.objects.filter(email__iexact=invitation.email).exists():
-        return _sign_in_first(request, context)
+        return _signed_in(request, token, invitation, user, context)
     form = InvitationSignUpForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -190,28 +189,49 @@ def invitation_page(request: HttpRequest, token: str) -> HttpResponse:
             )
         except ValidationError as error:  # the password validators
             form.add_error("password1", error)
-        except InvitationAccountExistsError:  # an account with this e-mail was created meanwhile
-            return _sign_in_first(request, context)
+        except FieldValidationError as exc:  # the names rule
+            form.add_error("name", exc.errors[0]["message"])
+        except InvitationAccountExistsError:
+            # Only for a link passed on by hand, which proves no mailbox: whoever holds it may
+            # not take over an existing account. (An instance without e-mail cannot keep this
+            # answer from the administrator who holds the link.)
+            form.add_error(
+                None,
+                "No account was created. If you already have one, sign in to accept the "
+                "invitation.",
+            )
         except DomainError:  # accepted, revoked or expired meanwhile; no account was created
             return _unavailable(request, _current_status(invitation))
         else:
             login(request, membership.user, backend=MODEL_BACKEND)
             request.session[SESSION_AUTHENTICATED_AT] = timezone.now().timestamp()
             return _joined(request, invitation)
-    context.update(mode="sign_up", form=form)
+    context.update(mode="signed_out", form=form)
     return render(request, "workspaces/invitation.html", context)
 
 
-def _sign_in_first(request: HttpRequest, context: dict[str, Any]) -> HttpResponse:
-    context.update(
-        mode="sign_in", login_url=reverse("login") + "?" + urlencode({"next": request.path})
-    )
-    return render(
-        request,
-        "workspaces/invitation.html",
-        context,
-        status=403 if request.method == "POST" else 200,
-    )
+def _signed_in(
+    request: HttpRequest, token: str, invitation: Invitation, user: Any, context: dict[str, Any]
+) -> HttpResponse:
+    if user.email.lower() != invitation.email.lower():
+        context["mode"] = "other_user"
+        return render(
+            request,
+            "workspaces/invitation.html",
+            context,
+            status=403 if request.method == "POST" else 200,
+        )
+    if request.method == "POST":
+        try:
+            services.invitation_accept(actor=Actor(user=user), token=token)
+        except DomainError:  # accepted, revoked or expired meanwhile
+            return _unavailable(request, _current_status(invitation))
+        # Accepting a link that came by e-mail may have proven the mailbox, which ends every
+        # session: this one, which proved it, stays signed in.
+        update_session_auth_hash(request, user)
+        return _joined(request, invitation)
+    context["mode"] = "accept"
+    return render(request, "workspaces/invitation.html", context)
 
 
 def _current_status(invitation: Invitation) -> str:
@@ -236,28 +256,86 @@ def _page_messages(request: HttpRequest, tag: str) -> list[Any]:
 @login_required
 @require_http_methods(["GET"])
 def settings_index(request: HttpRequest) -> HttpResponse:
+    """The profile, whether the address is verified, and every API token of the person: after a
+    password reset (which revokes the tokens created before it) they see what exists."""
+    tokens = ApiToken.objects.filter(user=request_user(request)).order_by("-created_at")
     return render(
-        request, "workspaces/settings.html", {"page_messages": _page_messages(request, "settings")}
+        request,
+        "workspaces/settings.html",
+        {
+            "page_messages": _page_messages(request, "settings"),
+            "tokens": list(tokens.select_related("workspace")[:100]),
+            "email_enabled": settings.HERALD_EMAIL_ENABLED,
+        },
     )
 
 
-class ProfileForm(forms.ModelForm[Any]):
-    class Meta:
-        model = User
-        fields = ("name",)
-        labels = {"name": "Display name"}
-        widgets = {"name": forms.TextInput(attrs={"autocomplete": "name"})}
+class ProfileForm(forms.Form):
+    name = DisplayNameField(required=False, label="Display name")
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def settings_profile(request: HttpRequest) -> HttpResponse:
-    form = ProfileForm(request.POST or None, instance=request.user)
+    user = request_user(request)
+    form = ProfileForm(request.POST or None, initial={"name": user.name})
     if request.method == "POST" and form.is_valid():
-        form.save()
+        services.account_rename(user=user, name=form.cleaned_data["name"])
         messages.success(request, "Display name saved.", extra_tags="settings")
         return see_other(reverse("settings"))
     return render(request, "workspaces/settings_profile.html", {"form": form})
+
+
+@login_required
+@require_http_methods(["POST"])
+def settings_verify_email(request: HttpRequest) -> HttpResponse:
+    """E-mail a verification link to the person's address (a few per hour)."""
+    user = request_user(request)
+    if not settings.HERALD_EMAIL_ENABLED:
+        messages.error(request, "This instance cannot send e-mail.", extra_tags="settings")
+        return see_other(reverse("settings"))
+    count, seconds_left = window_hit(f"verifymail:{user.pk}", PASSWORD_RESET_WINDOW_SECONDS)
+    if count > settings.HERALD_VERIFICATION_EMAILS_PER_HOUR:
+        response = render(
+            request,
+            "workspaces/verify_email.html",
+            {"mode": "rate_limited"},
+            status=429,
+        )
+        return _retry_after(response, seconds_left)
+    token = services.account_verification_token(user)
+    link = base_url(request) + reverse("verify-email", args=[token])
+    if send_verification(user, link):
+        messages.success(
+            request, f"A verification link is on its way to {user.email}.", extra_tags="settings"
+        )
+    else:
+        messages.error(request, "The e-mail could not be sent; try later.", extra_tags="settings")
+    return see_other(reverse("settings"))
+
+
+@never_cache
+@require_http_methods(["GET", "POST"])
+def verify_email(request: HttpRequest, token: str) -> HttpResponse:
+    """The verification link. GET asks to confirm (a mail scanner that follows links must not
+    end anyone's sessions); POST proves the mailbox: every session of the account ends, this
+    browser's included, and its tokens created before now are revoked."""
+    try:
+        user = services.account_from_verification_token(token)
+    except DomainError:
+        return render(request, "workspaces/verify_email.html", {"mode": "invalid"}, status=404)
+    if request.method == "GET":
+        return render(
+            request, "workspaces/verify_email.html", {"mode": "confirm", "email": user.email}
+        )
+    revoked = services.account_prove_mailbox(user=user)
+    if request.user.is_authenticated:
+        logout(request)
+    return render(
+        request,
+        "workspaces/verify_email.html",
+        {"mode": "done", "email": user.email, "revoked": revoked},
+    )
 
 
 class BudgetPasswordChangeForm(PasswordChangeForm):
@@ -343,7 +421,16 @@ class HeraldPasswordResetDoneView(PasswordResetDoneView):
 
 
 class HeraldPasswordResetConfirmView(PasswordResetConfirmView):
+    """A reset proves the mailbox: besides the new password (which alone ends every session),
+    the tokens created before it are revoked and the proof is audited
+    (``services.account_prove_mailbox``)."""
+
     template_name = "workspaces/password_reset_confirm.html"
+
+    def form_valid(self, form: Any) -> HttpResponse:
+        response = super().form_valid(form)
+        services.account_prove_mailbox(user=form.user)
+        return response
 
 
 class HeraldPasswordResetCompleteView(PasswordResetCompleteView):

@@ -16,6 +16,8 @@ urlpatterns = [
     path("settings/", web.settings_index, name="settings"),
     path("settings/profile/", web.settings_profile, name="settings-profile"),
     path("settings/password/", web.SettingsPasswordView.as_view(), name="settings-password"),
+    path("settings/verify-email/", web.settings_verify_email, name="settings-verify-email"),
+    path("verify-email/<str:token>/", web.verify_email, name="verify-email"),
     path("password-reset/", web.HeraldPasswordResetView.as_view(), name="password_reset"),
     path(
         "password-reset/sent/",

@@ -294,6 +294,7 @@ def test_every_identity_response_validates_against_its_schema(
     workspace: Any,
     make_user: Callable[..., User],
     bearer_client: Callable[..., APIClient],
+    settings: Any,
 ) -> None:
     """One real call per identity operation that answers a body; the body's ``$schema`` names
     the component the contract declares for that status, resolves, and the body validates."""
@@ -360,6 +361,8 @@ def test_every_identity_response_validates_against_its_schema(
         201,
         {"email": invitee.email, "role": "editor"},
     )
+    assert "accept_url" not in invitation  # e-mailed: the answer carries no link
+    settings.HERALD_EMAIL_ENABLED = False  # the other shape: the link, to pass on by hand
     resent = check(
         owner,
         "post",

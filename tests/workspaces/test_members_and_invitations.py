@@ -29,6 +29,13 @@ from workspaces.services import invitations, members
 pytestmark = pytest.mark.django_db
 
 
+@pytest.fixture(autouse=True)
+def _no_email(settings: Any) -> None:
+    """An instance that cannot send e-mail: the answers carry the link, which these tests pass
+    on themselves (with e-mail, the link goes to the mailbox only: test_people_pages.py)."""
+    settings.HERALD_EMAIL_ENABLED = False
+
+
 def events(workspace: Any, action: str | None = None) -> list[AccessAuditEvent]:
     queryset = AccessAuditEvent.objects.filter(workspace_id=workspace.pk)
     if action:

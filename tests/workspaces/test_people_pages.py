@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import time_machine
 from django.core import mail
-from django.test import Client
+from django.test import Client, TestCase
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -50,51 +50,96 @@ def signed_in(user: User) -> Client:
     return client
 
 
+LINK = re.compile(r"https?://[^/\s]+/invitations/([A-Za-z0-9_\-]+)/")
+
+
 def invite(
     owner_client: APIClient, workspace: Any, email: str = INVITEE, role: str = "editor"
 ) -> Any:
-    response = owner_client.post(
-        f"/api/v1/workspaces/{workspace.pk}/invitations",
-        {"email": email, "role": role},
-        format="json",
-    )
+    """Invite through the API. With e-mail (the tests' default) the answer carries no link: it
+    is read from the invitee's mailbox, as the invitee would, into ``accept_url`` and
+    ``accept_token`` of the returned body (the API's own answer is checked where it matters)."""
+    before = len(mail.outbox)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        response = owner_client.post(
+            f"/api/v1/workspaces/{workspace.pk}/invitations",
+            {"email": email, "role": role},
+            format="json",
+        )
     assert response.status_code == 201, response.content
-    return response.json()
+    body = response.json()
+    if body["delivery"] == "email":
+        assert "accept_url" not in body
+        assert "accept_token" not in body
+        [message] = mail.outbox[before:]
+        match = LINK.search(message.body)
+        assert match, message.body
+        body["accept_url"], body["accept_token"] = match.group(0), match.group(1)
+    return body
 
 
 def page_path(body: dict[str, Any]) -> str:
-    prefix = "http://testserver"
-    assert body["accept_url"].startswith(prefix)
-    return str(body["accept_url"][len(prefix) :])
+    return "/invitations/" + str(body["accept_token"]) + "/"
 
 
 # --- accept_url and the invitation e-mail --------------------------------------------------
 
 
-def test_create_and_resend_answer_the_accept_url_and_email_it(
+def test_create_and_resend_email_the_link_and_never_answer_it(
     owner_client: APIClient,
     workspace: Any,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
+    """The instance sends e-mail: the link goes to the invitee's mailbox alone; the inviter's
+    answer says so (delivery email) and carries neither the token nor the link."""
     with django_capture_on_commit_callbacks(execute=True):
-        body = invite(owner_client, workspace)
-    assert body["accept_url"] == f"http://testserver/invitations/{body['accept_token']}/"
-    assert len(mail.outbox) == 1
-    message = mail.outbox[0]
+        response = owner_client.post(
+            f"/api/v1/workspaces/{workspace.pk}/invitations",
+            {"email": INVITEE, "role": "editor"},
+            format="json",
+        )
+    body = response.json()
+    assert response.status_code == 201
+    assert body["delivery"] == "email"
+    assert "accept_token" not in body
+    assert "accept_url" not in body
+    [message] = mail.outbox
     assert message.to == [INVITEE]
-    assert "Main" in message.subject
-    assert body["accept_url"] in message.body
-    assert "owner@example.com" in message.body
-    assert "editor" in message.body
+    first = LINK.search(message.body)
+    assert first
+    assert first.group(0).startswith("http://testserver/invitations/")
+    assert first.group(1) not in response.content.decode()
 
     with django_capture_on_commit_callbacks(execute=True):
         resent = owner_client.post(f"/api/v1/invitations/{body['id']}/resend")
     assert resent.status_code == 200
     again = resent.json()
-    assert again["accept_url"] == f"http://testserver/invitations/{again['accept_token']}/"
-    assert again["accept_url"] != body["accept_url"]
-    assert len(mail.outbox) == 2
-    assert again["accept_url"] in mail.outbox[1].body
+    assert again["delivery"] == "email"
+    assert "accept_token" not in again
+    assert "accept_url" not in again
+    second = LINK.search(mail.outbox[1].body)
+    assert second
+    assert second.group(1) != first.group(1)
+    assert second.group(1) not in resent.content.decode()
+
+
+def test_without_email_the_answer_carries_the_link_to_pass_on(
+    owner_client: APIClient,
+    workspace: Any,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    settings.HERALD_EMAIL_ENABLED = False
+    with django_capture_on_commit_callbacks(execute=True):
+        body = invite(owner_client, workspace)
+    assert body["delivery"] == "manual"
+    assert body["accept_url"] == f"http://testserver/invitations/{body['accept_token']}/"
+    assert mail.outbox == []
+    assert Invitation.objects.get(pk=body["id"]).delivery == "manual"
+    resent = owner_client.post(f"/api/v1/invitations/{body['id']}/resend").json()
+    assert resent["delivery"] == "manual"
+    assert resent["accept_url"] == f"http://testserver/invitations/{resent['accept_token']}/"
+    assert resent["accept_token"] != body["accept_token"]
 
 
 def test_accept_url_uses_the_public_url(
@@ -102,6 +147,9 @@ def test_accept_url_uses_the_public_url(
 ) -> None:
     settings.HERALD_PUBLIC_URL = "https://herald.example.org"
     body = invite(owner_client, workspace)
+    assert body["accept_url"] == (f"https://herald.example.org/invitations/{body['accept_token']}/")
+    settings.HERALD_EMAIL_ENABLED = False
+    body = invite(owner_client, workspace, email="other@example.com")
     assert body["accept_url"] == (f"https://herald.example.org/invitations/{body['accept_token']}/")
 
 
@@ -116,25 +164,17 @@ def test_email_failure_is_logged_without_the_token_and_not_fatal(
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", 9, 2
     with caplog.at_level(logging.WARNING), django_capture_on_commit_callbacks(execute=True):
-        body = invite(owner_client, workspace)
-    assert body["accept_token"]
+        response = owner_client.post(
+            f"/api/v1/workspaces/{workspace.pk}/invitations",
+            {"email": INVITEE, "role": "editor"},
+            format="json",
+        )
+    assert response.status_code == 201
+    body = response.json()
     warnings = [r for r in caplog.records if r.name == "workspaces.mail"]
     assert warnings, caplog.text
-    assert body["accept_token"] not in caplog.text
+    assert "/invitations/" not in caplog.text
     assert Invitation.objects.filter(pk=body["id"], status="pending").exists()
-
-
-def test_no_email_when_the_instance_sends_none(
-    owner_client: APIClient,
-    workspace: Any,
-    settings: Any,
-    django_capture_on_commit_callbacks: Any,
-) -> None:
-    settings.HERALD_EMAIL_ENABLED = False
-    with django_capture_on_commit_callbacks(execute=True):
-        body = invite(owner_client, workspace)
-    assert body["accept_url"]
-    assert mail.outbox == []
 
 
 # --- The invitation page ---------------------------------------------------------------------
@@ -239,9 +279,12 @@ def test_sign_up_post_needs_csrf(owner_client: APIClient, workspace: Any) -> Non
     assert not User.objects.filter(email=INVITEE).exists()
 
 
-def test_signed_out_existing_user_is_asked_to_sign_in(
-    owner_client: APIClient, workspace: Any, make_user: Callable[..., User]
+def test_signed_out_existing_user_signs_in_through_the_page(
+    owner_client: APIClient, workspace: Any, make_user: Callable[..., User], settings: Any
 ) -> None:
+    """A link passed on by hand (no e-mail) proves no mailbox: posting a password for an
+    existing account changes nothing; signing in through the page's link accepts."""
+    settings.HERALD_EMAIL_ENABLED = False
     existing = make_user(INVITEE)
     path = page_path(invite(owner_client, workspace))
     client = Client(enforce_csrf_checks=True)
@@ -249,14 +292,16 @@ def test_signed_out_existing_user_is_asked_to_sign_in(
     assert page.status_code == 200
     text = page.content.decode()
     assert f'href="/login/?next={path.replace("/", "%2F")}"' in text
-    assert "Choose a password" not in text
-    assert "password1" not in text
-    # Posting a password anyway (CSRF token from the sign-in page) creates or changes nothing.
-    token = csrf_of(client.get("/login/"))
     response = client.post(
-        path, {"password1": NEW_PASSWORD, "password2": NEW_PASSWORD, "csrfmiddlewaretoken": token}
+        path,
+        {
+            "password1": NEW_PASSWORD,
+            "password2": NEW_PASSWORD,
+            "csrfmiddlewaretoken": csrf_of(page),
+        },
     )
-    assert response.status_code == 403
+    assert response.status_code == 200
+    assert "No account was created" in response.content.decode()
     existing.refresh_from_db()
     assert existing.check_password(PASSWORD)
     assert not WorkspaceMembership.objects.filter(user=existing).exists()

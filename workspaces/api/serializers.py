@@ -215,15 +215,29 @@ class InvitationSerializer(ResponseSerializer):
 
 
 class InvitationWithTokenSerializer(InvitationSerializer):
+    delivery = serializers.ChoiceField(
+        choices=Invitation.Delivery.choices,
+        help_text=(
+            "How the link reaches the invitee. email: this instance e-mailed it to the invitee "
+            "alone; the answer carries no link. manual: this instance cannot send e-mail, so the "
+            "answer carries accept_token and accept_url for an administrator to pass on by hand "
+            "(an account created from it stays unverified until its mailbox is proven)."
+        ),
+    )
     accept_token = serializers.CharField(
-        help_text="One-time token to deliver to the invitee by any channel; shown only here."
+        required=False,
+        help_text=(
+            "Present only when delivery is manual (the instance cannot send e-mail): the "
+            "one-time token, shown only here."
+        ),
     )
     accept_url = serializers.URLField(
+        required=False,
         help_text=(
-            "The invitation page (/invitations/{accept_token}/), absolute: the invitee opens it "
-            "to choose a password or sign in, then accept. E-mailed to the invitee when the "
-            "instance sends e-mail; shown only here."
-        )
+            "Present only when delivery is manual (the instance cannot send e-mail): the "
+            "invitation page (/invitations/{accept_token}/), absolute, to pass on by hand; the "
+            "invitee opens it to choose a password or sign in, then accept. Shown only here."
+        ),
     )
 
 
@@ -283,6 +297,12 @@ class MeTokenSerializer(serializers.Serializer[Any]):
 class MeUserSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     email = serializers.EmailField()
+    email_verified = serializers.BooleanField(
+        help_text=(
+            "Whether the mailbox was proven (an invitation link that came by e-mail, a "
+            "verification link from /settings/, or a password reset)."
+        )
+    )
     name = serializers.CharField(allow_blank=True)
     is_instance_admin = serializers.BooleanField(source="is_superuser")
 

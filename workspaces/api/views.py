@@ -26,7 +26,7 @@ from workspaces.access import (
 from workspaces.api import serializers as s
 from workspaces.api.serializers import CURRENT_PASSWORD_MAX_LENGTH
 from workspaces.authentication import check_password_within_budget
-from workspaces.mail import base_url, invitation_accept_url
+from workspaces.mail import base_url
 from workspaces.models import OrganizationMembership
 
 PageQuery = page_query_serializer(default=20, maximum=100, name="PageQuery")
@@ -324,10 +324,12 @@ class MemberDetailView(APIView):
 
 
 def _with_accept_link(invitation: Any, raw: str, base: str) -> None:
-    """The one-time token and the invitation page's address on the answer (the service e-mails
-    the same link to the invitee after commit when the instance sends e-mail)."""
-    invitation.accept_token = raw
-    invitation.accept_url = invitation_accept_url(base, raw)
+    """The link on the answer only when the instance could not e-mail it (delivery ``manual``);
+    otherwise it went to the invitee's mailbox alone."""
+    link = services.invitation_link_for_inviter(invitation, raw, base)
+    if link is not None:
+        invitation.accept_token = raw
+        invitation.accept_url = link
 
 
 class InvitationListView(APIView):
@@ -349,7 +351,14 @@ class InvitationListView(APIView):
     @extend_schema(
         operation_id="workspace_invitations_create",
         request=s.InvitationCreateInputSerializer,
-        responses={201: s.InvitationWithTokenSerializer, **problems(400, 404, 409, 422)},
+        responses={201: s.InvitationWithTokenSerializer, **problems(400, 404, 409, 422, 429)},
+        description=(
+            "Invite someone by e-mail address. When this instance sends e-mail, the accept link "
+            "goes to the invitee's mailbox only (delivery email, no link in the answer); an "
+            "instance that cannot send e-mail answers the link for an administrator to pass on "
+            "(delivery manual). Invitations are limited per inviter, per workspace and per "
+            "recipient per day (429 with Retry-After)."
+        ),
     )
     def post(self, request: Request, workspace_id: str) -> Response:
         body = parse_body(s.InvitationCreateInputSerializer, request)
@@ -375,7 +384,12 @@ class InvitationResendView(APIView):
     @extend_schema(
         operation_id="invitations_resend",
         request=None,
-        responses={200: s.InvitationWithTokenSerializer, **problems(404, 409)},
+        responses={200: s.InvitationWithTokenSerializer, **problems(404, 409, 429)},
+        description=(
+            "Issue a new link (the old one stops working) and send it like a new invitation: "
+            "e-mailed to the invitee only, or answered when this instance cannot send e-mail. "
+            "Counted against the same daily limits as creating one."
+        ),
     )
     def post(self, request: Request, invitation_id: str) -> Response:
         base = base_url(request)

@@ -3,12 +3,19 @@
 Every role, member-state, invitation and removal change writes an access-audit event in the
 same transaction as the change itself.
 
-One module per sub-domain: ``audit`` (access audit, instance administrator), ``workspaces``
+One module per sub-domain: ``accounts`` (proof of the mailbox, display names), ``audit``
+(access audit, instance administrator), ``workspaces``
 (organizations and workspaces), ``members``, ``invitations``, ``api_tokens``, ``plans`` (limits
 and usage) and ``deletion``. Callers use ``from workspaces import services`` and
 ``services.<name>``, or import the names from here.
 """
 
+from workspaces.services.accounts import (
+    account_from_verification_token,
+    account_prove_mailbox,
+    account_rename,
+    account_verification_token,
+)
 from workspaces.services.api_tokens import api_token_create, api_token_revoke
 from workspaces.services.audit import audit_record, require_instance_admin
 from workspaces.services.deletion import (
@@ -20,6 +27,7 @@ from workspaces.services.invitations import (
     invitation_accept,
     invitation_create,
     invitation_issuer_may_grant,
+    invitation_link_for_inviter,
     invitation_resend,
     invitation_revoke,
     invitation_sign_up,
@@ -48,12 +56,17 @@ from workspaces.services.workspaces import (
 
 __all__ = [
     "PLAN_METRICS",
+    "account_from_verification_token",
+    "account_prove_mailbox",
+    "account_rename",
+    "account_verification_token",
     "api_token_create",
     "api_token_revoke",
     "audit_record",
     "invitation_accept",
     "invitation_create",
     "invitation_issuer_may_grant",
+    "invitation_link_for_inviter",
     "invitation_resend",
     "invitation_revoke",
     "invitation_sign_up",

@@ -1,9 +1,16 @@
 """Invitations: create, resend, revoke and accept (the invitee joins the workspace and its
 organization), and sign up from an invitation (a new account accepts it in the same transaction).
 
-Creating or resending an invitation e-mails its link to the invitee once the transaction commits,
-when the caller passes the instance's ``base_url`` (the link is absolute) and the instance sends
-e-mail (``workspaces.mail``).
+The link goes only to the invitee's mailbox. When the instance sends e-mail (an SMTP
+configuration, or the console of ``local``), creating or resending an invitation e-mails its link
+once the transaction commits (``workspaces.mail``) and nobody else ever sees it: the invitation's
+``delivery`` is ``email``, and opening the link proves the mailbox (``services.accounts``). Only an
+instance that cannot send e-mail hands the link to the inviter, to pass on by hand
+(:func:`invitation_link_for_inviter`; ``delivery`` ``manual``); an account made from such a link
+stays unverified.
+
+Sending is limited per day: per inviter, per workspace and per recipient address
+(``HERALD_INVITATIONS_PER_*_PER_DAY``; beyond, 429 with ``Retry-After``).
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ from django.contrib.auth import password_validation
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.errors import ConflictError, NotFoundError, PermissionDeniedError
+from config.errors import ConflictError, NotFoundError, PermissionDeniedError, RateLimitedError
+from config.limits import daily_quota_hit
+from config.names import display_name_or_invalid
 from config.types import ModelId
 from workspaces import mail
 from workspaces.access import Actor, parse_id, require_workspace
@@ -30,6 +39,7 @@ from workspaces.models import (
     Workspace,
     WorkspaceMembership,
 )
+from workspaces.services.accounts import account_prove_mailbox
 from workspaces.services.audit import audit_record, require_instance_admin
 
 Status = WorkspaceMembership.Status
@@ -48,10 +58,48 @@ def _invitation_expiry() -> datetime:
     return timezone.now() + timedelta(days=settings.HERALD_INVITATION_DAYS)
 
 
+def _delivery() -> str:
+    if settings.HERALD_EMAIL_ENABLED:
+        return Invitation.Delivery.EMAIL
+    return Invitation.Delivery.MANUAL
+
+
 def _email_after_commit(invitation: Invitation, raw: str, base_url: str | None) -> None:
-    """The invitee gets the link once the transaction commits; no ``base_url``, no e-mail."""
-    if base_url is not None:
-        mail.send_invitation_after_commit(invitation, mail.invitation_accept_url(base_url, raw))
+    """The invitee gets the link once the transaction commits. The link is absolute: the
+    request's origin (``base_url``) or ``HERALD_PUBLIC_URL``; with neither (an in-process caller
+    without a request), no e-mail."""
+    base = base_url or settings.HERALD_PUBLIC_URL
+    if invitation.delivery == Invitation.Delivery.EMAIL and base:
+        mail.send_invitation_after_commit(invitation, mail.invitation_accept_url(str(base), raw))
+
+
+def invitation_link_for_inviter(invitation: Invitation, raw: str, base_url: str) -> str | None:
+    """The accept link the inviter may see: only for an invitation the instance could not
+    e-mail (``delivery`` ``manual``), to pass on by hand; ``None`` for one that went by e-mail,
+    whose link belongs to the invitee's mailbox alone."""
+    if invitation.delivery != Invitation.Delivery.MANUAL:
+        return None
+    return mail.invitation_accept_url(base_url, raw)
+
+
+def _within_daily_quotas(actor: Actor, workspace_id: ModelId, email: str) -> None:
+    """429 once the inviter, the workspace or the recipient address has had its invitations of
+    the day (creations and resends alike). The address is counted by its hash: the limits store
+    never holds it."""
+    recipient = hashlib.sha256(email.lower().encode()).hexdigest()[:32]
+    wait = daily_quota_hit(
+        [
+            (f"invite:user:{actor.user.pk}", settings.HERALD_INVITATIONS_PER_USER_PER_DAY),
+            (f"invite:ws:{workspace_id}", settings.HERALD_INVITATIONS_PER_WORKSPACE_PER_DAY),
+            (f"invite:to:{recipient}", settings.HERALD_INVITATIONS_PER_RECIPIENT_PER_DAY),
+        ]
+    )
+    if wait:
+        raise RateLimitedError(
+            "Too many invitations today (per person, per workspace and per recipient); "
+            "try again later.",
+            retry_after=wait,
+        )
 
 
 @transaction.atomic
@@ -82,6 +130,7 @@ def invitation_create(
             )
         stale.status = Invitation.Status.EXPIRED
         stale.save(update_fields=["status"])
+    _within_daily_quotas(actor, access.workspace.pk, email)
     raw, token_hash = _invitation_token()
     invitation = Invitation.objects.create(
         workspace=access.workspace,
@@ -90,6 +139,7 @@ def invitation_create(
         token_hash=token_hash,
         invited_by=actor.user,
         expires_at=_invitation_expiry(),
+        delivery=_delivery(),
     )
     audit_record(
         workspace_id=access.workspace.pk,
@@ -121,10 +171,12 @@ def invitation_resend(
     if invitation.status != Invitation.Status.PENDING:
         raise InvitationNotPendingError()
     previous_status = invitation.effective_status
+    _within_daily_quotas(actor, invitation.workspace_id, invitation.email)
     raw, token_hash = _invitation_token()
     invitation.token_hash = token_hash
     invitation.expires_at = _invitation_expiry()
-    invitation.save(update_fields=["token_hash", "expires_at"])
+    invitation.delivery = _delivery()
+    invitation.save(update_fields=["token_hash", "expires_at", "delivery"])
     audit_record(
         workspace_id=invitation.workspace_id,
         action=AccessAuditEvent.Action.INVITATION_RESENT,
@@ -213,7 +265,17 @@ def invitation_issuer_may_grant(invitation: Invitation) -> bool:
 
 @transaction.atomic
 def invitation_accept(*, actor: Actor, token: str) -> WorkspaceMembership:
+    """Join the workspace. An invitation that came by e-mail proves the mailbox: an account not
+    yet verified is verified now (``account_prove_mailbox``: sessions end, earlier tokens are
+    revoked; a page that accepted keeps its own session with ``update_session_auth_hash``)."""
     invitation = _lock_pending_invitation(token)
+    membership = _accept(actor, invitation)
+    if invitation.delivery == Invitation.Delivery.EMAIL and not actor.user.email_verified:
+        account_prove_mailbox(user=actor.user)
+    return membership
+
+
+def _accept(actor: Actor, invitation: Invitation) -> WorkspaceMembership:
     if invitation.email.lower() != actor.user.email.lower():
         raise PermissionDeniedError(
             "This invitation was sent to another e-mail address.", code="invitation_email_mismatch"
@@ -264,20 +326,42 @@ def invitation_accept(*, actor: Actor, token: str) -> WorkspaceMembership:
 
 @transaction.atomic
 def invitation_sign_up(*, token: str, password: str, display_name: str = "") -> WorkspaceMembership:
-    """A person without an account signs up from an invitation: the account is created with
-    exactly the invited e-mail and accepts the invitation (``invitation_accept``, with its audit
-    event), all in one transaction, so a failed acceptance leaves no account behind.
+    """A person signs up from an invitation: the account of exactly the invited e-mail gets
+    ``password`` and accepts the invitation (``invitation_accept``, with its audit event), all in
+    one transaction, so a failed acceptance leaves no account behind. The answer is the same
+    whether or not the address already had an account:
+
+    * no account yet: it is created, verified when the link came by e-mail;
+    * an account exists and the link came by e-mail: holding that link proves the mailbox as a
+      password reset does, so the password is set like a reset, every session ends and every
+      token created before is revoked (``account_prove_mailbox``), and the owner takes back an
+      account someone else may have made for their address.
 
     Raises ``NotFoundError`` (unknown token), ``InvitationNotPendingError`` (used, revoked or
-    expired), Django's ``ValidationError`` (the password fails ``AUTH_PASSWORD_VALIDATORS``) and
-    ``InvitationAccountExistsError`` (an account with this e-mail exists: sign in to accept).
-    The returned membership's ``user`` is the new account.
+    expired, or its issuer lost the authority), ``FieldValidationError`` (the display name breaks
+    the names rule, at ``body.name``), Django's ``ValidationError`` (the password fails
+    ``AUTH_PASSWORD_VALIDATORS``) and ``InvitationAccountExistsError`` (an account exists and the
+    link was passed on by hand, which proves nothing: sign in to accept). The returned
+    membership's ``user`` is the account.
     """
     invitation = _lock_pending_invitation(token)
-    candidate = User(email=invitation.email, name=display_name)
+    name = display_name_or_invalid(display_name)
+    by_email = invitation.delivery == Invitation.Delivery.EMAIL
+    existing = User.objects.select_for_update().filter(email__iexact=invitation.email).first()
+    if existing is not None:
+        if not by_email or not existing.is_active:
+            raise InvitationAccountExistsError()
+        password_validation.validate_password(password, existing)
+        existing.set_password(password)
+        existing.name = name or existing.name
+        existing.save(update_fields=["password", "name"])
+        membership = _accept(Actor(user=existing), invitation)
+        account_prove_mailbox(user=existing)
+        return membership
+    candidate = User(email=invitation.email, name=name)
     password_validation.validate_password(password, candidate)
     try:
-        user = User.objects.create_user(invitation.email, password, name=display_name)
+        user = User.objects.create_user(invitation.email, password, name=name)
     except IntegrityError as exc:  # the case-insensitive unique e-mail (user_email_ci_unique)
         raise InvitationAccountExistsError() from exc
     return invitation_accept(actor=Actor(user=user), token=token)
