@@ -303,7 +303,7 @@ class LlmEngine:
             )
         try:
             data = json.loads(b"".join(chunks))
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested past the C stack
             raise self._invalid("the reply is not JSON") from exc
         if not isinstance(data, dict):
             raise self._invalid("the reply is not a JSON object")
@@ -340,7 +340,7 @@ class LlmEngine:
             raise self._invalid("the message has no text content")
         try:
             document = json.loads(content)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise self._invalid("the content is not JSON") from exc
         if not isinstance(document, dict) or set(document) != {"opportunities"}:
             raise self._invalid("the content is not an object with only 'opportunities'")
