@@ -224,47 +224,38 @@ def api_token(source: Path, env: dict[str, str], email: str) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def core_flow(api: str, token: str, webhook_url: str, label: str) -> dict[str, str]:
-    """Through the API: an organization and workspace, a Discord webhook account connected,
-    one publication scheduled a few seconds ahead and one published now; both delivered.
-    Returns the ids made."""
-    import time
-    from datetime import UTC, datetime, timedelta
+class Api:
+    """The API of a running instance, as a token's bearer."""
 
-    import requests
+    def __init__(self, url: str, token: str) -> None:
+        import requests
 
-    session = requests.Session()
-    session.headers["Authorization"] = f"Bearer {token}"
+        self.url = url
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {token}"
 
-    def call(method: str, path: str, status: int, **body: Any) -> Any:
-        response = session.request(method, f"{api}/api/v1{path}", json=body or None, timeout=30)
+    def call(self, method: str, path: str, status: int, **body: Any) -> Any:
+        response = self.session.request(
+            method, f"{self.url}/api/v1{path}", json=body or None, timeout=30
+        )
         assert response.status_code == status, (method, path, response.status_code, response.text)
         return response.json() if response.content else None
 
-    organization = call("POST", "/organizations", 201, name=f"Org {label}")
-    workspace = call("POST", "/workspaces", 201, organization_id=organization["id"], name=label)
-    connected = call(
-        "POST",
-        "/accounts/connect",
-        201,
-        workspace_id=workspace["id"],
-        provider="discord_webhook",
-        fields={"webhook_url": webhook_url},
-    )
-    account = connected["account"]["id"]
-    made = {"workspace": workspace["id"], "account": account}
-    for kind in ("scheduled", "now"):
-        draft = call(
+    def publish(self, workspace: str, account: str, text: str, *, scheduled: bool) -> str:
+        """A publication to ``account``, scheduled 3 s ahead or published now; its id."""
+        from datetime import UTC, datetime, timedelta
+
+        draft = self.call(
             "POST",
             "/publications",
             201,
-            workspace_id=workspace["id"],
-            text=f"{label}: {kind}",
+            workspace_id=workspace,
+            text=text,
             destinations=[{"account_id": account}],
         )
-        if kind == "scheduled":
+        if scheduled:
             at = datetime.now(UTC) + timedelta(seconds=3)
-            call(
+            self.call(
                 "POST",
                 f"/publications/{draft['id']}/schedule",
                 200,
@@ -272,17 +263,46 @@ def core_flow(api: str, token: str, webhook_url: str, label: str) -> dict[str, s
                 expected_revision=draft["revision"],
             )
         else:
-            call(
+            self.call(
                 "POST",
                 f"/publications/{draft['id']}/publish-now",
                 202,
                 expected_revision=draft["revision"],
             )
-        made[kind] = draft["id"]
-    deadline = time.monotonic() + 60
-    for kind in ("scheduled", "now"):
-        while (status := call("GET", f"/publications/{made[kind]}", 200)["status"]) != "published":
-            assert status in ("scheduled", "publishing", "queued", "draft"), (kind, status)
-            assert time.monotonic() < deadline, (kind, status)
-            time.sleep(0.3)
+        return str(draft["id"])
+
+    def wait_published(self, *publications: str, timeout: float = 60) -> None:
+        import time
+
+        deadline = time.monotonic() + timeout
+        for publication in publications:
+            while (status := self.call("GET", f"/publications/{publication}", 200)["status"]) != (
+                "published"
+            ):
+                assert status in ("scheduled", "publishing", "queued"), (publication, status)
+                assert time.monotonic() < deadline, (publication, status)
+                time.sleep(0.3)
+
+
+def core_flow(url: str, token: str, webhook_url: str, label: str) -> dict[str, str]:
+    """Through the API: an organization and workspace, a Discord webhook account connected,
+    one publication scheduled a few seconds ahead and one published now; both delivered.
+    Returns the ids made."""
+    api = Api(url, token)
+    organization = api.call("POST", "/organizations", 201, name=f"Org {label}")
+    workspace = api.call("POST", "/workspaces", 201, organization_id=organization["id"], name=label)
+    connected = api.call(
+        "POST",
+        "/accounts/connect",
+        201,
+        workspace_id=workspace["id"],
+        provider="discord_webhook",
+        fields={"webhook_url": webhook_url},
+    )
+    made = {"workspace": str(workspace["id"]), "account": str(connected["account"]["id"])}
+    made["scheduled"] = api.publish(
+        made["workspace"], made["account"], f"{label}: scheduled", scheduled=True
+    )
+    made["now"] = api.publish(made["workspace"], made["account"], f"{label}: now", scheduled=False)
+    api.wait_published(made["scheduled"], made["now"])
     return made
