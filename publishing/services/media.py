@@ -14,6 +14,7 @@ from config.types import ModelId
 from publishing.errors import MediaInUseError
 from publishing.models import Destination, Media, Publication
 from publishing.services import media_links
+from publishing.services.video import VideoRefused, check_mp4_video
 from workspaces.access import Actor, parse_id, require_workspace
 from workspaces.models import WorkspaceMembership
 
@@ -68,6 +69,8 @@ def media_upload(
     width = height = None
     if mime.startswith("image/"):
         width, height = _image_dimensions(upload)
+    else:
+        _check_video(upload)
     digest = hashlib.sha256()
     upload.seek(0)
     for chunk in upload.chunks():
@@ -127,6 +130,18 @@ def _image_dimensions(upload: UploadedFile[bytes]) -> tuple[int, int]:
     finally:
         upload.seek(0)
     return width, height
+
+
+def _check_video(upload: UploadedFile[bytes]) -> None:
+    """An MP4 is stored only when FFmpeg parses it and decodes its first frame; anything else
+    is a 422 at ``body.file``."""
+    try:
+        upload.seek(0)
+        check_mp4_video(upload)
+    except VideoRefused as exc:
+        raise FieldValidationError([{"location": "body.file", "message": str(exc)}]) from exc
+    finally:
+        upload.seek(0)
 
 
 def _extension(mime: str) -> str:
