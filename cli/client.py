@@ -318,6 +318,13 @@ class HeraldClient:
     def account(self, account_id: str) -> JSON:
         return self.get(f"/accounts/{_segment(account_id)}")
 
+    def invitation_create(self, workspace_id: str, *, email: str, role: str) -> JSON:
+        return self.request(
+            "POST",
+            f"/workspaces/{_segment(workspace_id)}/invitations",
+            body={"email": email, "role": role},
+        )
+
     def account_connect(
         self,
         *,

@@ -1,4 +1,4 @@
-"""``herald workspace list|use``."""
+"""``herald workspace list|use|invite``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import click
 from cli.client import normalize_instance
 from cli.errors import UsageProblem
 from cli.main import current, global_options
-from cli.output import echo, echo_table, emit_json
+from cli.output import echo, echo_table, emit_json, fields
 
 
 @click.group("workspace")
@@ -65,3 +65,43 @@ def use(workspace_id: str) -> None:
     echo(
         f"Profile {profile.name!r} now uses workspace {workspace['id']} ({workspace.get('name')})."
     )
+
+
+@group.command("invite")
+@click.argument("email")
+@click.option(
+    "--role",
+    type=click.Choice(["admin", "editor", "viewer"]),
+    default="editor",
+    show_default=True,
+    help="The role the invitee gets.",
+)
+@global_options
+def invite(email: str, role: str) -> None:
+    """Invite EMAIL to the workspace (a workspace admin's token with api:write).
+
+    When the instance sends e-mail, the link goes to the invitee's mailbox only and is never
+    printed. Only an instance that cannot send e-mail answers the link, to pass on by hand.
+    """
+    hx = current()
+    client = hx.client()
+    invitation = client.invitation_create(hx.require_workspace(client), email=email, role=role)
+    if hx.json:
+        emit_json(invitation)
+        return
+    echo(
+        fields(
+            [
+                ("ID", invitation.get("id")),
+                ("E-mail", invitation.get("email")),
+                ("Role", invitation.get("role")),
+                ("Expires", invitation.get("expires_at")),
+            ]
+        )
+    )
+    if invitation.get("delivery") == "manual" and invitation.get("accept_url"):
+        echo("This instance cannot send e-mail: pass this link on to the invitee yourself.")
+        echo("An account created from it stays unverified until its mailbox is proven.")
+        echo(invitation["accept_url"])
+    else:
+        echo("The invitation link was e-mailed to the invitee (and only to them).")
