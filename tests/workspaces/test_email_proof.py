@@ -398,3 +398,31 @@ def test_invitations_are_limited_per_inviter_and_per_workspace(
     # The refused attempt counted too: the workspace has had 3.
     assert_problem(api_invite(owner_client, workspace, "q@example.com"), 429, "rate_limited")
     assert not workspace.invitations.filter(email="q@example.com").exists()
+
+
+# --- The instance administrator ---------------------------------------------------------------
+
+
+def test_the_admin_shows_unverified_users_and_may_vouch_for_them(
+    workspace: Any, make_user: Callable[..., User], make_token: Callable[..., str]
+) -> None:
+    person = make_user(VICTIM)
+    WorkspaceMembership.objects.create(workspace=workspace, user=person, role="viewer")
+    token = make_token(person)
+    root = make_user("root@example.com", is_staff=True, is_superuser=True)
+    admin = Client()
+    admin.force_login(root)
+    unverified = admin.get("/admin/workspaces/user/?email_verified_at__isempty=1")
+    assert VICTIM in unverified.content.decode()
+    assert "E-mail verified" in unverified.content.decode()
+
+    response = admin.post(
+        "/admin/workspaces/user/",
+        {"action": "vouch_for_mailboxes", "_selected_action": [person.pk]},
+    )
+    assert response.status_code == 302
+    person.refresh_from_db()
+    assert person.email_verified_at is not None
+    assert bearer(token).get("/api/v1/me").status_code == 401
+    [event] = proof_events(person)
+    assert (event.actor_user_id, event.workspace_id) == (str(root.pk), workspace.pk)
