@@ -20,3 +20,6 @@ class CommonConfig(AppConfig):
             ]
         )
         import config.api.openapi  # noqa: F401  (registers OpenAPI extensions)
+        from config.bounded import bound_pillow
+
+        bound_pillow()

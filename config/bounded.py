@@ -4,11 +4,19 @@ A few hundred bytes of Brotli can expand to gigabytes. Every compressed input is
 here first, in pieces, and decoding stops as soon as the output passes the caller's limit: the
 memory used is about the limit, whatever the input claims, and a bomb is refused in
 milliseconds. Parsers (fontTools, Pillow) see only input that is known to expand within bounds.
+
+Pillow bounds its own decoders (pixels by ``Image.MAX_IMAGE_PIXELS`` and Herald's pixel limits,
+each PNG text chunk by ``PngImagePlugin.MAX_TEXT_CHUNK``); :func:`bound_pillow` lowers the one
+ceiling left too high for an upload service.
 """
 
 from __future__ import annotations
 
 import brotli
+
+# Decoded PNG text chunks (zTXt, iTXt, tEXt) one image may hold; Pillow's default is 64 MiB,
+# which about 64 KB of zTXt reaches. Real metadata (XMP, comments) is far smaller.
+PNG_TEXT_MAX_BYTES = 4 * 1024 * 1024
 
 # Output produced per step while decoding: small enough that overshooting the limit costs
 # little, large enough that a legitimate stream needs few steps.
@@ -46,3 +54,11 @@ def brotli_decompress(data: bytes, limit: int) -> bytes:
     except brotli.error as exc:
         raise DecompressionFailed("invalid Brotli stream") from exc
     return b"".join(pieces)
+
+
+def bound_pillow() -> None:
+    """Lower Pillow's ceiling on decoded PNG text (a documented module setting; process-wide,
+    so set once at start-up): past it ``Image.open`` raises ``ValueError``, a damaged image."""
+    from PIL import PngImagePlugin
+
+    PngImagePlugin.MAX_TEXT_MEMORY = PNG_TEXT_MAX_BYTES

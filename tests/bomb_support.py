@@ -19,6 +19,7 @@ from typing import TypeVar
 
 import brotli
 from fontTools.ttLib.woff2 import WOFF2Reader
+from PIL import Image
 
 BOMB_BYTES = 512 * 1024 * 1024  # what every bomb here expands to
 _MIB = 1024 * 1024
@@ -83,6 +84,25 @@ def woff2_metadata_bomb(font: bytes) -> bytes:
     header[9:12] = [len(head), len(metadata), 1000]  # metaOffset, metaLength, metaOrigLength
     header[2] = len(head) + len(metadata)
     return _HEADER.pack(*header) + head[_HEADER.size :] + metadata
+
+
+def png_text_bomb(chunks: int = 64) -> bytes:
+    """A 1 x 1 PNG carrying ``chunks`` zTXt chunks before its pixels, each expanding to just
+    under Pillow's 1 MiB per-chunk limit (about 1 KB each compressed)."""
+    out = io.BytesIO()
+    Image.new("RGB", (1, 1)).save(out, "PNG")
+    png = out.getvalue()
+    text = zlib.compress(b"a" * (1024 * 1024 - 1024), 9)
+    chunks_bytes = b"".join(
+        _png_chunk(b"zTXt", b"comment%d\0\0" % index + text) for index in range(chunks)
+    )
+    at = png.index(b"IDAT") - 4
+    return png[:at] + chunks_bytes + png[at:]
+
+
+def _png_chunk(kind: bytes, payload: bytes) -> bytes:
+    crc = zlib.crc32(kind + payload)
+    return struct.pack(">I", len(payload)) + kind + payload + struct.pack(">I", crc)
 
 
 def _status_kib(field: str) -> int:

@@ -11,7 +11,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from config.errors import FieldValidationError
-from tests.bomb_support import measure, woff2_metadata_bomb, woff2_table_bomb
+from tests.bomb_support import measure, png_text_bomb, woff2_metadata_bomb, woff2_table_bomb
 from tests.problem_asserts import assert_invalid
 from tests.themes_support import upload_asset, woff2_font
 from themes.models import ThemeAsset
@@ -77,3 +77,13 @@ def _outcome(data: bytes) -> str:
     except FieldValidationError as refusal:
         return str(refusal.errors[0]["location"])
     return "read"
+
+
+def test_an_image_whose_text_chunks_expand_to_64_mib_is_refused_in_bounded_memory(
+    owner: APIClient, organization: Any
+) -> None:
+    bomb = png_text_bomb()
+    assert len(bomb) < 100_000
+    response, growth, _ = measure(lambda: upload_asset(owner, organization, bomb))
+    assert growth < MAX_GROWTH, f"peak RSS grew by {growth / 1e6:.0f} MB"
+    assert_invalid(response, "body.file")
