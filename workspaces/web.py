@@ -329,7 +329,7 @@ def verify_email(request: HttpRequest, token: str) -> HttpResponse:
             request, "workspaces/verify_email.html", {"mode": "confirm", "email": user.email}
         )
     revoked = services.account_prove_mailbox(user=user)
-    if request.user.is_authenticated:
+    if request.user.pk == user.pk:  # this browser's session ended with the others
         logout(request)
     return render(
         request,

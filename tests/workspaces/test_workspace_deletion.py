@@ -299,3 +299,21 @@ def test_deletion_keeps_audit_billing_and_a_lifecycle_record(
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {bound}")
     assert_problem(api.get("/api/v1/me"), 401, "not_authenticated")
     assert_problem(client.get(preview_url(doomed)), 404, "not_found")
+
+
+def test_deleting_a_members_last_workspace_ends_their_plain_organization_membership(
+    owner_session: tuple[APIClient, dict[str, str]],
+    organization: Any,
+    workspace: Any,
+    doomed: Any,
+    make_user: Callable[..., User],
+) -> None:
+    only_here, also_elsewhere = make_user("only@example.com"), make_user("both@example.com")
+    for person in (only_here, also_elsewhere):
+        WorkspaceMembership.objects.create(workspace=doomed, user=person, role="editor")
+        OrganizationMembership.objects.create(organization=organization, user=person)
+    WorkspaceMembership.objects.create(workspace=workspace, user=also_elsewhere, role="viewer")
+    client, csrf = owner_session
+    assert delete(client, csrf, doomed, confirm_name="Doomed").status_code == 204
+    assert not OrganizationMembership.objects.filter(user=only_here).exists()
+    assert OrganizationMembership.objects.filter(user=also_elsewhere, role="member").exists()
