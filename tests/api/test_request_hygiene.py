@@ -223,13 +223,18 @@ def test_gunicorn_chunked_request_is_a_411_problem_and_the_connection_stays_usab
 def test_gunicorn_access_log_never_holds_a_token_from_the_path(
     gunicorn_port: int, tmp_path: Path
 ) -> None:
-    """Invitation and password-reset links carry their secret in the path; gunicorn's access
-    log (outside Django's logging) is filtered like every other log line."""
+    """Invitation, verification and password-reset links carry their secret in the path;
+    gunicorn's access log (outside Django's logging) is filtered like every other log line."""
     invitation = "inv" + "A1b2C3d4" * 5
     reset = "cb1a2z-" + "0123456789abcdef" * 2
+    verification = ".eJyrVirNKVCyUkrOzytJzSvRLUktLlGqBQBNMwdu:1tGxyz:" + "Ab-_" * 8
     connection = http.client.HTTPConnection("127.0.0.1", gunicorn_port, timeout=30)
     try:
-        for path in (f"/invitations/{invitation}/", f"/password-reset/MQ/{reset}/"):
+        for path in (
+            f"/invitations/{invitation}/",
+            f"/password-reset/MQ/{reset}/",
+            f"/verify-email/{verification}/",
+        ):
             connection.request("GET", path)
             connection.getresponse().read()
     finally:
@@ -238,10 +243,14 @@ def test_gunicorn_access_log_never_holds_a_token_from_the_path(
     log = ""
     while time.monotonic() < deadline:
         log = (tmp_path / "gunicorn.log").read_text(errors="replace")
-        if '"GET /invitations/' in log and '"GET /password-reset/' in log:  # both access lines
+        if all(
+            f'"GET /{page}/' in log for page in ("invitations", "password-reset", "verify-email")
+        ):
             break
         time.sleep(0.1)
     assert "/invitations/[REDACTED]" in log, log[-2000:]
     assert "/password-reset/MQ/[REDACTED]" in log, log[-2000:]
+    assert "/verify-email/[REDACTED]" in log, log[-2000:]
     assert invitation not in log
     assert reset not in log
+    assert verification not in log
