@@ -5,7 +5,10 @@
 # held the accounts table locked for the whole backfill (33 s at 50,000 accounts). The backfill
 # now runs in batches outside any schema change (0006), and ``profile_url`` arrives with a
 # database default so the previous release, which does not know the column, can still insert
-# accounts (0006 gives databases that applied the first version that default too).
+# accounts (0006 gives databases that applied the first version that default too). Adding the
+# column is the last operation (PostgreSQL only updates its catalogue), so the accounts table is
+# locked against reads only from there to the commit; the index on accounts the first version
+# built here is built concurrently by 0007 (which skips it where the first version built it).
 
 import uuid
 import django.db.models.deletion
@@ -49,22 +52,32 @@ class Migration(migrations.Migration):
             },
         ),
         migrations.AddField(
-            model_name="account",
-            name="profile_url",
-            field=models.CharField(blank=True, db_default="", default="", max_length=500),
-        ),
-        migrations.AddIndex(
-            model_name="account",
-            index=models.Index(
-                fields=["provider", "external_id"], name="account_provider_external"
+            model_name="feedenclosure",
+            name="entry",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="enclosures",
+                to="publishing.feedentry",
             ),
         ),
+        migrations.AddConstraint(
+            model_name="feedenclosure",
+            constraint=models.UniqueConstraint(
+                fields=("entry", "position"), name="one_enclosure_per_position"
+            ),
+        ),
+        # From here on, the operations that lock existing tables (until the commit): media and
+        # accounts against writes (foreign keys to them), then accounts against reads.
         migrations.AddField(
             model_name="feedenclosure",
             name="media",
             field=models.ForeignKey(
                 on_delete=django.db.models.deletion.CASCADE, related_name="+", to="publishing.media"
             ),
+        ),
+        migrations.AddIndex(
+            model_name="feedenclosure",
+            index=models.Index(fields=["media", "entry"], name="feed_enclosure_media"),
         ),
         migrations.AddField(
             model_name="feedentry",
@@ -75,29 +88,15 @@ class Migration(migrations.Migration):
                 to="publishing.account",
             ),
         ),
-        migrations.AddField(
-            model_name="feedenclosure",
-            name="entry",
-            field=models.ForeignKey(
-                on_delete=django.db.models.deletion.CASCADE,
-                related_name="enclosures",
-                to="publishing.feedentry",
-            ),
-        ),
         migrations.AddIndex(
             model_name="feedentry",
             index=models.Index(
                 fields=["account", "-published_at", "-id"], name="feed_entry_newest"
             ),
         ),
-        migrations.AddIndex(
-            model_name="feedenclosure",
-            index=models.Index(fields=["media", "entry"], name="feed_enclosure_media"),
-        ),
-        migrations.AddConstraint(
-            model_name="feedenclosure",
-            constraint=models.UniqueConstraint(
-                fields=("entry", "position"), name="one_enclosure_per_position"
-            ),
+        migrations.AddField(
+            model_name="account",
+            name="profile_url",
+            field=models.CharField(blank=True, db_default="", default="", max_length=500),
         ),
     ]

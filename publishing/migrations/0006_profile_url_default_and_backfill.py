@@ -6,7 +6,7 @@
    it already, and setting it again changes nothing. PostgreSQL only updates its catalogue (a
    lock of a few milliseconds).
 2. The backfill, formerly inside 0003's schema change: in batches of ``BATCH`` accounts, each its
-   own short transaction, so no lock is held longer than one batch's updates of its own rows. The
+   own short transaction (one UPDATE), so no lock is held longer than one batch's update. The
    migration is not atomic: killed half-way, the next ``migrate`` runs it again and fills what is
    still empty (a database that ran the first 0003 finds nothing left to fill).
 """
@@ -47,13 +47,13 @@ def backfill_profile_urls(apps, schema_editor):
         rows = list(page.values_list("pk", "provider", "instance_url", "username")[:BATCH])
         if not rows:
             return
-        with transaction.atomic(using=alias):
-            for pk, provider, instance_url, username in rows:
-                url = _profile_url(provider, instance_url, username)
-                if url:
-                    Account.objects.using(alias).filter(pk=pk, profile_url="").update(
-                        profile_url=url[:500]
-                    )
+        filled = [
+            Account(pk=pk, profile_url=url[:500])
+            for pk, provider, instance_url, username in rows
+            if (url := _profile_url(provider, instance_url, username))
+        ]
+        with transaction.atomic(using=alias):  # one UPDATE per batch: row locks held briefly
+            Account.objects.using(alias).bulk_update(filled, ["profile_url"])
         after = rows[-1][0]
 
 
