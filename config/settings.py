@@ -384,10 +384,24 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
         "ApiTokenPermissionEnum": "workspaces.models.ApiToken.PERMISSIONS",
         "AccessAuditActionEnum": "workspaces.models.AccessAuditEvent.Action",
         "ReadinessOperationEnum": "readiness.models.OPERATION_CHOICES",
+        "AccountStatusEnum": "publishing.models.Account.Status",
+        "DestinationActionEnum": "publishing.api.serializers.DESTINATION_ACTIONS",
+    },
+    # Named, so that generators do not name the inline object after its property
+    # (Destination + options = DestinationOptions, the destination-options response).
+    "APPEND_COMPONENTS": {
+        "schemas": {
+            "DestinationOptionSelection": {
+                "type": "object",
+                "description": "A destination's chosen options: option name -> chosen value.",
+                "additionalProperties": {"type": "string"},
+            }
+        }
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.postprocess_problem_responses",
+        "config.api.schema.postprocess_portable_schema",
     ],
     "SERVERS": [{"url": "/", "description": "this instance"}],
 }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 import datetime
 import functools
+import json
+import re
 from typing import Any, cast
 
 from django.conf import settings as django_settings
@@ -382,6 +384,98 @@ def postprocess_problem_responses(
                     response.setdefault("headers", {}).setdefault("Location", _LOCATION_HEADER)
             operation["responses"] = dict(sorted(responses.items()))
     return result
+
+
+# --- Portability ----------------------------------------------------------------------------
+
+# The only value of a ``oneOf`` alternative that stands for ``null`` in OpenAPI 3.0 (where
+# ``nullable`` needs a ``type`` beside it in the same schema object).
+NULL_ALTERNATIVE: dict[str, Any] = {"type": "object", "nullable": True, "enum": [None]}
+
+
+def postprocess_portable_schema(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """Express the document the way OpenAPI 3.0 validators and client generators read it
+    (docs/clients.md): no ``default`` that its own schema rejects (drf-spectacular writes
+    ``default: ""`` for an optional field that otherwise needs a non-empty value, and generated
+    clients then send it); a nullable reference as ``oneOf`` with a ``null`` alternative (strict
+    validators apply ``nullable`` beside ``allOf`` to nothing); and a parameter whose choices
+    are an enum component refers to it (one enum per concept).
+
+    A request body's ``default`` (what the server assumes when a field is omitted) moves into
+    the field's description: TypeScript generators read a ``default`` in a component as "always
+    present" and would make the field required in requests.
+    """
+    schemas = result.get("components", {}).get("schemas", {})
+    _make_portable(schemas)
+    for name, schema in schemas.items():
+        if name.endswith("Request"):  # COMPONENT_SPLIT_REQUEST: the request-only components
+            for field in schema.get("properties", {}).values():
+                _describe_default(field)
+    enums = {
+        _enum_key(schema): name
+        for name, schema in result.get("components", {}).get("schemas", {}).items()
+        if "enum" in schema and _enum_key(schema) is not None
+    }
+    for path_item in result.get("paths", {}).values():
+        for method, operation in path_item.items():
+            if method not in _HTTP_METHODS:
+                continue
+            _make_portable(operation)
+            for parameter in operation.get("parameters", []):
+                name = enums.get(_enum_key(parameter.get("schema", {})))
+                if name:
+                    parameter["schema"] = {"$ref": f"#/components/schemas/{name}"}
+    return result
+
+
+def _describe_default(field: dict[str, Any]) -> None:
+    if "default" in field:
+        said = f"Default when omitted: {json.dumps(field.pop('default'))}."
+        field["description"] = (
+            f"{field['description']}\n\n{said}" if field.get("description") else said
+        )
+
+
+def _enum_key(schema: dict[str, Any]) -> tuple[Any, ...] | None:
+    values = schema.get("enum")
+    if not values or schema.get("type") not in (None, "string", "integer"):
+        return None
+    return (schema.get("type"), *sorted(values, key=str))
+
+
+def _make_portable(node: Any) -> None:
+    if isinstance(node, list):
+        for item in node:
+            _make_portable(item)
+        return
+    if not isinstance(node, dict):
+        return
+    if "default" in node and not _accepts(node, node["default"]):
+        del node["default"]
+    if node.get("nullable") is True and "type" not in node and len(node.get("allOf", ())) == 1:
+        node["oneOf"] = [node.pop("allOf")[0], dict(NULL_ALTERNATIVE)]
+        del node["nullable"]
+    for key, value in node.items():
+        if key not in {"default", "example", "enum"}:
+            _make_portable(value)
+
+
+def _accepts(schema: dict[str, Any], value: Any) -> bool:
+    """Whether ``value`` meets the string and enum constraints written in ``schema`` itself."""
+    if value is None:
+        return schema.get("nullable") is True
+    if "enum" in schema and value not in schema["enum"]:
+        return False
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            return False
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            return False
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return False
+    return True
 
 
 # --- Schema documents -----------------------------------------------------------------------

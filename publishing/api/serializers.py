@@ -2,13 +2,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.request import StrictSerializer
 from config.api.schema import ResponseSerializer
-from publishing.models import Destination, Publication
+from publishing.models import Account, Destination, Publication
 from publishing.services import media_links
-from readiness.api.serializers import ProviderReadinessEntryField
+from readiness.api.serializers import ProviderReadinessEntryField, ReadinessDecisionSerializer
 
 # --- Inputs ---------------------------------------------------------------------------------
 
@@ -180,7 +181,7 @@ class AccountSerializer(ResponseSerializer):
     instance_url = serializers.CharField()
     account_kind = serializers.CharField()
     granted_scopes = serializers.ListField(child=serializers.CharField())
-    status = serializers.CharField()
+    status = serializers.ChoiceField(choices=Account.Status.choices)
     status_reason = serializers.CharField()
     token_expires_at = serializers.DateTimeField(
         allow_null=True,
@@ -240,6 +241,24 @@ class MediaPageSerializer(ResponseSerializer):
     next_cursor = serializers.CharField(allow_null=True)
 
 
+@extend_schema_field(ReadinessDecisionSerializer)
+class ReadinessDecisionField(serializers.JSONField):
+    """The readiness decision stored with a blocked destination, shown as stored."""
+
+
+# What a destination asks the user to do when it is not published ("": nothing).
+DESTINATION_ACTIONS = ("edit", "reconnect", "retry", "contact_support")
+
+
+# A named component: generators name an inline object after its property ("Destination" +
+# "options"), which is the name of the destination-options response.
+@extend_schema_field(
+    {"$ref": "#/components/schemas/DestinationOptionSelection"}  # settings.APPEND_COMPONENTS
+)
+class OptionSelectionField(serializers.DictField):
+    """A destination's chosen options: option name -> chosen value."""
+
+
 class DestinationSerializer(serializers.Serializer[Any]):
     id = serializers.CharField()
     account_id = serializers.CharField()
@@ -248,7 +267,7 @@ class DestinationSerializer(serializers.Serializer[Any]):
     profile = serializers.CharField()
     text = serializers.CharField(allow_null=True)
     media_ids = serializers.ListField(child=serializers.CharField(), allow_null=True)
-    options = serializers.DictField(child=serializers.CharField())
+    options = OptionSelectionField(child=serializers.CharField())
     status = serializers.ChoiceField(choices=Destination.Status.choices)
     attempts = serializers.IntegerField()
     next_attempt_at = serializers.DateTimeField(allow_null=True)
@@ -257,10 +276,12 @@ class DestinationSerializer(serializers.Serializer[Any]):
     external_url = serializers.CharField()
     error_kind = serializers.CharField()
     error_message = serializers.CharField()
-    action = serializers.CharField(
-        help_text="edit, reconnect, retry or contact_support when not published"
+    action = serializers.ChoiceField(
+        choices=DESTINATION_ACTIONS,
+        allow_blank=True,
+        help_text="edit, reconnect, retry or contact_support when not published",
     )
-    readiness = serializers.JSONField(allow_null=True, help_text="The blocking readiness decision")
+    readiness = ReadinessDecisionField(allow_null=True, help_text="The blocking readiness decision")
     published_at = serializers.DateTimeField(allow_null=True)
     updated_at = serializers.DateTimeField()
 
@@ -273,7 +294,7 @@ class PublicationSerializer(ResponseSerializer):
     media_ids = serializers.ListField(child=serializers.CharField())
     revision = serializers.IntegerField()
     scheduled_at = serializers.DateTimeField(allow_null=True)
-    execution_intent = serializers.CharField()
+    execution_intent = serializers.ChoiceField(choices=Publication.Intent.choices)
     voice_profile_id = serializers.CharField(
         source="voice_override.voice_profile_id",
         allow_null=True,

@@ -22,7 +22,7 @@ from config.api.schema import problems
 from config.errors import DomainError, NotFoundError, PermissionDeniedError
 from publishing import selectors
 from publishing.api import serializers as s
-from publishing.api.idempotency import idempotent
+from publishing.api.idempotency import MAX_KEY_LENGTH, idempotent
 from publishing.media_files import media_file_response
 from publishing.models import Account, Publication
 from publishing.providers import all_adapters, get_adapter
@@ -35,7 +35,7 @@ from workspaces.authentication import CsrfSessionAuthentication
 
 IDEMPOTENCY = OpenApiParameter(
     "Idempotency-Key",
-    str,
+    {"type": "string", "minLength": 1, "maxLength": MAX_KEY_LENGTH},
     location=OpenApiParameter.HEADER,
     required=False,
     description="≤ 200 characters; the same key and body replay the first response for 24 h.",
