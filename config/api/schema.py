@@ -491,13 +491,16 @@ def openapi_document() -> dict[str, Any]:
 def to_json_schema(node: Any, request: HttpRequest) -> Any:
     """An OpenAPI 3.0 schema object as JSON Schema 2020-12.
 
-    ``nullable`` becomes a ``null`` alternative, and component references become the absolute
-    URLs of their own JSON schemas (so every schema document stands alone).
+    ``nullable`` (and the ``NULL_ALTERNATIVE`` of a nullable reference) becomes a ``null``
+    alternative, and component references become the absolute URLs of their own JSON schemas
+    (so every schema document stands alone).
     """
     if isinstance(node, list):
         return [to_json_schema(item, request) for item in node]
     if not isinstance(node, dict):
         return node
+    if node == NULL_ALTERNATIVE:
+        return {"type": "null"}
     out: dict[str, Any] = {}
     for key, value in node.items():
         if key == "$ref" and isinstance(value, str) and value.startswith("#/components/schemas/"):
@@ -508,6 +511,8 @@ def to_json_schema(node: Any, request: HttpRequest) -> Any:
             out[key] = value
         elif key == "enum":
             out[key] = list(value)
+        elif key == "oneOf" and NULL_ALTERNATIVE in value:
+            out["anyOf"] = to_json_schema(value, request)  # null or an object: either way
         elif key != "nullable":
             out[key] = to_json_schema(value, request)
     if node.get("nullable") is True:
