@@ -1,4 +1,4 @@
-"""Clients generated from the served contract work (spec §9: ``{docs_url}/openapi.json`` is what
+"""Clients generated from the served contract work (``{docs_url}/openapi.json`` is what
 clients are generated from; docs/clients.md).
 
 - The served document passes openapi-spec-validator, and states what generators need: closed
