@@ -160,10 +160,11 @@ def test_python_client_generates_without_warnings_or_dropped_models(
     assert missing == []
 
 
-def expect(status: int, model: type, module: Any, **kwargs: Any) -> Any:
-    """``sync_detailed`` of a generated operation: answered ``status``, parsed into ``model``."""
+def expect(answered: int, model: type, module: Any, /, **kwargs: Any) -> Any:
+    """``sync_detailed`` of a generated operation: answered ``answered``, parsed into ``model``
+    (positional, so that an operation's own ``status`` parameter passes through)."""
     response = module.sync_detailed(**kwargs)
-    assert response.status_code.value == status, response.content[:2000]
+    assert response.status_code.value == answered, response.content[:2000]
     assert isinstance(response.parsed, model), response.content[:2000]
     return response.parsed
 
