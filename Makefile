@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint fmt migrate bench bench-delivery bench-readiness bench-scale image clean
+.PHONY: run test install lint fmt migrate bench bench-delivery bench-readiness bench-scale bench-migration-locks image clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "Python 3.11 is required"; exit 1; }
@@ -52,6 +52,9 @@ bench-readiness: install
 
 bench-scale: install
 	$(BIN)/python bench/scale.py
+
+bench-migration-locks: install
+	$(BIN)/python bench/migration_locks.py
 
 # The container image, with the checkout's commit as the source revision certification runs record.
 image:
