@@ -178,6 +178,14 @@ OTHER_PROBLEMS: tuple[ProblemType, ...] = (
         "The OAuth callback came from a browser signed in as another user than the one who "
         "started the connection; the pending connection is discarded.",
     ),
+    _p(
+        "oauth_browser_mismatch",
+        403,
+        "Authorization from another browser",
+        "The OAuth callback came from a browser that did not confirm Herald's start page for "
+        "this connection (its nonce cookie is missing or wrong); the connection stays pending "
+        "for the browser that did.",
+    ),
     # Conflicts raised through the shared ConflictError with their own code.
     _p(
         "already_member",

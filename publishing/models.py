@@ -115,6 +115,12 @@ class OAuthState(models.Model):
     )
     redirect_uri = models.CharField(max_length=500)
     code_verifier_encrypted = models.TextField(blank=True, default="")
+    # The provider's authorization URL (encrypted: it carries the state). The connect answer
+    # gives Herald's own start page instead, which binds the browser before sending it there.
+    authorization_url_encrypted = models.TextField(blank=True, default="", db_default="")
+    # SHA-256 of the nonce cookie of the one browser that confirmed the start page ("" until
+    # then); the callback completes only in that browser.
+    browser_nonce_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=now)
     expires_at = models.DateTimeField()
 

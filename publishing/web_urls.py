@@ -7,5 +7,6 @@ from publishing import web
 app_name = "connections"
 
 urlpatterns = [
+    path("authorize/<str:state>", web.oauth_authorize, name="oauth-authorize"),
     path("result/<str:token>", web.oauth_result, name="oauth-result"),
 ]

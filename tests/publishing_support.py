@@ -24,9 +24,29 @@ def ok(response: Any, status: int = 200) -> Any:
     return response.json() if response.content else None
 
 
-def follow_authorization(authorization_url: str) -> dict[str, str]:
-    """Play the user's browser at the provider: the stand-in auto-approves and redirects back
-    with ``code`` and ``state``."""
+START_PAGE = "/connections/authorize/"
+
+
+def confirm_start(authorization_url: str, browser: Any) -> str:
+    """Play the person at Herald's start page (the connect answer's ``authorization_url``) in
+    ``browser`` (a test client: its cookie jar keeps the nonce cookie): read the page, confirm,
+    and return the provider's authorization URL it redirects to."""
+    path = urlsplit(authorization_url).path
+    page = browser.get(path, HTTP_ACCEPT="text/html")
+    assert page.status_code == 200, (page.status_code, page.content[:300])
+    assert b'<form method="post"' in page.content
+    confirmed = browser.post(path)
+    assert confirmed.status_code == 303, (confirmed.status_code, confirmed.content[:300])
+    return str(confirmed["Location"])
+
+
+def follow_authorization(authorization_url: str, browser: Any = None) -> dict[str, str]:
+    """Play the user's browser: through Herald's start page when the URL is Herald's (in
+    ``browser``, which then carries the nonce cookie to the callback), then at the provider,
+    whose stand-in auto-approves and redirects back with ``code`` and ``state``."""
+    if urlsplit(authorization_url).path.startswith(START_PAGE):
+        assert browser is not None, "Herald's start page binds a browser: pass one"
+        authorization_url = confirm_start(authorization_url, browser)
     response = requests.get(authorization_url, allow_redirects=False, timeout=5)
     assert response.status_code == 302, response.text
     query = parse_qs(urlsplit(response.headers["Location"]).query)
@@ -46,8 +66,9 @@ def connect_mastodon(client: APIClient, workspace: Any, server: MastodonStandIn)
         )
     )
     assert started["account"] is None
-    grant = follow_authorization(started["authorization_url"])
-    account: dict[str, Any] = ok(APIClient().get(f"{API}/accounts/oauth/callback", grant))
+    browser = APIClient()
+    grant = follow_authorization(started["authorization_url"], browser)
+    account: dict[str, Any] = ok(browser.get(f"{API}/accounts/oauth/callback", grant))
     return account
 
 

@@ -76,7 +76,13 @@ class ApiProblemMiddleware:
         if too_large:
             return too_large
         response = self.get_response(request)
-        if response.status_code >= 400 and not _is_json(response):
+        # An /api/ view that answers a browser with Herald's HTML page on purpose (the OAuth
+        # callback) marks it ``browser_page``; every other error becomes problem+json.
+        if (
+            response.status_code >= 400
+            and not _is_json(response)
+            and not getattr(response, "browser_page", False)
+        ):
             detail = {
                 404: "No such resource.",
                 405: f"Method {request.method} is not allowed here.",

@@ -201,7 +201,11 @@ class AccountPageSerializer(ResponseSerializer):
 class AccountConnectResultSerializer(ResponseSerializer):
     account = AccountSerializer(allow_null=True)
     authorization_url = serializers.CharField(
-        allow_null=True, help_text="OAuth providers: send the user here."
+        allow_null=True,
+        help_text="OAuth providers: Herald's start page (/connections/authorize/…), to open in "
+        "the browser that will authorize. It asks the person to confirm, binds that browser "
+        "(an HttpOnly nonce cookie) and sends it to the provider; the callback completes the "
+        "connect only in that browser.",
     )
 
 

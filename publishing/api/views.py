@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 from config.api.request import parse_body, parse_query
 from config.api.responses import no_content, respond, respond_page
 from config.api.schema import problems
+from config.error_pages import error_page
 from config.errors import DomainError, NotFoundError, PermissionDeniedError
 from publishing import selectors
 from publishing.api import serializers as s
@@ -131,7 +132,8 @@ class AccountConnectView(APIView):
 
 class OAuthCallbackView(APIView):
     """The provider redirects the user's browser here; the single-use state identifies the
-    pending connect (it is bound to the workspace and user who started it)."""
+    pending connect (bound to the workspace and user who started it, and to the browser that
+    confirmed Herald's start page)."""
 
     # No credentials are required; a browser's session is read only to refuse a callback from
     # a browser signed in as another user than the one who started the connect.
@@ -143,51 +145,85 @@ class OAuthCallbackView(APIView):
         auth=[],
         parameters=[s.OAuthCallbackQuerySerializer],
         description="The provider redirects the user's browser here; the single-use state "
-        "identifies the pending connect (it is bound to the workspace and user who started "
-        "it). API clients get the connected account (JSON). A browser (Accept: "
-        "text/html) is redirected (303) to a Herald page saying in words what happened, errors "
-        "included.",
-        # Unauthenticated, so 403 is not implied: a denied grant, a role or plan that
-        # changed since the connect started; 409: readiness blocks the provider now.
+        "identifies the pending connect (bound to the workspace and user who started it). The "
+        "connect completes only with the nonce cookie that Herald's start page "
+        "(the connect answer's authorization_url) set in this browser; without it the answer "
+        "is 403 oauth_browser_mismatch and the connect stays pending. API clients get the "
+        "connected account (JSON). A browser (Accept: text/html) is redirected (303) to a "
+        "Herald page saying in Herald's words what happened; an unknown state or another "
+        "browser gets an error page instead. A provider's error is shown only as Herald's "
+        "message for a known RFC 6749 code, never its text.",
+        # Unauthenticated, so 403 is not implied: a denied grant, another browser, a role or
+        # plan that changed since the connect started; 409: readiness blocks the provider now.
         responses={
             200: s.AccountSerializer,
             303: OpenApiResponse(description="Browsers: to the page describing the outcome."),
             **problems(400, 403, 404, 409, 422, 502),
         },
     )
-    def get(self, request: Request) -> Response | HttpResponseRedirect:
+    def get(self, request: Request) -> HttpResponseBase:
         query = parse_query(s.OAuthCallbackQuerySerializer, request)
         browser = "text/html" in request.headers.get("Accept", "")
         user = request.user if request.user.is_authenticated else None
+        state = query["state"]
+        nonce = request.COOKIES.get(accounts.oauth_nonce_cookie_name(state), "")
         try:
             if query.get("error") or not query.get("code"):
-                accounts.account_oauth_abort(state=query["state"])
-                reason = f" ({query['error']})" if query.get("error") else ""
-                raise PermissionDeniedError(
-                    f"The provider did not grant access{reason}.", code="oauth_denied"
+                accounts.account_oauth_abort(
+                    state=state, browser_nonce=nonce, error=query.get("error") or ""
                 )
             account = accounts.account_oauth_complete(
-                state=query["state"], code=query["code"], session_user=user
+                state=state, code=query["code"], browser_nonce=nonce, session_user=user
             )
+        except NotFoundError as exc:  # no pending connect: no result page
+            if not browser:
+                raise
+            return _browser_page(request, 404, title="Unknown authorization", message=exc.detail)
         except DomainError as exc:
             if not browser:
                 raise
-            return HttpResponseRedirect(
-                oauth_result_location(ok=False, title=exc.title, detail=exc.detail), status=303
-            )
+            if exc.code == "oauth_browser_mismatch":  # still pending for its browser: no result
+                return _browser_page(request, 403, title=exc.title, message=exc.detail)
+            return _oauth_result(request, state, ok=False, title=exc.title, detail=exc.detail)
         if browser:
             name = get_adapter(account.provider).capabilities.display_name
-            return HttpResponseRedirect(
-                oauth_result_location(
-                    ok=True,
-                    title=f"{name} account connected",
-                    detail=f"{account.username} is connected to Herald and can be published to.",
-                    provider=name,
-                    username=account.username,
-                ),
-                status=303,
+            return _oauth_result(
+                request,
+                state,
+                ok=True,
+                title=f"{name} account connected",
+                detail="The account is connected to Herald and can be published to.",
+                provider=name,
+                username=account.username,
             )
-        return respond(request, s.AccountSerializer, account)
+        response = respond(request, s.AccountSerializer, account)
+        _forget_nonce(request, response, state)
+        return response
+
+
+def _browser_page(request: Request, status: int, *, title: str, message: str) -> HttpResponseBase:
+    """Herald's plain error page, for a callback that matched no pending connect in this
+    browser: no result page, nothing from the query or the provider."""
+    response = error_page(request, status, title=title, message=message)
+    response.browser_page = True  # type: ignore[attr-defined]  # kept as HTML under /api/
+    response["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def _forget_nonce(request: Request, response: HttpResponseBase, state: str) -> None:
+    response.delete_cookie(
+        accounts.oauth_nonce_cookie_name(state),
+        path=reverse("publishing:oauth-callback"),
+        samesite="Lax",
+    )
+
+
+def _oauth_result(request: Request, state: str, **outcome: Any) -> HttpResponseBase:
+    """303 to the signed result page: only for a state that matched a pending connect in the
+    browser that started it (the code never stays in the address bar)."""
+    response = HttpResponseRedirect(oauth_result_location(**outcome), status=303)
+    _forget_nonce(request, response, state)
+    return response
 
 
 class AccountDetailView(APIView):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import hmac
 import logging
 import secrets
 from datetime import timedelta
@@ -16,6 +17,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 from django.utils import timezone
 
 from config.db.integrity import is_unique_violation
@@ -51,6 +53,32 @@ from workspaces.models import WorkspaceMembership
 from workspaces.services import plan_check_current
 
 logger = logging.getLogger(__name__)
+
+# RFC 6749 §4.1.2.1 error codes, each with Herald's own words. A provider's ``error`` outside this
+# list, and any ``error_description``, are never shown: the callback's query is anyone's text.
+OAUTH_ERROR_MESSAGES = {
+    "access_denied": "The authorization was declined at the provider (access_denied).",
+    "invalid_request": "The provider rejected Herald's authorization request (invalid_request).",
+    "unauthorized_client": "The provider does not allow Herald's app to connect accounts this "
+    "way (unauthorized_client).",
+    "unsupported_response_type": "The provider does not support Herald's kind of authorization "
+    "(unsupported_response_type).",
+    "invalid_scope": "The provider rejected the permissions Herald asked for (invalid_scope).",
+    "server_error": "The provider failed while authorizing (server_error); try again later.",
+    "temporarily_unavailable": "The provider is temporarily unavailable "
+    "(temporarily_unavailable); try again later.",
+}
+OAUTH_ERROR_GENERIC = "The provider did not grant access."
+OAUTH_EXCHANGE_FAILED = (
+    "The provider did not complete the connection; start it again. If it keeps failing, the "
+    "server log has the provider's answer."
+)
+OAUTH_NONCE_COOKIE_PREFIX = "herald_oauth_"
+_START_UNAVAILABLE = (
+    "This connection link is unknown, was already opened in a browser, or has expired; start "
+    "the connection again from Herald."
+)
+_UNKNOWN_STATE = "This authorization request is unknown or has expired; connect again."
 
 
 def _hash(value: str) -> str:
@@ -153,7 +181,8 @@ def account_connect(
     instance_url: str = "",
     fields: dict[str, str] | None = None,
 ) -> tuple[Account | None, str | None]:
-    """Returns ``(account, None)`` for credential providers or ``(None, authorization_url)``."""
+    """Returns ``(account, None)`` for credential providers or ``(None, authorization_url)``,
+    where the URL is Herald's start page (see :func:`oauth_bind_browser`), not the provider's."""
     access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     _require_provider(provider, instance_url)
     workspace = access.workspace
@@ -162,13 +191,14 @@ def account_connect(
     adapter = get_adapter(provider)
     caps = adapter.capabilities
     if caps.connection == ConnectionMode.OAUTH2:
-        return None, _oauth_begin(
+        state = _oauth_begin(
             actor=actor,
             workspace=workspace,
             provider=provider,
             redirect_uri=redirect_uri,
             instance_url=instance_url,
         )
+        return None, oauth_start_url(redirect_uri=redirect_uri, state=state)
     missing = [name for name in caps.credential_fields if not (fields or {}).get(name)]
     if missing:
         raise FieldValidationError(
@@ -196,9 +226,24 @@ def account_connect(
     ), None
 
 
+def oauth_start_url(*, redirect_uri: str, state: str) -> str:
+    """Herald's start page on the origin of the callback, so that the nonce cookie it sets is
+    the one the callback reads."""
+    parts = urlsplit(redirect_uri)
+    origin = f"{parts.scheme}://{parts.netloc}" if parts.netloc else ""
+    return f"{origin}{reverse('connections:oauth-authorize', args=[state])}"
+
+
+def oauth_nonce_cookie_name(state: str) -> str:
+    """One cookie per pending connect (two connects in one browser do not overwrite each
+    other); the name carries a prefix of the state's hash, never the state."""
+    return f"{OAUTH_NONCE_COOKIE_PREFIX}{_hash(state)[:16]}"
+
+
 def _oauth_begin(
     *, actor: Actor, workspace: Any, provider: str, redirect_uri: str, instance_url: str
 ) -> str:
+    """Store the pending connect; returns its state."""
     adapter = get_adapter(provider)
     if adapter.capabilities.federated and not instance_url:
         raise FieldValidationError(
@@ -247,24 +292,54 @@ def _oauth_begin(
             code_verifier_encrypted=credentials.encrypt({"v": start.code_verifier})
             if start.code_verifier
             else "",
+            authorization_url_encrypted=credentials.encrypt({"u": start.authorization_url}),
             expires_at=timezone.now() + timedelta(seconds=settings.HERALD_OAUTH_STATE_SECONDS),
         )
-    return start.authorization_url
+    return state
 
 
-def account_oauth_abort(*, state: str) -> None:
-    """The provider sent the user back without a grant (denied, or an error): the state is
-    spent all the same (single use)."""
-    OAuthState.objects.filter(state_hash=_hash(state)).delete()
+def oauth_start_pending(*, state: str) -> OAuthState:
+    """The pending connect a start link names, while no browser has bound it yet (what the
+    start page shows before the person confirms)."""
+    pending = (
+        OAuthState.objects.select_related("workspace", "user")
+        .filter(state_hash=_hash(state), browser_nonce_hash="", expires_at__gt=timezone.now())
+        .exclude(authorization_url_encrypted="")
+        .first()
+    )
+    if pending is None:
+        raise NotFoundError(_START_UNAVAILABLE)
+    return pending
 
 
-def account_oauth_complete(*, state: str, code: str, session_user: Any = None) -> Account:
-    """The OAuth callback: single-use state, PKCE verifier, token exchange, store the account.
+def oauth_bind_browser(*, state: str) -> tuple[str, str, int]:
+    """The start page was confirmed: bind the pending connect to this browser.
 
-    The state is bound to the user and workspace that started the connect. The callback itself
-    is unauthenticated (a CLI user's browser has no Herald session), but a browser signed in as
-    another user is refused: it would connect someone's provider account to a workspace of the
-    user who sent them the authorization link."""
+    Returns ``(nonce, provider authorization URL, seconds left)``; the caller sets the nonce as
+    an HttpOnly cookie. Only the first browser binds (a conditional UPDATE): a start link opened
+    elsewhere afterwards, or the provider's URL opened without it, cannot complete the connect.
+    """
+    nonce = secrets.token_urlsafe(32)
+    now = timezone.now()
+    with transaction.atomic():
+        bound = (
+            OAuthState.objects.filter(
+                state_hash=_hash(state), browser_nonce_hash="", expires_at__gt=now
+            )
+            .exclude(authorization_url_encrypted="")
+            .update(browser_nonce_hash=_hash(nonce))
+        )
+        pending = OAuthState.objects.filter(state_hash=_hash(state)).first() if bound else None
+    if pending is None or not pending.authorization_url_encrypted:
+        raise NotFoundError(_START_UNAVAILABLE)
+    url = credentials.decrypt(pending.authorization_url_encrypted).get("u", "")
+    seconds_left = int((pending.expires_at - now).total_seconds())
+    return nonce, url, max(1, min(seconds_left, settings.HERALD_OAUTH_STATE_SECONDS))
+
+
+def _claim_pending(*, state: str, browser_nonce: str) -> OAuthState:
+    """Spend the pending connect, but only in the browser that confirmed its start page: a
+    callback without that browser's nonce cookie leaves it pending for the right browser."""
     with transaction.atomic():
         pending = (
             OAuthState.objects.select_for_update(of=("self",))  # app is a nullable join
@@ -273,11 +348,40 @@ def account_oauth_complete(*, state: str, code: str, session_user: Any = None) -
             .first()
         )
         if pending is None or pending.expires_at <= timezone.now():
-            raise NotFoundError(
-                "This authorization request is unknown or has expired; connect again."
+            raise NotFoundError(_UNKNOWN_STATE)
+        expected = pending.browser_nonce_hash
+        presented = _hash(browser_nonce) if browser_nonce else ""
+        if not expected or not hmac.compare_digest(presented, expected):
+            raise PermissionDeniedError(
+                "This browser did not start this connection. Open the link Herald gave you (the "
+                "command's or page's authorization link) in the browser you authorize in.",
+                code="oauth_browser_mismatch",
             )
-        pending_copy = pending
         pending.delete()  # single use, even if the exchange fails
+    return pending
+
+
+def account_oauth_abort(*, state: str, browser_nonce: str, error: str) -> None:
+    """The provider sent the browser back without a grant: the pending connect is spent all the
+    same (single use), and the answer is Herald's words for a known RFC 6749 code, never the
+    provider's (or whoever wrote the query's) text."""
+    _claim_pending(state=state, browser_nonce=browser_nonce)
+    raise PermissionDeniedError(
+        OAUTH_ERROR_MESSAGES.get(error, OAUTH_ERROR_GENERIC), code="oauth_denied"
+    )
+
+
+def account_oauth_complete(
+    *, state: str, code: str, browser_nonce: str, session_user: Any = None
+) -> Account:
+    """The OAuth callback: single-use state, PKCE verifier, token exchange, store the account.
+
+    The state is bound to the user and workspace that started the connect, and to the browser
+    that confirmed Herald's start page (its nonce cookie): a victim who opens someone else's
+    link does not connect their account into that person's workspace. The callback itself needs
+    no Herald session (a CLI user's browser has none), but a browser signed in as another user
+    is refused too."""
+    pending_copy = _claim_pending(state=state, browser_nonce=browser_nonce)
     if session_user is not None and session_user.pk != pending_copy.user_id:
         raise PermissionDeniedError(
             "This authorization was started by another Herald user; sign in as that user, or "
@@ -303,7 +407,9 @@ def account_oauth_complete(*, state: str, code: str, session_user: Any = None) -
             app=credentials.decrypt(app.credentials_encrypted) if app else None,
         )
     except ProviderError as exc:
-        raise _provider_failure(exc) from None
+        # The provider's words go to the log only: the callback shows Herald's text.
+        logger.warning("OAuth code exchange with %s failed: %s", pending_copy.provider, exc.message)
+        raise ProviderConnectError(OAUTH_EXCHANGE_FAILED) from None
     try:
         return _store_account(
             actor=actor,

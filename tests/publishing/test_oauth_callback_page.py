@@ -33,7 +33,12 @@ def _providers(settings: Any) -> None:
     settings.HERALD_DISABLED_PROVIDERS = []
 
 
-def _start(client: APIClient, workspace: Any, server: MastodonStandIn) -> dict[str, str]:
+def _start(
+    client: APIClient, workspace: Any, server: MastodonStandIn
+) -> tuple[APIClient, dict[str, str]]:
+    """The user's browser through Herald's start page and the provider: it holds the nonce
+    cookie the callback requires."""
+    browser = APIClient()
     started = ok(
         client.post(
             f"{API}/accounts/connect",
@@ -41,15 +46,15 @@ def _start(client: APIClient, workspace: Any, server: MastodonStandIn) -> dict[s
             format="json",
         )
     )
-    return follow_authorization(started["authorization_url"])
+    return browser, follow_authorization(started["authorization_url"], browser)
 
 
 def test_browser_ends_on_a_page_saying_the_account_is_connected(
     owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
 ) -> None:
-    grant = _start(owner_client, workspace, mastodon)
+    browser, grant = _start(owner_client, workspace, mastodon)
 
-    answer = APIClient().get(f"{API}/accounts/oauth/callback", grant, **BROWSER)
+    answer = browser.get(f"{API}/accounts/oauth/callback", grant, **BROWSER)
 
     assert answer.status_code == 303
     assert answer["Location"].startswith("/connections/result/")
@@ -67,15 +72,27 @@ def test_browser_ends_on_a_page_saying_the_account_is_connected(
 def test_browser_ends_on_a_page_saying_what_went_wrong(
     owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
 ) -> None:
-    grant = _start(owner_client, workspace, mastodon)
-    APIClient().get(f"{API}/accounts/oauth/callback", grant)  # the state is spent
+    browser, grant = _start(owner_client, workspace, mastodon)
+    mastodon.apps.clear()  # the provider no longer knows Herald's app: the exchange fails
 
-    answer = APIClient().get(f"{API}/accounts/oauth/callback", grant, **BROWSER)
+    answer = browser.get(f"{API}/accounts/oauth/callback", grant, **BROWSER)
 
     assert answer.status_code == 303
     page = APIClient().get(answer["Location"])
     assert page.status_code == 400
-    assert "unknown or has expired; connect again" in page.content.decode()
+    assert "did not complete the connection; start it again" in page.content.decode()
+
+
+def test_a_spent_state_gets_no_result_page(
+    owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
+) -> None:
+    browser, grant = _start(owner_client, workspace, mastodon)
+    ok(browser.get(f"{API}/accounts/oauth/callback", grant))  # the state is spent
+
+    answer = browser.get(f"{API}/accounts/oauth/callback", grant, **BROWSER)
+
+    assert answer.status_code == 404
+    assert "unknown or has expired; connect again" in answer.content.decode()
 
 
 def test_a_result_page_not_issued_by_herald_says_so() -> None:
@@ -88,16 +105,16 @@ def test_a_result_page_not_issued_by_herald_says_so() -> None:
 def test_a_denied_grant_spends_the_state(
     owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
 ) -> None:
-    grant = _start(owner_client, workspace, mastodon)
+    browser, grant = _start(owner_client, workspace, mastodon)
 
-    denied = APIClient().get(
+    denied = browser.get(
         f"{API}/accounts/oauth/callback", {"state": grant["state"], "error": "access_denied"}
     )
 
     assert_problem(denied, 403, "oauth_denied")
     assert "access_denied" in denied.json()["detail"]
     assert not OAuthState.objects.exists()
-    assert_problem(APIClient().get(f"{API}/accounts/oauth/callback", grant), 404, "not_found")
+    assert_problem(browser.get(f"{API}/accounts/oauth/callback", grant), 404, "not_found")
 
 
 def test_a_browser_signed_in_as_another_user_cannot_complete_the_connect(
@@ -107,8 +124,9 @@ def test_a_browser_signed_in_as_another_user_cannot_complete_the_connect(
     make_user: Any,
     make_session_client: Any,
 ) -> None:
-    grant = _start(owner_client, workspace, mastodon)
+    browser, grant = _start(owner_client, workspace, mastodon)
     stranger = make_session_client(make_user(email="stranger@example.com"))
+    stranger.cookies.update(browser.cookies)  # the same browser, signed in as someone else
 
     answer = stranger.get(f"{API}/accounts/oauth/callback", grant)
 
@@ -120,7 +138,8 @@ def test_a_browser_signed_in_as_another_user_cannot_complete_the_connect(
 def test_the_same_user_signed_in_completes_the_connect(
     owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn, session_client: APIClient
 ) -> None:
-    grant = _start(owner_client, workspace, mastodon)
+    browser, grant = _start(owner_client, workspace, mastodon)
+    session_client.cookies.update(browser.cookies)  # the same browser, signed in
 
     account = ok(session_client.get(f"{API}/accounts/oauth/callback", grant))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 import pytest
 import time_machine
@@ -32,6 +32,7 @@ from tests.publishing_support import (
     STANDINS,
     connect,
     connect_fields,
+    confirm_start,
     follow_authorization,
     ok,
     point_settings_at,
@@ -162,7 +163,12 @@ def test_mastodon_oauth_connect_with_pkce(
 ) -> None:
     started = start_mastodon(owner_client, workspace, mastodon)
     assert started["account"] is None
-    url = urlsplit(started["authorization_url"])
+    start = urlsplit(started["authorization_url"])  # Herald's start page binds the browser
+    assert f"{start.scheme}://{start.netloc}{start.path}".startswith(
+        "http://testserver/connections/authorize/"
+    )
+    browser = APIClient()
+    url = urlsplit(confirm_start(started["authorization_url"], browser))
     assert f"{url.scheme}://{url.netloc}" == mastodon.url
     assert url.path == "/oauth/authorize"
     query = {k: v[0] for k, v in parse_qs(url.query).items()}
@@ -178,9 +184,9 @@ def test_mastodon_oauth_connect_with_pkce(
     assert pending.user == user
     assert credentials.decrypt(pending.code_verifier_encrypted)["v"]
 
-    grant = follow_authorization(started["authorization_url"])
+    grant = follow_authorization(urlunsplit(url))
     assert grant["state"] == query["state"]
-    account = ok(APIClient().get(f"{API}/accounts/oauth/callback", grant))
+    account = ok(browser.get(f"{API}/accounts/oauth/callback", grant))
     assert account["provider"] == "mastodon"
     assert account["username"] == "herald@127.0.0.1"
     assert account["display_name"] == "Herald Test"
@@ -194,7 +200,7 @@ def test_mastodon_oauth_connect_with_pkce(
     assert OAuthState.objects.count() == 0
 
     # The state is single use.
-    assert_problem(APIClient().get(f"{API}/accounts/oauth/callback", grant), 404, "not_found")
+    assert_problem(browser.get(f"{API}/accounts/oauth/callback", grant), 404, "not_found")
     # The account is listed.
     listed = ok(owner_client.get(f"{API}/accounts", {"workspace_id": str(workspace.pk)}))
     assert [a["id"] for a in listed["items"]] == [account["id"]]
@@ -209,9 +215,10 @@ def test_mastodon_unknown_or_expired_state_is_404(
         "not_found",
     )
     started = start_mastodon(owner_client, workspace, mastodon)
-    grant = follow_authorization(started["authorization_url"])
+    browser = APIClient()
+    grant = follow_authorization(started["authorization_url"], browser)
     with time_machine.travel(timezone.now() + timedelta(minutes=16)):
-        assert_problem(APIClient().get(f"{API}/accounts/oauth/callback", grant), 404, "not_found")
+        assert_problem(browser.get(f"{API}/accounts/oauth/callback", grant), 404, "not_found")
     assert not Account.objects.exists()
 
 
@@ -219,8 +226,10 @@ def test_mastodon_denied_authorization(
     owner_client: APIClient, workspace: Any, mastodon: MastodonStandIn
 ) -> None:
     started = start_mastodon(owner_client, workspace, mastodon)
-    state = parse_qs(urlsplit(started["authorization_url"]).query)["state"][0]
-    response = APIClient().get(
+    browser = APIClient()
+    provider_url = confirm_start(started["authorization_url"], browser)
+    state = parse_qs(urlsplit(provider_url).query)["state"][0]
+    response = browser.get(
         f"{API}/accounts/oauth/callback", {"state": state, "error": "access_denied"}
     )
     assert_problem(response, 403, "oauth_denied")
@@ -234,8 +243,9 @@ def test_mastodon_app_registration_is_reused_per_instance(
     assert mastodon.counters["apps_registered"] == 1
     second_start = start_mastodon(owner_client, workspace, mastodon)
     assert mastodon.counters["apps_registered"] == 1  # same instance: same app
-    grant = follow_authorization(second_start["authorization_url"])
-    again = ok(APIClient().get(f"{API}/accounts/oauth/callback", grant))
+    browser = APIClient()
+    grant = follow_authorization(second_start["authorization_url"], browser)
+    again = ok(browser.get(f"{API}/accounts/oauth/callback", grant))
     assert again["id"] == first["id"]  # the same external account is refreshed, not duplicated
     assert ProviderApp.objects.count() == 1
     assert Account.objects.count() == 1
@@ -260,11 +270,12 @@ def test_mastodon_registration_per_callback_origin(
     )
     started = ok(response)
     assert mastodon.counters["apps_registered"] == 2
-    assert "redirect_uri=http%3A%2F%2Fherald.example%2F" in started["authorization_url"]
-    grant = follow_authorization(started["authorization_url"])
-    account = ok(
-        APIClient().get(f"{API}/accounts/oauth/callback", grant, SERVER_NAME="herald.example")
-    )
+    assert started["authorization_url"].startswith("http://herald.example/connections/")
+    browser = APIClient(SERVER_NAME="herald.example")
+    provider_url = confirm_start(started["authorization_url"], browser)
+    assert "redirect_uri=http%3A%2F%2Fherald.example%2F" in provider_url
+    grant = follow_authorization(provider_url)
+    account = ok(browser.get(f"{API}/accounts/oauth/callback", grant))
     assert account["provider"] == "mastodon"
     assert ProviderApp.objects.count() == 2
 
@@ -277,7 +288,12 @@ def test_mastodon_callback_is_on_the_public_url_when_set(
     HERALD_PUBLIC_URL, the origin the user's browser comes back to."""
     settings.HERALD_PUBLIC_URL = "https://herald.example.com:8443"
     started = start_mastodon(owner_client, workspace, mastodon)
-    query = parse_qs(urlsplit(started["authorization_url"]).query)
+    # The start page is there too, so that its nonce cookie reaches the callback.
+    assert started["authorization_url"].startswith(
+        "https://herald.example.com:8443/connections/authorize/"
+    )
+    provider_url = confirm_start(started["authorization_url"], APIClient())
+    query = parse_qs(urlsplit(provider_url).query)
     assert query["redirect_uri"] == [
         "https://herald.example.com:8443/api/v1/accounts/oauth/callback"
     ]
@@ -289,8 +305,9 @@ def test_oauth_callback_rechecks_the_role_of_the_user_who_started(
 ) -> None:
     started = start_mastodon(owner_client, workspace, mastodon)
     WorkspaceMembership.objects.filter(workspace=workspace, user=user).update(role="viewer")
-    grant = follow_authorization(started["authorization_url"])
-    assert_problem(APIClient().get(f"{API}/accounts/oauth/callback", grant), 403, "role_too_low")
+    browser = APIClient()
+    grant = follow_authorization(started["authorization_url"], browser)
+    assert_problem(browser.get(f"{API}/accounts/oauth/callback", grant), 403, "role_too_low")
     assert not Account.objects.exists()
 
 
@@ -890,8 +907,9 @@ def test_plan_limit_is_checked_again_when_the_oauth_callback_arrives(
     workspace.save()
     started = start_mastodon(owner_client, workspace, mastodon)  # under the limit when it starts
     connect(owner_client, workspace, "discord_webhook", discord)  # ... which the webhook then fills
-    grant = follow_authorization(started["authorization_url"])
-    assert_problem(APIClient().get(f"{API}/accounts/oauth/callback", grant), 403, "plan_limit")
+    browser = APIClient()
+    grant = follow_authorization(started["authorization_url"], browser)
+    assert_problem(browser.get(f"{API}/accounts/oauth/callback", grant), 403, "plan_limit")
     assert Account.objects.count() == 1
 
 
@@ -981,8 +999,7 @@ def test_oauth_callback_rechecks_readiness(
 ) -> None:
     started = start_mastodon(owner_client, workspace, mastodon)
     provider_settings.HERALD_DISABLED_PROVIDERS = ["mastodon"]
-    grant = follow_authorization(started["authorization_url"])
-    assert_problem(
-        APIClient().get(f"{API}/accounts/oauth/callback", grant), 409, "readiness_blocked"
-    )
+    browser = APIClient()
+    grant = follow_authorization(started["authorization_url"], browser)
+    assert_problem(browser.get(f"{API}/accounts/oauth/callback", grant), 409, "readiness_blocked")
     assert not Account.objects.exists()
