@@ -40,6 +40,16 @@ def confirm_start(authorization_url: str, browser: Any) -> str:
     return str(confirmed["Location"])
 
 
+def bind_browser(authorization_url: str) -> tuple[str, str]:
+    """Service level: what confirming Herald's start page does. Returns ``(nonce, provider's
+    authorization URL)``; the nonce is what the callback's cookie carries."""
+    from publishing.services.accounts import oauth_bind_browser
+
+    state = urlsplit(authorization_url).path.removeprefix(START_PAGE)
+    nonce, provider_url, _ = oauth_bind_browser(state=state)
+    return nonce, provider_url
+
+
 def follow_authorization(authorization_url: str, browser: Any = None) -> dict[str, str]:
     """Play the user's browser: through Herald's start page when the URL is Herald's (in
     ``browser``, which then carries the nonce cookie to the callback), then at the provider,

@@ -2,9 +2,10 @@
 
 ``connect`` sends credential fields (``--field KEY=VALUE``, or ``--field KEY`` to be asked for the
 value with hidden input) to ``POST /accounts/connect``. A credential provider answers with the
-account at once. An OAuth provider answers with an ``authorization_url``: the command prints it,
-opens a browser where there is one, and polls ``GET /accounts`` until the account appears (or
-``--timeout`` passes). Field values are secrets: they are never printed, and every one but a few
+account at once. An OAuth provider answers with an ``authorization_url``, Herald's start page:
+the command prints it, opens a browser where there is one, and polls ``GET /accounts`` until the
+account appears (or ``--timeout`` passes). The person confirms on that page, which binds the
+connect to their browser: only that browser can complete it at the callback. Field values are secrets: they are never printed, and every one but a few
 public ones (a feed's title, a handle) is redacted from anything the command prints.
 """
 
@@ -306,8 +307,9 @@ def connect(
     Credential providers connect at once:
       herald account connect feed --field title="My news"
       herald account connect bluesky --field handle=me.bsky.social --field app_password
-    OAuth providers print an authorization URL, open a browser where there is one, and wait
-    until the account appears:
+    OAuth providers print an authorization URL (Herald's page: confirm there, then authorize
+    at the provider in the same browser; the link works once), open a browser where there is
+    one, and wait until the account appears:
       herald account connect mastodon --instance-url https://mastodon.social
     """
     hx = current()
@@ -337,7 +339,11 @@ def connect(
     # that appears (or is reconnected) after this is the one being connected.
     before = _snapshot(client, workspace_id, provider) if wait else {}
     # With --json, stdout carries only the final JSON document.
-    echo(f"Authorize Herald at {provider} by opening this URL:", err=hx.json)
+    echo(
+        f"Authorize Herald at {provider}: open this URL, confirm on Herald's page, then "
+        "authorize at the provider, all in the same browser:",
+        err=hx.json,
+    )
     echo(f"  {url}", err=hx.json)
     if not wait:
         if hx.json:
@@ -349,6 +355,7 @@ def connect(
         echo("Opened it in your browser.", err=True)
     else:
         echo("Open it in a browser; this command waits for you.", err=True)
+    echo("Do not share this link: whoever confirms it connects their own account here.", err=True)
     echo(f"Waiting up to {timeout:.0f} s for the account (Ctrl-C stops waiting)…", err=True)
     connected = wait_for_account(
         client, workspace_id, provider, before, interval=interval, timeout=timeout

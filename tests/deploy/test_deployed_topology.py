@@ -220,10 +220,23 @@ def connect_mastodon_through_the_proxy(
                 timeout=30,
             )
         )
-        query = parse_qs(urlsplit(started["authorization_url"]).query)
-        assert query["redirect_uri"] == [callback]
+        # Herald's start page on the public origin: the person confirms, and the browser gets
+        # the nonce cookie the callback requires before it is sent to the provider.
+        start = started["authorization_url"]
+        assert start.startswith(f"{topology.url}/connections/authorize/")
         browser = client()
-        approved = browser.get(started["authorization_url"], allow_redirects=False, timeout=10)
+        confirmed = browser.post(
+            start,
+            data={"csrfmiddlewaretoken": csrf_of(browser.get(start, timeout=10))},
+            headers={"Origin": topology.url, "Referer": start},
+            allow_redirects=False,
+            timeout=10,
+        )
+        assert confirmed.status_code == 303, (confirmed.status_code, confirmed.text[:500])
+        provider_url = confirmed.headers["Location"]
+        query = parse_qs(urlsplit(provider_url).query)
+        assert query["redirect_uri"] == [callback]
+        approved = browser.get(provider_url, allow_redirects=False, timeout=10)
         assert approved.status_code == 302
         back = approved.headers["Location"]
         assert back.startswith(f"{callback}?")

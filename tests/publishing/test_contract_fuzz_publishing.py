@@ -52,7 +52,7 @@ from tests.providers.bluesky import BlueskyStandIn
 from tests.providers.discord_webhook import DiscordWebhookStandIn
 from tests.providers.mastodon import FIXTURE_TOKEN, MastodonStandIn
 from tests.providers.telegram import TelegramStandIn
-from tests.publishing_support import connect_fields, follow_authorization
+from tests.publishing_support import bind_browser, connect_fields, follow_authorization
 from workspaces.access import Actor
 
 FUZZED_PATHS = (
@@ -153,6 +153,7 @@ class World:
     authorization: str
     ids: dict[str, list[str]]
     connect: dict[str, dict[str, Any]]  # provider -> real connect body fields
+    cookie: str  # the browser's nonce cookie for the pending grant
 
 
 CALLBACK = "http://testserver/api/v1/accounts/oauth/callback"
@@ -233,7 +234,8 @@ def world(
         instance_url=mastodon.url,
     )
     assert authorization_url is not None
-    grant = follow_authorization(authorization_url)
+    nonce, provider_url = bind_browser(authorization_url)
+    grant = follow_authorization(provider_url)
 
     png = media.media_upload(
         actor=actor,
@@ -298,6 +300,7 @@ def world(
             "provider": list(PROVIDERS),
         },
         connect=connect,
+        cookie=f"{accounts.oauth_nonce_cookie_name(grant['state'])}={nonce}",
     )
 
 
@@ -408,7 +411,8 @@ def test_operation_honours_its_contract(operation: Any, world: World) -> None:
     from django.db import connection
 
     assert not connection.in_atomic_block  # the app's commits are real; no test transaction
-    headers = {"Authorization": world.authorization}
+    # The callback's pending grant completes only with its browser's nonce cookie.
+    headers = {"Authorization": world.authorization, "Cookie": world.cookie}
 
     assert_contract_holds(_strategy(operation, world), headers=headers, examples=MAX_EXAMPLES * 2)
 
@@ -478,7 +482,7 @@ EDGE_CASES: list[tuple[str, Any, dict[str, str], dict[str, Any], int]] = [
         None,
         {},
         {"state": "unknown", "error": "access_denied"},
-        403,
+        404,
     ),
     ("GET /api/v1/capabilities", None, {}, {"account_ids": "not-a-uuid"}, 404),
 ]
@@ -532,7 +536,8 @@ def test_provider_failures_answer_within_the_contract(world: World, standins: St
     import json
 
     bylabel = {operation_label(op): op for op in OPERATIONS}
-    headers = {"Authorization": world.authorization}
+    # The callback's pending grant completes only with its browser's nonce cookie.
+    headers = {"Authorization": world.authorization, "Cookie": world.cookie}
     for provider in PROVIDERS:
         standins.of(provider).set_faults(reject_tokens=True)
 

@@ -36,6 +36,7 @@ from publishing.services.publications import (
 from tests.providers.bluesky import BlueskyStandIn
 from tests.providers.mastodon import MastodonStandIn
 from tests.providers.standin import StandIn
+from tests.publishing_support import bind_browser
 from tests.worker_harness import Broker, DeliveryStack, RedisServer, credential_keys, use_broker
 from workspaces.access import Actor
 
@@ -125,9 +126,12 @@ def world(standins: dict[str, StandIn], settings: Any, user: Any, workspace: Any
         instance_url=standins["mastodon"].url,
     )
     assert authorization_url is not None
-    answer = requests.get(authorization_url, allow_redirects=False, timeout=5)
+    nonce, provider_url = bind_browser(authorization_url)
+    answer = requests.get(provider_url, allow_redirects=False, timeout=5)
     grant = parse_qs(urlsplit(answer.headers["Location"]).query)
-    mastodon = account_oauth_complete(state=grant["state"][0], code=grant["code"][0])
+    mastodon = account_oauth_complete(
+        state=grant["state"][0], code=grant["code"][0], browser_nonce=nonce
+    )
     password = standins["bluesky"].fixtures()["accounts"]["herald.test"]["app_password"]
     bluesky, _ = account_connect(
         actor=actor,

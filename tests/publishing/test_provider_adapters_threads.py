@@ -42,7 +42,7 @@ from tests.providers.threads import (
 from tests.providers.threads import (
     threads_length as standin_length,
 )
-from tests.publishing_support import API, follow_authorization, upload
+from tests.publishing_support import API, confirm_start, follow_authorization, upload
 from workspaces.access import Actor
 from workspaces.models import User
 
@@ -444,10 +444,11 @@ def _connect(owner_client: APIClient, workspace: Any) -> Account:
         format="json",
     )
     assert started.status_code == 200, started.content
-    authorization_url = started.json()["authorization_url"]
+    browser = APIClient()
+    authorization_url = confirm_start(started.json()["authorization_url"], browser)
     query = {k: v[0] for k, v in parse_qs(urlsplit(authorization_url).query).items()}
     assert query["redirect_uri"].endswith("/api/v1/accounts/oauth/callback")
-    callback = APIClient().get(
+    callback = browser.get(
         f"{API}/accounts/oauth/callback", follow_authorization(authorization_url)
     )
     assert callback.status_code in (200, 302, 303), callback.content
@@ -590,12 +591,15 @@ def test_denied_consent_and_disconnect_through_herald(
         {"workspace_id": str(workspace.pk), "provider": "threads"},
         format="json",
     )
+    browser = APIClient()
     location = requests.get(
-        started.json()["authorization_url"], allow_redirects=False, timeout=5
+        confirm_start(started.json()["authorization_url"], browser),
+        allow_redirects=False,
+        timeout=5,
     ).headers["Location"]
     denied = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
     assert denied["error"] == "access_denied"
-    response = APIClient().get(f"{API}/accounts/oauth/callback", denied)
+    response = browser.get(f"{API}/accounts/oauth/callback", denied)
     assert response.status_code == 403
     assert response.json()["code"] == "oauth_denied"
     assert not Account.objects.filter(provider="threads").exists()

@@ -32,7 +32,7 @@ from publishing.services import delivery, publications
 from publishing.services.accounts import account_context
 from tests.providers import assert_no_secret, media_item, tiny_png
 from tests.providers.x import CLIENT_SECRET, USER, XStandIn, weighted_length
-from tests.publishing_support import API, follow_authorization, gif_bytes
+from tests.publishing_support import API, confirm_start, follow_authorization, gif_bytes
 from workspaces.access import Actor
 from workspaces.models import User
 
@@ -448,13 +448,14 @@ def test_connect_publish_reconcile_and_refresh_through_herald(
         format="json",
     )
     assert started.status_code == 200, started.content
-    authorization_url = started.json()["authorization_url"]
+    browser = APIClient()
+    authorization_url = confirm_start(started.json()["authorization_url"], browser)
     assert authorization_url.startswith(f"{server.url}/i/oauth2/authorize?")
     query = {k: v[0] for k, v in parse_qs(urlsplit(authorization_url).query).items()}
     assert query["redirect_uri"].endswith("/api/v1/accounts/oauth/callback")
     assert query["code_challenge_method"] == "S256"
 
-    callback = APIClient().get(
+    callback = browser.get(
         f"{API}/accounts/oauth/callback", follow_authorization(authorization_url)
     )
     assert callback.status_code in (200, 302, 303), callback.content
@@ -550,6 +551,8 @@ def test_connect_needs_the_operators_app(
 def test_denied_consent_and_disconnect_through_herald(
     owner_client: APIClient, workspace: Any, server: XStandIn
 ) -> None:
+    browser = APIClient()
+
     def start() -> str:
         response = owner_client.post(
             f"{API}/accounts/connect",
@@ -557,20 +560,20 @@ def test_denied_consent_and_disconnect_through_herald(
             format="json",
         )
         assert response.status_code == 200, response.content
-        return str(response.json()["authorization_url"])
+        return confirm_start(str(response.json()["authorization_url"]), browser)
 
     server.deny = True
     location = requests.get(start(), allow_redirects=False, timeout=5).headers["Location"]
     denied = {k: v[0] for k, v in parse_qs(urlsplit(location).query).items()}
     assert denied["error"] == "access_denied"
-    response = APIClient().get(f"{API}/accounts/oauth/callback", denied)
+    response = browser.get(f"{API}/accounts/oauth/callback", denied)
     assert response.status_code == 403
     assert response.json()["code"] == "oauth_denied"
     assert not Account.objects.filter(provider="x").exists()
     assert server.counters["tokens_issued"] == 0
 
     server.deny = False
-    callback = APIClient().get(f"{API}/accounts/oauth/callback", follow_authorization(start()))
+    callback = browser.get(f"{API}/accounts/oauth/callback", follow_authorization(start()))
     assert callback.status_code in (200, 302, 303), callback.content
     stored = Account.objects.get(workspace=workspace, provider="x")
     tokens = credentials.decrypt(stored.credentials_encrypted)
@@ -598,8 +601,9 @@ def test_rate_limit_pauses_the_x_host_for_the_delivery_service(
         {"workspace_id": str(workspace.pk), "provider": "x"},
         format="json",
     )
-    authorization_url = started.json()["authorization_url"]
-    APIClient().get(f"{API}/accounts/oauth/callback", follow_authorization(authorization_url))
+    browser = APIClient()
+    grant = follow_authorization(started.json()["authorization_url"], browser)
+    browser.get(f"{API}/accounts/oauth/callback", grant)
     stored = Account.objects.get(workspace=workspace, provider="x")
     actor = Actor(user=user)
     publication = publications.publication_create(

@@ -30,9 +30,9 @@ from tests.providers.telegram import BOT_TOKEN, TelegramStandIn
 from tests.publishing_support import (
     API,
     STANDINS,
+    confirm_start,
     connect,
     connect_fields,
-    confirm_start,
     follow_authorization,
     ok,
     point_settings_at,
