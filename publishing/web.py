@@ -26,11 +26,15 @@ from django.views.decorators.http import require_http_methods
 
 from config.error_pages import error_page
 from config.errors import NotFoundError
+from config.security_headers import POLICY
 from publishing.providers import get_adapter
 from publishing.services import accounts
 
 SALT = "herald.publishing.oauth-result"
 _HANDLE = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+_ORIGIN = re.compile(
+    r"https?://[A-Za-z0-9.\-]+(:[0-9]{1,5})?|https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?"
+)
 MAX_AGE_SECONDS = 3600
 
 
@@ -67,14 +71,16 @@ def oauth_result(request: HttpRequest, token: str) -> HttpResponse:
         status=200 if outcome.get("ok") else 400,
     )
     response["Cache-Control"] = "no-store"
-    response["Referrer-Policy"] = "no-referrer"
+    response["Referrer-Policy"] = "same-origin"
     return response
 
 
 def _private(response: HttpResponse) -> HttpResponse:
-    # The start page's URL carries the state: never cached, never sent on as a Referer.
+    # The start page's URL carries the state: never cached, never sent to another origin as a
+    # Referer ("same-origin", not "no-referrer": that would make the form's Origin "null",
+    # which CSRF protection refuses).
     response["Cache-Control"] = "no-store"
-    response["Referrer-Policy"] = "no-referrer"
+    response["Referrer-Policy"] = "same-origin"
     return response
 
 
@@ -124,4 +130,12 @@ def oauth_authorize(request: HttpRequest, state: str) -> HttpResponse:
         "initiator": pending.user.email,
         "minutes": max(1, settings.HERALD_OAUTH_STATE_SECONDS // 60),
     }
-    return _private(render(request, "publishing/oauth_authorize.html", context))
+    response = render(request, "publishing/oauth_authorize.html", context)
+    # Browsers hold a form's redirect to the policy's form-action too: this page's form may lead
+    # to its provider (and nowhere else).
+    origin = accounts.oauth_provider_origin(pending)
+    if _ORIGIN.fullmatch(origin):
+        response["Content-Security-Policy"] = POLICY.replace(
+            "form-action 'self'", f"form-action 'self' {origin}"
+        )
+    return _private(response)

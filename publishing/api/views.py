@@ -206,7 +206,7 @@ def _browser_page(request: Request, status: int, *, title: str, message: str) ->
     browser: no result page, nothing from the query or the provider."""
     response = error_page(request, status, title=title, message=message)
     response.browser_page = True  # type: ignore[attr-defined]  # kept as HTML under /api/
-    response["Referrer-Policy"] = "no-referrer"
+    response["Referrer-Policy"] = "same-origin"
     return response
 
 

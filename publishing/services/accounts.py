@@ -312,6 +312,14 @@ def oauth_start_pending(*, state: str) -> OAuthState:
     return pending
 
 
+def oauth_provider_origin(pending: OAuthState) -> str:
+    """``scheme://host[:port]`` of the provider's authorization URL (the start page's form
+    leads there)."""
+    url = credentials.decrypt(pending.authorization_url_encrypted).get("u", "")
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme and parts.netloc else ""
+
+
 def oauth_bind_browser(*, state: str) -> tuple[str, str, int]:
     """The start page was confirmed: bind the pending connect to this browser.
 

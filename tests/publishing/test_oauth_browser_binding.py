@@ -92,6 +92,9 @@ def test_a_victim_who_opens_the_link_connects_nothing(
     assert "owner@example.com" in text
     assert workspace.name in text
     assert "If someone sent you this link" in text
+    # Browsers hold the form's redirect to form-action: the provider, and only it, is allowed.
+    assert f"form-action 'self' {mastodon.url};" in landed["Content-Security-Policy"]
+    assert landed["X-Frame-Options"] == "DENY"
 
 
 def test_the_provider_link_completes_only_in_the_browser_that_confirmed(
@@ -146,7 +149,7 @@ def test_the_nonce_cookie_is_httponly_lax_short_lived_and_scoped_to_the_callback
     assert confirmed.status_code == 303
     assert confirmed["Location"].startswith(f"{mastodon.url}/oauth/authorize?")
     assert confirmed["Cache-Control"] == "no-store"
-    assert confirmed["Referrer-Policy"] == "no-referrer"
+    assert confirmed["Referrer-Policy"] == "same-origin"
     (cookie,) = confirmed.cookies.values()
     assert cookie.key.startswith("herald_oauth_")
     assert len(cookie.value) >= 43  # 32 random bytes
