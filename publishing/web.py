@@ -116,9 +116,9 @@ def oauth_authorize(request: HttpRequest, state: str) -> HttpResponse:
             nonce, provider_url, max_age = accounts.oauth_bind_browser(state=state)
         except NotFoundError as exc:
             return _start_unavailable(request, exc)
-        response = HttpResponseRedirect(provider_url, status=303)
-        set_oauth_nonce_cookie(request, response, state=state, nonce=nonce, max_age=max_age)
-        return _private(response)
+        redirect = HttpResponseRedirect(provider_url, status=303)
+        set_oauth_nonce_cookie(request, redirect, state=state, nonce=nonce, max_age=max_age)
+        return _private(redirect)
     try:
         pending = accounts.oauth_start_pending(state=state)
     except NotFoundError as exc:
