@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('publishing', '0006_profile_url_default_and_backfill'),
+        ('publishing', '0007_account_indexes_concurrently'),
     ]
 
     operations = [
