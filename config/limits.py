@@ -7,7 +7,10 @@ it is counted under. With ``HERALD_NUM_PROXIES=N`` each of the N trusted proxies
 address it received the request from, so the client is the N-th address from the right. When
 the header holds fewer than N addresses (the request skipped an outer proxy), the leftmost one
 is used: it is still an address one of the trusted proxies wrote, not one the client chose;
-without the header, ``REMOTE_ADDR``.
+without the header, ``REMOTE_ADDR``. An IPv6 client is counted under its /64 (one subscriber's
+network: rotating addresses inside it gains nothing), an IPv4-mapped one under its IPv4 address.
+A request that carries ``X-Forwarded-For`` while ``HERALD_NUM_PROXIES`` is unset is logged once
+per process: behind a proxy that setting is missing, and every client counts as the proxy.
 
 **The store** is shared by every process of the instance:
 
@@ -29,6 +32,7 @@ propagates (a 503 ``dependency_unavailable`` problem); releasing one is best eff
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import math
 import os
@@ -52,6 +56,7 @@ logger = logging.getLogger(__name__)
 MAX_ADDRESS_LENGTH = 100  # an IPv6 address with a zone id fits; anything longer is cut
 PURGE_INTERVAL_SECONDS = 60.0
 SQLITE_BUSY_TIMEOUT_SECONDS = 5.0
+MARK_TTL_MARGIN_SECONDS = 60
 
 # The store cannot answer now: the request proceeds (the counters fail open).
 STORE_OUTAGE_ERRORS: tuple[type[Exception], ...] = (*REDIS_OUTAGE_ERRORS, sqlite3.OperationalError)
@@ -60,18 +65,46 @@ STORE_OUTAGE_ERRORS: tuple[type[Exception], ...] = (*REDIS_OUTAGE_ERRORS, sqlite
 # --- The client address --------------------------------------------------------------------
 
 
+IPV6_CLIENT_PREFIX = 64  # an IPv6 client is its /64: a subscriber gets at least that many
+
+_unset_proxies_warned = threading.Event()
+
+
 def client_ip(request: Any) -> str:
     """The address every per-client limit counts ``request`` under (see the module docstring)."""
     meta = getattr(request, "META", None) or {}
     remote = str(meta.get("REMOTE_ADDR") or "unknown")
+    forwarded = str(meta.get("HTTP_X_FORWARDED_FOR") or "")
     proxies = api_settings.NUM_PROXIES
     if not proxies:
-        return remote
-    forwarded = str(meta.get("HTTP_X_FORWARDED_FOR") or "")
+        if forwarded and not _unset_proxies_warned.is_set():
+            _unset_proxies_warned.set()
+            logger.warning(
+                "requests from %s carry X-Forwarded-For but HERALD_NUM_PROXIES is unset: every "
+                "client behind that proxy shares one address for the rate limits; set "
+                "HERALD_NUM_PROXIES to the number of trusted proxies",
+                client_group(remote),
+            )
+        return client_group(remote)
     addresses = [part.strip() for part in forwarded.split(",") if part.strip()]
     if not addresses:
-        return remote
-    return addresses[-min(int(proxies), len(addresses))][:MAX_ADDRESS_LENGTH]
+        return client_group(remote)
+    return client_group(addresses[-min(int(proxies), len(addresses))])
+
+
+def client_group(address: str) -> str:
+    """``address`` as limits count it: an IPv6 address as its /64 network, an IPv4-mapped IPv6
+    address as the IPv4 address, anything else (IPv4, a name) as given, cut to a bounded length."""
+    address = address[:MAX_ADDRESS_LENGTH]
+    try:
+        parsed = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.IPv6Network((parsed, IPV6_CLIENT_PREFIX), strict=False))
+    return str(parsed)
 
 
 # --- Redis ---------------------------------------------------------------------------------
@@ -490,7 +523,8 @@ def set_mark(key: str, until: float) -> None:
     Best effort: an unreachable store loses the mark (logged)."""
     backend = caches["default"]
     client = redis_client(backend)
-    ttl = max(1, math.ceil(until - time.time()) + 1)
+    # The stored end decides; the key's expiry only cleans up, with a margin for clocks.
+    ttl = max(1, math.ceil(until - time.time())) + MARK_TTL_MARGIN_SECONDS
     try:
         if client is not None:
             _script(client, "_herald_mark", _MARK)(keys=[backend.make_key(key)], args=[until, ttl])

@@ -277,7 +277,12 @@ LOGIN_URL = "/login/"
 LOGIN_REDIRECT_URL = "/settings/developer/"
 LOGOUT_REDIRECT_URL = "/login/"
 HERALD_RECENT_AUTH_SECONDS = env_int("HERALD_RECENT_AUTH_SECONDS", 15 * 60)
+# Failed authentication (workspaces/authentication.py): bad bearer tokens per client address,
+# wrong passwords per (client address, account) and against unknown accounts per client address,
+# each per minute; then a per-account back-off that doubles from 1 s up to its maximum.
 HERALD_AUTH_FAILURES_PER_MINUTE = env_int("HERALD_AUTH_FAILURES_PER_MINUTE", 30)
+HERALD_ACCOUNT_FAILURES_BEFORE_BACKOFF = env_int("HERALD_ACCOUNT_FAILURES_BEFORE_BACKOFF", 10)
+HERALD_ACCOUNT_BACKOFF_MAX_SECONDS = env_int("HERALD_ACCOUNT_BACKOFF_MAX_SECONDS", 15 * 60)
 HERALD_TOKEN_MAX_DAYS = 365
 HERALD_INVITATION_DAYS = env_int("HERALD_INVITATION_DAYS", 14)
 # Invitations sent (created or resent) per day: by one person, for one workspace, to one address.

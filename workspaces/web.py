@@ -9,9 +9,8 @@
   answer 404, used, revoked or withdrawn or expired ones 410, each with words.
 * ``/settings/`` (profile, whether the e-mail address is verified, the person's API tokens,
   password, developer settings), ``/settings/profile/`` (display name, the names rule),
-  ``/settings/password/`` (a wrong current password spends the client's failed-authentication
-  budget: ``workspaces.authentication.check_password_within_budget``; a change ends the other
-  sessions), ``/settings/verify-email/`` (e-mails a verification link).
+  ``/settings/password/`` (a wrong current password spends the password budgets:
+  ``workspaces.authentication.check_password_within_budget``; a change ends the other sessions), ``/settings/verify-email/`` (e-mails a verification link).
 * ``/verify-email/<token>/``: the verification link; confirming proves the mailbox
   (``services.account_prove_mailbox``: every session ends, earlier tokens are revoked).
 * ``/password-reset/…``: Django's reset views, rate limited per client address
@@ -339,8 +338,10 @@ def verify_email(request: HttpRequest, token: str) -> HttpResponse:
 
 
 class BudgetPasswordChangeForm(PasswordChangeForm):
-    """The current password is checked inside the client's failed-authentication budget: a wrong
-    one is a counted failure, and once the budget is spent even the right one is refused."""
+    """The current password is checked inside the password budgets: a wrong one is a counted
+    failure, and while the client or the account must wait even the right one is refused."""
+
+    retry_after = 0
 
     def __init__(self, user: Any, *args: Any, request: HttpRequest, **kwargs: Any) -> None:
         super().__init__(user, *args, **kwargs)
@@ -351,6 +352,7 @@ class BudgetPasswordChangeForm(PasswordChangeForm):
         try:
             check_password_within_budget(self.request, self.user, old_password)
         except exceptions.Throttled as exc:
+            self.retry_after = int(getattr(exc, "wait", None) or 1)
             raise forms.ValidationError(RATE_LIMITED_MESSAGE, code=RATE_LIMITED) from exc
         except DomainError as exc:
             raise forms.ValidationError(
@@ -382,7 +384,7 @@ class SettingsPasswordView(PasswordChangeView):
             self.get_context_data(form=form), status=429 if limited else 200
         )
         if limited:
-            _retry_after(response, 60 - int(timezone.now().timestamp()) % 60)
+            _retry_after(response, form.retry_after)
         return response
 
 

@@ -39,8 +39,8 @@ def _see_other(url: str) -> HttpResponseRedirect:
 
 class HeraldLoginView(LoginView):
     """Records the sign-in time: workspace deletion needs a recent authentication. Wrong
-    passwords spend the client's failed-authentication budget (workspaces.signin); once it is
-    spent the page answers 429, the right password included."""
+    passwords spend the password budgets (workspaces.signin); while the client or the account
+    must wait the page answers 429 with ``Retry-After``, the right password included."""
 
     template_name = "workspaces/login.html"
     authentication_form = SignInForm
@@ -54,10 +54,9 @@ class HeraldLoginView(LoginView):
     def form_invalid(self, form: Any) -> HttpResponse:
         if not form.rate_limited():
             return super().form_invalid(form)
-        response = self.render_to_response(
-            self.get_context_data(form=form, rate_limited=True), status=429
-        )
-        response["Retry-After"] = str(60 - int(timezone.now().timestamp()) % 60)
+        context = self.get_context_data(form=form, rate_limited=True, retry_after=form.retry_after)
+        response = self.render_to_response(context, status=429)
+        response["Retry-After"] = str(form.retry_after)
         return response
 
 

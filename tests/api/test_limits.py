@@ -1,9 +1,11 @@
-"""Every limit's client address and store (issue 15 parts 3-6, issue 16's deletion password).
+"""Every limit's client address and store, and the failure budgets.
 
 * One client address (``config.limits.client_ip``): ``HERALD_NUM_PROXIES`` trusted proxies, and
-  ``X-Forwarded-For`` ignored when it is unset, for the failure budget and the anonymous rate.
-* One failed-authentication budget for every place that checks a secret: bearer tokens,
-  ``/login/``, ``/admin/login/`` and the password confirming a workspace deletion.
+  ``X-Forwarded-For`` ignored (and logged once) when it is unset; an IPv6 client is its /64.
+* The failure budgets (``workspaces.authentication``): bad bearer tokens per client address, a
+  valid token always authenticates; passwords per (address, account), per account with
+  back-off, per address for unknown accounts, shared by ``/login/``, ``/admin/login/`` and the
+  password confirming a workspace deletion. Nobody's failures refuse somebody else's credential.
 * The SQLite limits store without Redis; with Redis configured but down the counters fail open.
 """
 
@@ -74,6 +76,58 @@ def test_client_ip(count: int | None, forwarded: str | None, expected: str) -> N
         assert limits.client_ip(Meta("10.0.0.9", forwarded)) == expected
 
 
+@pytest.mark.parametrize(
+    ("remote", "expected"),
+    [
+        ("2001:db8:1:2:aaaa:bbbb:cccc:dddd", "2001:db8:1:2::/64"),
+        ("2001:DB8:1:2::1", "2001:db8:1:2::/64"),
+        ("2001:db8:1:3::1", "2001:db8:1:3::/64"),
+        ("fe80::1%eth0", "fe80::/64"),
+        ("::ffff:192.0.2.7", "192.0.2.7"),
+        ("192.0.2.7", "192.0.2.7"),
+        ("unknown", "unknown"),
+    ],
+)
+def test_an_ipv6_client_is_counted_as_its_64(remote: str, expected: str) -> None:
+    assert limits.client_ip(Meta(remote)) == expected
+    with proxies(1):
+        assert limits.client_ip(Meta("10.0.0.1", remote)) == expected
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_rotating_ipv6_addresses_inside_a_64_spends_one_budget(settings: Any) -> None:
+    settings.HERALD_AUTH_FAILURES_PER_MINUTE = 3
+    codes = [
+        APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN, REMOTE_ADDR=f"2001:db8:7:7::{n + 1:x}")
+        .get(ME)
+        .status_code
+        for n in range(5)
+    ]
+    assert codes == [401, 401, 401, 429, 429]
+    other = APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN, REMOTE_ADDR="2001:db8:7:8::1")
+    assert other.get(ME).status_code == 401
+
+
+def test_x_forwarded_for_without_trusted_proxies_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    limits._unset_proxies_warned.clear()
+    try:
+        with caplog.at_level(logging.WARNING, logger="config.limits"):
+            limits.client_ip(Meta("10.0.0.9"))  # no header: nothing to say
+            assert not caplog.records
+            for n in range(3):
+                assert limits.client_ip(Meta("10.0.0.9", f"198.51.100.{n}")) == "10.0.0.9"
+            with proxies(1):
+                limits.client_ip(Meta("10.0.0.9", "198.51.100.1"))
+        reports = [r.getMessage() for r in caplog.records if r.name == "config.limits"]
+        assert len(reports) == 1, reports
+        assert "HERALD_NUM_PROXIES" in reports[0]
+        assert "10.0.0.9" in reports[0]
+    finally:
+        limits._unset_proxies_warned.clear()
+
+
 @time_machine.travel(FROZEN, tick=False)
 def test_behind_a_proxy_one_clients_bad_tokens_do_not_lock_out_the_others(
     owner_client: APIClient, settings: Any
@@ -116,7 +170,7 @@ def test_the_anonymous_rate_cannot_be_dodged_by_rotating_x_forwarded_for(
     assert 429 not in rotated[:3]
 
 
-# --- One budget for every password and token ------------------------------------------------
+# --- Nobody's failures refuse somebody else's credential -----------------------------------
 
 
 @pytest.fixture
@@ -128,6 +182,10 @@ def admin_login(client: Client, email: str, password: str) -> Any:
     return client.post(
         "/admin/login/", {"username": email, "password": password, "next": "/admin/"}
     )
+
+
+def login(client: Client, email: str, password: str = PASSWORD) -> Any:
+    return client.post("/login/", {"username": email, "password": password})
 
 
 @time_machine.travel(FROZEN, tick=False)
@@ -143,8 +201,8 @@ def test_the_admin_sign_in_spends_the_budget_and_then_refuses_the_right_password
     response = admin_login(client, admin_user.email, PASSWORD)
     assert "_auth_user_id" not in client.session, "signed in with the budget spent"
     assert "Too many failed sign-ins" in response.content.decode()
-    # The same budget refuses bearer tokens from that address, a valid one included...
-    assert APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN).get(ME).status_code == 429
+    # Wrong passwords spend nothing of the bearer tokens' budget...
+    assert APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN).get(ME).status_code == 401
     # ...and the next minute the right password works again.
     with time_machine.travel("2030-01-01 12:01:05+00:00", tick=False):
         response = admin_login(client, admin_user.email, PASSWORD)
@@ -153,19 +211,110 @@ def test_the_admin_sign_in_spends_the_budget_and_then_refuses_the_right_password
 
 
 @time_machine.travel(FROZEN, tick=False)
-def test_bad_tokens_spend_the_budget_of_the_sign_in_page(user: User, settings: Any) -> None:
+def test_bad_tokens_lock_out_neither_valid_tokens_nor_passwords_of_that_address(
+    owner_client: APIClient, user: User, settings: Any
+) -> None:
+    """Before: 30 junk tokens from one address (behind a proxy without ``HERALD_NUM_PROXIES``,
+    the whole instance) refused every valid token and password from it for the minute."""
     settings.HERALD_AUTH_FAILURES_PER_MINUTE = 2
     bad = APIClient(HTTP_AUTHORIZATION=UNKNOWN_TOKEN)
-    assert [bad.get(ME).status_code for _ in range(2)] == [401, 401]
+    assert [bad.get(ME).status_code for _ in range(4)] == [401, 401, 429, 429]
+    assert owner_client.get(ME).status_code == 200
     client = Client()
-    response = client.post("/login/", {"username": user.email, "password": PASSWORD})
-    assert response.status_code == 429
-    assert 1 <= int(response["Retry-After"]) <= 60
-    assert "Too many failed sign-ins" in response.content.decode()
-    assert "_auth_user_id" not in client.session
-    # Another address has its own budget.
-    other = Client(REMOTE_ADDR="192.0.2.99")
-    assert other.post("/login/", {"username": user.email, "password": PASSWORD}).status_code == 302
+    assert login(client, user.email).status_code == 302
+    assert client.session["_auth_user_id"] == str(user.pk)
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_wrong_passwords_for_one_account_do_not_lock_out_another_at_that_address(
+    user: User, make_user: Callable[..., User], settings: Any
+) -> None:
+    settings.HERALD_AUTH_FAILURES_PER_MINUTE = 3
+    neighbour = make_user("neighbour@example.com")
+    for _ in range(3):
+        assert login(Client(), neighbour.email, "guess").status_code == 200
+    refused = login(Client(), neighbour.email)
+    assert refused.status_code == 429
+    assert 1 <= int(refused["Retry-After"]) <= 60
+    assert "Too many failed sign-ins" in refused.content.decode()
+    assert login(Client(), user.email).status_code == 302  # same address, another account
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_guessing_one_account_from_many_addresses_backs_off(
+    user: User, make_user: Callable[..., User], settings: Any
+) -> None:
+    """Four addresses with 30 guesses each a minute used to get 120 checked guesses. Now the
+    account allows HERALD_ACCOUNT_FAILURES_BEFORE_BACKOFF failures, then each one makes every
+    address wait twice as long as the previous, the right password included."""
+    assert settings.HERALD_AUTH_FAILURES_PER_MINUTE == 30
+    free = settings.HERALD_ACCOUNT_FAILURES_BEFORE_BACKOFF
+    assert free == 10
+    answers = [
+        login(Client(REMOTE_ADDR=f"198.51.100.{n}"), user.email, f"guess{n}-{i}").status_code
+        for i in range(30)
+        for n in range(1, 5)
+    ]
+    assert answers.count(200) == free + 1  # the time is frozen: the first wait never ends
+    assert answers.count(429) == 120 - free - 1
+    # Another address, the right password: the account waits (1 s after the 11th failure).
+    refused = login(Client(REMOTE_ADDR="203.0.113.9"), user.email)
+    assert refused.status_code == 429
+    assert refused["Retry-After"] == "1"
+    # Other accounts, and bearer tokens, from the guessing addresses are untouched.
+    other = make_user("other@example.com")
+    assert login(Client(REMOTE_ADDR="198.51.100.1"), other.email).status_code == 302
+    with time_machine.travel("2030-01-01 12:00:06+00:00", tick=False):
+        assert login(Client(REMOTE_ADDR="203.0.113.9"), user.email).status_code == 302
+        # The 12th failure makes the account wait 2 s, the 13th 4 s.
+        assert login(Client(REMOTE_ADDR="198.51.100.1"), user.email, "guess").status_code == 200
+        assert login(Client(REMOTE_ADDR="203.0.113.9"), user.email)["Retry-After"] == "2"
+    with time_machine.travel("2030-01-01 12:00:08+00:00", tick=False):
+        assert login(Client(REMOTE_ADDR="198.51.100.2"), user.email, "guess").status_code == 200
+        assert login(Client(REMOTE_ADDR="203.0.113.9"), user.email)["Retry-After"] == "4"
+
+
+def test_the_back_off_is_capped(user: User, settings: Any) -> None:
+    settings.HERALD_ACCOUNT_FAILURES_BEFORE_BACKOFF = 0
+    settings.HERALD_ACCOUNT_BACKOFF_MAX_SECONDS = 5
+    with time_machine.travel(FROZEN, tick=False) as clock:
+        waits = []
+        for _ in range(5):
+            assert login(Client(), user.email, "guess").status_code == 200
+            waits.append(int(login(Client(), user.email)["Retry-After"]))
+            clock.shift(waits[-1])
+    assert waits == [1, 2, 4, 5, 5]
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_failures_against_unknown_accounts_are_limited_per_address_and_tell_nothing(
+    user: User, settings: Any
+) -> None:
+    settings.HERALD_AUTH_FAILURES_PER_MINUTE = 3
+    client = Client()
+    assert [login(client, f"nobody{n}@example.com").status_code for n in range(3)] == [200] * 3
+    assert login(client, "nobody9@example.com").status_code == 429
+    # With or without an account, a wrong password is now the same 429...
+    wrong = login(client, user.email, "guess")
+    assert wrong.status_code == 429
+    assert "Too many failed sign-ins" in wrong.content.decode()
+    # ...but the right password still signs in, and another address has its own budget.
+    assert login(Client(REMOTE_ADDR="192.0.2.99"), "nobody10@example.com").status_code == 200
+    assert login(client, user.email).status_code == 302
+
+
+@time_machine.travel(FROZEN, tick=False)
+def test_an_unknown_account_backs_off_like_a_known_one(user: User, settings: Any) -> None:
+    """The account budgets follow the e-mail typed, so they tell nothing about which e-mails
+    have an account."""
+    settings.HERALD_ACCOUNT_FAILURES_BEFORE_BACKOFF = 2
+    answers = {}
+    for email in (user.email, "nobody@example.com"):
+        answers[email] = [
+            login(Client(REMOTE_ADDR=f"198.51.100.{n}"), email.upper(), "guess").status_code
+            for n in range(5)
+        ]
+    assert answers[user.email] == answers["nobody@example.com"] == [200, 200, 200, 429, 429]
 
 
 # --- Workspace deletion: the password first -------------------------------------------------

@@ -246,6 +246,8 @@ def test_compose_app_environment(compose: dict[str, Any]) -> None:
         assert environment["DATABASE_URL"].startswith("postgres://")
         assert "@postgres:5432/" in environment["DATABASE_URL"]
         assert environment["REDIS_URL"].startswith("redis://redis:6379/")
+        # The web port is meant to sit behind one reverse proxy: count its clients, not it.
+        assert environment["HERALD_NUM_PROXIES"] == "${HERALD_NUM_PROXIES:-1}"
 
 
 def test_compose_celery_roles(compose: dict[str, Any]) -> None:

@@ -463,10 +463,13 @@ def test_wrong_old_password_counts_against_the_budget(user: User, settings: Any)
     assert "Too many failed" in refused.content.decode()
     user.refresh_from_db()
     assert user.check_password(PASSWORD)
-    # The same budget as the sign-in page and bearer tokens.
+    # The same budget as the sign-in page (the address and the account), not bearer tokens'.
+    assert (
+        Client().post("/login/", {"username": user.email, "password": PASSWORD}).status_code == 429
+    )
     bearer = APIClient()
     bearer.credentials(HTTP_AUTHORIZATION="Bearer hrld_00000000_nope")
-    assert bearer.get("/api/v1/me").status_code == 429
+    assert bearer.get("/api/v1/me").status_code == 401
 
 
 # --- Password reset --------------------------------------------------------------------------
