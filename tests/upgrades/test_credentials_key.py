@@ -57,7 +57,7 @@ def test_the_wrong_key_fails_the_start_checks_and_ready(stored: None, settings: 
     assert "HERALD_CREDENTIALS_KEY opens none of the stored" in body["detail"]
 
 
-@pytest.mark.parametrize("keys", [STORED_KEY, f"{OTHER_KEY},{STORED_KEY}"])
+@pytest.mark.parametrize("keys", [STORED_KEY, f"{OTHER_KEY},{STORED_KEY}"], ids=["key", "rotation"])
 def test_the_right_key_or_a_rotation_passes(stored: None, settings: Any, keys: str) -> None:
     settings.HERALD_CREDENTIALS_KEY = keys
     assert herald_errors(databases=["default"]) == []
