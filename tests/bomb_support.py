@@ -162,3 +162,63 @@ def answering_server(
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def woff2_with_tables(font: bytes, tables: dict[str, bytes]) -> bytes:
+    """``font`` (WOFF2) with raw ``tables`` added or replaced, saved as WOFF2 again."""
+    from fontTools.ttLib import TTFont
+    from fontTools.ttLib.tables.DefaultTable import DefaultTable
+
+    parsed = TTFont(io.BytesIO(font))
+    for tag, data in tables.items():
+        table = DefaultTable(tag)
+        table.data = data
+        parsed[tag] = table
+    out = io.BytesIO()
+    parsed.flavor = "woff2"
+    parsed.save(out, reorderTables=False)
+    return out.getvalue()
+
+
+def gpos_shared_subtables(subtables: int = 400) -> bytes:
+    """A GPOS table of one pair-adjustment lookup whose ``subtables`` offsets all point at the
+    same class-pair subtable of 100 x 300 values: about 60 KB, read as ``subtables`` x 30,000
+    value records by a parser that does not share what the offsets share."""
+    class1, class2 = 100, 300
+    records = b"\0\0" * class1 * class2  # one XAdvance per class pair
+    head = 16
+    coverage_at = head + len(records)
+    coverage = struct.pack(">HHH", 1, 1, 1)  # format 1, one glyph: glyph 1
+    class_def_at = coverage_at + len(coverage)
+    class_def = struct.pack(">HHH", 1, 0, 0)  # format 1, no glyphs
+    pair_pos = (
+        struct.pack(">HHHHHHHH", 2, coverage_at, 4, 0, class_def_at, class_def_at, class1, class2)
+        + records
+        + coverage
+        + class_def
+    )
+    lookup_head = 6 + 2 * subtables
+    lookup = struct.pack(">HHH", 2, 0, subtables) + struct.pack(">H", lookup_head) * subtables
+    lookup_list = struct.pack(">HH", 1, 4)
+    script_list = feature_list = struct.pack(">H", 0)
+    at = 10
+    return (
+        struct.pack(">HHHHH", 1, 0, at, at + 2, at + 4)
+        + script_list
+        + feature_list
+        + lookup_list
+        + lookup
+        + pair_pos
+    )
+
+
+def name_shared_strings(family: str = "Brand Sans", records: int = 4000) -> bytes:
+    """A name table whose family name is ``family`` and whose ``records`` other records all
+    point at the same 64 KB string: about 110 KB, read as ``records`` x 64 KB strings by a
+    parser that copies each record's string."""
+    family_bytes = family.encode("utf-16-be")
+    storage = family_bytes + b"\0" * 65000
+    rows = [struct.pack(">HHHHHH", 3, 1, 0x409, 1, len(family_bytes), 0)]
+    rows += [struct.pack(">HHHHHH", 3, 1, 0x409, 5, 65000, 0)] * records
+    count = len(rows)
+    return struct.pack(">HHH", 0, count, 6 + 12 * count) + b"".join(rows) + storage

@@ -30,18 +30,29 @@ def woff2_font(
     weight: int = 400,
     italic: bool = False,
     variable: bool = False,
+    glyphs: int = 1,
+    points: int = 3,
 ) -> bytes:
-    """A real (tiny) WOFF2 font with one glyph, built with fontTools."""
+    """A real (tiny) WOFF2 font with ``glyphs`` glyphs of ``points`` points each (one
+    triangle by default), built with fontTools."""
     builder = FontBuilder(1000, isTTF=True)
-    builder.setupGlyphOrder([".notdef", "A"])
+    names = ["A", *(f"g{index}" for index in range(1, glyphs))]
+    builder.setupGlyphOrder([".notdef", *names])
     builder.setupCharacterMap({0x41: "A"})
-    pen = TTGlyphPen(None)
-    pen.moveTo((0, 0))
-    pen.lineTo((500, 0))
-    pen.lineTo((250, 700))
-    pen.closePath()
-    builder.setupGlyf({".notdef": TTGlyphPen(None).glyph(), "A": pen.glyph()})
-    builder.setupHorizontalMetrics({".notdef": (500, 0), "A": (500, 0)})
+    outlines = {".notdef": TTGlyphPen(None).glyph()}
+    for index, name in enumerate(names):
+        pen = TTGlyphPen(None)
+        pen.moveTo((0, 0))
+        if points == 3:
+            pen.lineTo((500, 0))
+            pen.lineTo((250, 700))
+        else:
+            for step in range(1, points):
+                pen.lineTo(((step * 7 + index) % 1000, (step * 13) % 1000))
+        pen.closePath()
+        outlines[name] = pen.glyph()
+    builder.setupGlyf(outlines)
+    builder.setupHorizontalMetrics({name: (500, 0) for name in outlines})
     builder.setupHorizontalHeader(ascent=800, descent=-200)
     builder.setupNameTable({"familyName": family, "styleName": "Italic" if italic else "Regular"})
     builder.setupOS2(usWeightClass=weight, fsSelection=0x01 if italic else 0x40)

@@ -11,7 +11,15 @@ import pytest
 from rest_framework.test import APIClient
 
 from config.errors import FieldValidationError
-from tests.bomb_support import measure, png_text_bomb, woff2_metadata_bomb, woff2_table_bomb
+from tests.bomb_support import (
+    gpos_shared_subtables,
+    measure,
+    name_shared_strings,
+    png_text_bomb,
+    woff2_metadata_bomb,
+    woff2_table_bomb,
+    woff2_with_tables,
+)
 from tests.problem_asserts import assert_invalid
 from tests.themes_support import upload_asset, woff2_font
 from themes.models import ThemeAsset
@@ -87,3 +95,42 @@ def test_an_image_whose_text_chunks_expand_to_64_mib_is_refused_in_bounded_memor
     response, growth, _ = measure(lambda: upload_asset(owner, organization, bomb))
     assert growth < MAX_GROWTH, f"peak RSS grew by {growth / 1e6:.0f} MB"
     assert_invalid(response, "body.file")
+
+
+@pytest.mark.parametrize(
+    "tables",
+    [
+        pytest.param(lambda: {"GPOS": gpos_shared_subtables()}, id="gpos-shared-subtables"),
+        pytest.param(lambda: {"name": name_shared_strings()}, id="name-shared-strings"),
+    ],
+)
+def test_a_font_whose_tables_share_offsets_is_read_in_bounded_memory(
+    owner: APIClient, organization: Any, tables: Callable[[], dict[str, bytes]]
+) -> None:
+    """Tables that point many times at the same bytes are small once decompressed but huge
+    once parsed into objects: only the tables Herald needs are parsed, each within bounds."""
+    font = woff2_with_tables(woff2_font(family="Brand Sans"), tables())
+    assert len(font) < 20_000
+    upload_asset(owner, organization, woff2_font(), kind="font", name="warm-up", **FONT_FIELDS)
+
+    response, growth, seconds = measure(
+        lambda: upload_asset(owner, organization, font, kind="font", **FONT_FIELDS)
+    )
+
+    assert growth < MAX_GROWTH, f"peak RSS grew by {growth / 1e6:.0f} MB"
+    assert seconds < 1.0, f"{seconds:.2f} s"
+    assert response.status_code in (201, 422), response.content
+
+
+def test_a_font_dense_with_points_is_read_in_well_under_a_second(
+    owner: APIClient, organization: Any
+) -> None:
+    """400,000 outline points compress to a few KB; rebuilding and parsing them in Python
+    took seconds to minutes. Herald reads no outline."""
+    font = woff2_font(family="Brand Sans", glyphs=2000, points=200)
+    assert len(font) < 20_000
+    response, _, seconds = measure(
+        lambda: upload_asset(owner, organization, font, kind="font", **FONT_FIELDS)
+    )
+    assert seconds < 1.0, f"{seconds:.2f} s"
+    assert response.status_code == 201, response.content

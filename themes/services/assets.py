@@ -18,7 +18,13 @@ from config.errors import FieldValidationError, NotFoundError
 from config.types import ModelId
 from themes.errors import ThemeAssetInUseError
 from themes.models import ThemeAsset
-from themes.services.woff2 import FontDamaged, FontTooLarge, check_woff2_expansion
+from themes.services.woff2 import (
+    FontDamaged,
+    FontTooLarge,
+    check_name_table,
+    check_tables,
+    check_woff2_expansion,
+)
 from workspaces.access import Actor, parse_id, require_organization
 
 FONT_MEDIA_TYPE = "font/woff2"
@@ -77,8 +83,14 @@ class FontMetadata:
 
 
 def read_font(data: bytes) -> FontMetadata:
-    """Decode a WOFF2 font completely and read its metadata; static fonts only. Its compressed
-    streams are decoded under a bound first: fontTools decodes them without one."""
+    """Read a static WOFF2 font's family, weight and style.
+
+    Its compressed streams are decoded under a bound first (fontTools decodes them without
+    one); then only ``name``, ``OS/2`` and ``head`` are parsed. Parsing every table would let
+    a small font become gigabytes of objects: OpenType tables may point many times at the same
+    bytes (shared subtables, shared strings), and fontTools reads each offset anew. Browsers
+    sanitize the outlines and layout tables themselves before use.
+    """
     from fontTools.ttLib import TTFont
 
     damaged = "The font is damaged or not a decodable WOFF2 font."
@@ -89,15 +101,15 @@ def read_font(data: bytes) -> FontMetadata:
     except FontDamaged as exc:
         raise _invalid("file", damaged) from exc
     try:
-        font = TTFont(io.BytesIO(data), lazy=False)
+        font = TTFont(io.BytesIO(data))
         tables = set(font.keys())
         if "fvar" in tables:
             raise _invalid(
                 "file",
                 "Variable fonts are not accepted: upload one static WOFF2 per weight and style.",
             )
-        for tag in tables:
-            font[tag]  # decode every table: a font must decode fully
+        check_tables(tables)
+        check_name_table(font.getTableData("name"))
         names = font["name"]
         family = str(names.getBestFamilyName() or "")
         os2 = font.get("OS/2")

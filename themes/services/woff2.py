@@ -1,4 +1,5 @@
-"""A WOFF2 file's compressed blocks decoded under a hard bound before fontTools reads it.
+"""A WOFF2 file's compressed blocks decoded under a hard bound before fontTools reads it, and
+the few tables Herald parses checked against bounds of their own.
 
 fontTools decodes a WOFF2 font's Brotli streams (the tables, the metadata) in one call with no
 limit and compares the size only afterwards, so a few hundred bytes that expand to gigabytes
@@ -17,6 +18,13 @@ _HEADER = struct.Struct(">4s4sLHHLLHHLLLLL")  # the 48-byte WOFF2 header
 _UNKNOWN_TAG = 0x3F  # a table directory entry whose 4-byte tag follows its flags
 _GLYF_LOCA = (10, 11)  # known-tag indexes of glyf and loca: transform version 3 is the null one
 META_MAX_BYTES = 1024 * 1024  # the extended metadata block is XML: 1 MiB is plenty
+# The name table is the one table parsed into objects whose size its bytes do not bound (records
+# may all point at the same string): real fonts have tens to a few hundred records.
+NAME_MAX_RECORDS = 2048
+NAME_MAX_STRING_BYTES = 1024 * 1024
+# Tables every usable font has, and one set of outlines (TrueType or CFF).
+REQUIRED_TABLES = frozenset({"head", "hhea", "hmtx", "maxp", "name", "cmap", "post"})
+OUTLINE_TABLES = (frozenset({"glyf", "loca"}), frozenset({"CFF "}))
 
 
 class FontTooLarge(ValueError):
@@ -121,3 +129,23 @@ def _base128(data: bytes, offset: int) -> tuple[int, int]:
         if not byte & 0x80:
             return value, offset + index + 1
     raise FontDamaged("UIntBase128 longer than five bytes")
+
+
+def check_tables(tables: set[str]) -> None:
+    """Refuse a font without the tables every font needs (or without outlines)."""
+    if not tables >= REQUIRED_TABLES or not any(tables >= need for need in OUTLINE_TABLES):
+        raise FontDamaged("required tables missing")
+
+
+def check_name_table(data: bytes) -> None:
+    """Refuse a name table whose records, read one string each, would exceed the bounds."""
+    if len(data) < 6:
+        raise FontDamaged("truncated name table")
+    _format, count, _storage = struct.unpack_from(">HHH", data)
+    if count > NAME_MAX_RECORDS:
+        raise FontDamaged("too many name records")
+    if len(data) < 6 + 12 * count:
+        raise FontDamaged("truncated name table")
+    lengths = sum(struct.unpack_from(">H", data, 6 + 12 * index + 8)[0] for index in range(count))
+    if lengths > NAME_MAX_STRING_BYTES:
+        raise FontDamaged("name strings too long")
