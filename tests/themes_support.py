@@ -52,7 +52,7 @@ def woff2_font(
         pen.closePath()
         outlines[name] = pen.glyph()
     builder.setupGlyf(outlines)
-    builder.setupHorizontalMetrics({name: (500, 0) for name in outlines})
+    builder.setupHorizontalMetrics(dict.fromkeys(outlines, (500, 0)))
     builder.setupHorizontalHeader(ascent=800, descent=-200)
     builder.setupNameTable({"familyName": family, "styleName": "Italic" if italic else "Regular"})
     builder.setupOS2(usWeightClass=weight, fsSelection=0x01 if italic else 0x40)
