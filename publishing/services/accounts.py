@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import DatabaseError, IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -500,11 +500,12 @@ def _store_account(
     try:
         with transaction.atomic():
             account.save()
-    except IntegrityError as exc:
-        if is_unique_violation(exc):  # a concurrent connect of the same account won
+    except DatabaseError as exc:
+        if isinstance(exc, IntegrityError) and is_unique_violation(exc):
+            # A concurrent connect of the same account won.
             raise ProviderConnectError("The account was connected concurrently; reload.") from exc
-        # The schema and this code disagree (a release running against another's schema): no
-        # conflict of the client's making, and an operator must see it.
+        # The schema and this code disagree (a release running against another's schema), or
+        # the database failed: no conflict of the client's making, and an operator must see it.
         logger.error("Account not saved: the database refused it (%s)", exc)
         raise ServiceUnavailableError(
             "The database refused the account; retry later.",

@@ -25,14 +25,15 @@ pytestmark = pytest.mark.django_db
 _REFUSAL = "NOT NULL constraint failed: publishing_account.column_of_a_later_release"
 
 
-def refuse_new_accounts() -> None:
+def refuse_new_accounts(condition: str = "not_null_violation") -> None:
     """A trigger that refuses every new account as a NOT NULL violation, as a column added
-    without a database default refuses the inserts of code that does not know it."""
+    without a database default refuses the inserts of code that does not know it (on
+    PostgreSQL, with any other error ``condition`` too)."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
                 "CREATE FUNCTION herald_test_refuse() RETURNS trigger AS $$ BEGIN "
-                f"RAISE not_null_violation USING MESSAGE = '{_REFUSAL}'; END $$ LANGUAGE plpgsql"
+                f"RAISE {condition} USING MESSAGE = '{_REFUSAL}'; END $$ LANGUAGE plpgsql"
             )
             cursor.execute(
                 "CREATE TRIGGER herald_test_refuse BEFORE INSERT ON publishing_account "
@@ -45,13 +46,22 @@ def refuse_new_accounts() -> None:
             )
 
 
+@pytest.mark.parametrize(
+    "condition",
+    [
+        "not_null_violation",
+        # A column the code names that the schema lacks (ProgrammingError), PostgreSQL only.
+        pytest.param("undefined_column", marks=pytest.mark.postgres),
+    ],
+)
 def test_a_refusal_other_than_a_duplicate_is_503_and_logged(
+    condition: str,
     owner_client: APIClient,
     workspace: Any,
     provider_settings: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    refuse_new_accounts()
+    refuse_new_accounts(condition)
     with STANDINS["discord_webhook"]() as server:
         point_settings_at(provider_settings, "discord_webhook", server)
         with caplog.at_level(logging.ERROR, logger="publishing.services.accounts"):
