@@ -1,5 +1,10 @@
-"""``Idempotency-Key`` on mutations (decisions §4): the same key with the same request replays
-the first response; the same key with another request is a 409. Keys live 24 hours."""
+"""``Idempotency-Key`` on mutations: the same key with the same request replays the first
+response; the same key with another request is a 409. Keys live 24 hours.
+
+A replay is a request like any other: authentication and the token's permissions ran before the
+view, and the operation's own access check (``access``) runs again before a stored answer is
+served, so a member removed from the workspace (or demoted) since gets the 403 or 404 a fresh
+request would get, not the stored answer."""
 
 from __future__ import annotations
 
@@ -35,7 +40,25 @@ def _fingerprint(request: Request) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def idempotent(view_method: Callable[..., Response]) -> Callable[..., Response]:
+AccessCheck = Callable[[Request, dict[str, Any]], object]
+
+
+def idempotent(
+    *, access: AccessCheck
+) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
+    """Make a view method honour ``Idempotency-Key``. ``access(request, url_kwargs)`` is the
+    operation's access check (raising the 404 or 403 of a fresh request); it runs before any
+    stored answer for the key is used."""
+
+    def decorate(view_method: Callable[..., Response]) -> Callable[..., Response]:
+        return _idempotent(view_method, access)
+
+    return decorate
+
+
+def _idempotent(
+    view_method: Callable[..., Response], access: AccessCheck
+) -> Callable[..., Response]:
     @functools.wraps(view_method)
     def wrapper(self: Any, request: Request, *args: Any, **kwargs: Any) -> Response:
         key = request.META.get(HEADER)
@@ -60,6 +83,7 @@ def idempotent(view_method: Callable[..., Response]) -> Callable[..., Response]:
                     request_hash=fingerprint,
                 )
         except IntegrityError:
+            access(request, kwargs)  # the caller may have lost access since the first answer
             existing = IdempotencyRecord.objects.get(user=user, key=key)
             if existing.request_hash != fingerprint:
                 raise IdempotencyKeyReusedError() from None

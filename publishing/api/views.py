@@ -31,8 +31,9 @@ from publishing.providers.base import describe
 from publishing.services import accounts, media, publications
 from publishing.web import oauth_result_location
 from readiness.projection import provider_readiness_projection
-from workspaces.access import actor_from_request, require_workspace
+from workspaces.access import actor_from_request, require_workspace, require_workspace_role
 from workspaces.authentication import CsrfSessionAuthentication
+from workspaces.models import WorkspaceMembership
 
 IDEMPOTENCY = OpenApiParameter(
     "Idempotency-Key",
@@ -41,6 +42,21 @@ IDEMPOTENCY = OpenApiParameter(
     required=False,
     description="≤ 200 characters; the same key and body replay the first response for 24 h.",
 )
+EDITOR = WorkspaceMembership.Role.EDITOR
+
+
+def body_workspace_editor(request: Request, kwargs: dict[str, Any]) -> object:
+    """A replay of a creation in the body's workspace: editor or above there, as when fresh."""
+    data = request.data
+    workspace_id = str(data.get("workspace_id")) if isinstance(data, dict) else ""
+    return require_workspace_role(actor_from_request(request), workspace_id, role=EDITOR)
+
+
+def publication_editor(request: Request, kwargs: dict[str, Any]) -> object:
+    """A replay of a change to the publication in the path: the check of that change."""
+    return publications.publication_require_access(
+        actor_from_request(request), kwargs["publication_id"]
+    )
 
 
 class AccountProviderCatalogueView(APIView):
@@ -100,7 +116,7 @@ class AccountConnectView(APIView):
         description="Credential and webhook providers connect at once (201 with the account); "
         "OAuth providers answer 200 with an authorization_url to send the user to.",
     )
-    @idempotent
+    @idempotent(access=body_workspace_editor)
     def post(self, request: Request) -> Response:
         body = parse_body(s.AccountConnectInputSerializer, request)
         # The origin the user's browser returns to: HERALD_PUBLIC_URL when set (behind a proxy
@@ -473,7 +489,7 @@ class PublicationListView(APIView):
         parameters=[IDEMPOTENCY],
         responses={201: s.PublicationSerializer, **problems(400, 404, 409, 422)},
     )
-    @idempotent
+    @idempotent(access=body_workspace_editor)
     def post(self, request: Request) -> Response:
         body = parse_body(s.PublicationCreateInputSerializer, request)
         publication = publications.publication_create(
@@ -508,7 +524,7 @@ class PublicationDetailView(APIView):
         parameters=[IDEMPOTENCY],
         responses={200: s.PublicationSerializer, **problems(400, 404, 409, 422)},
     )
-    @idempotent
+    @idempotent(access=publication_editor)
     def put(self, request: Request, publication_id: str) -> Response:
         body = parse_body(s.PublicationReplaceInputSerializer, request)
         publication = publications.publication_replace(
@@ -537,7 +553,7 @@ class PublicationScheduleView(APIView):
         parameters=[IDEMPOTENCY],
         responses={200: s.PublicationSerializer, **problems(400, 404, 409, 422)},
     )
-    @idempotent
+    @idempotent(access=publication_editor)
     def post(self, request: Request, publication_id: str) -> Response:
         body = parse_body(s.PublicationScheduleInputSerializer, request)
         publication = publications.publication_schedule(
@@ -559,7 +575,7 @@ class PublicationPublishNowView(APIView):
         description="Queues delivery (202). Success means queued, not delivered: follow "
         "each destination's status.",
     )
-    @idempotent
+    @idempotent(access=publication_editor)
     def post(self, request: Request, publication_id: str) -> Response:
         body = parse_body(s.PublicationPublishNowInputSerializer, request)
         publication = publications.publication_publish_now(
@@ -578,7 +594,7 @@ class PublicationCancelView(APIView):
         parameters=[IDEMPOTENCY],
         responses={200: s.PublicationSerializer, **problems(404, 409)},
     )
-    @idempotent
+    @idempotent(access=publication_editor)
     def post(self, request: Request, publication_id: str) -> Response:
         publication = publications.publication_cancel(
             actor=actor_from_request(request), publication_id=publication_id
@@ -593,7 +609,7 @@ class PublicationRetryFailedView(APIView):
         parameters=[IDEMPOTENCY],
         responses={202: s.PublicationSerializer, **problems(404, 409)},
     )
-    @idempotent
+    @idempotent(access=publication_editor)
     def post(self, request: Request, publication_id: str) -> Response:
         publication = publications.publication_retry_failed(
             actor=actor_from_request(request), publication_id=publication_id

@@ -306,17 +306,29 @@ def publication_create(
     return publication
 
 
+def publication_require_access(
+    actor: Actor,
+    publication_id: ModelId,
+    *,
+    role: WorkspaceMembership.Role = WorkspaceMembership.Role.EDITOR,
+) -> uuid.UUID:
+    """The access check of every change to a publication (404 unknown, 403 no access or role
+    too low): also what an idempotent replay of such a change must pass. Returns its ID."""
+    pk = parse_id(publication_id, what="publication")
+    workspace_id = Publication.objects.filter(pk=pk).values_list("workspace_id", flat=True).first()
+    if workspace_id is None:
+        raise NotFoundError(f"No publication with ID {pk}.")
+    require_workspace_role(actor, workspace_id, role=role)
+    return pk
+
+
 def _lock(
     actor: Actor,
     publication_id: ModelId,
     *,
     role: WorkspaceMembership.Role = WorkspaceMembership.Role.EDITOR,
 ) -> Publication:
-    pk = parse_id(publication_id, what="publication")
-    workspace_id = Publication.objects.filter(pk=pk).values_list("workspace_id", flat=True).first()
-    if workspace_id is None:
-        raise NotFoundError(f"No publication with ID {pk}.")
-    require_workspace(actor, workspace_id, role=role)
+    pk = publication_require_access(actor, publication_id, role=role)
     return Publication.objects.select_for_update().get(pk=pk)
 
 

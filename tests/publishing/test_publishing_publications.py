@@ -989,3 +989,52 @@ def test_housekeeping_drops_expired_idempotency_records_and_oauth_states(user, w
     )
     assert housekeeping() == {"idempotency_records": 1, "oauth_states": 1}
     assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["fresh"]
+
+
+def _create_with_key(client: APIClient, workspace: Any, hook: Any, key: str) -> Any:
+    return client.post(
+        f"{API}/publications",
+        {
+            "workspace_id": str(workspace.pk),
+            "text": "once",
+            "destinations": [{"account_id": str(hook.pk)}],
+        },
+        format="json",
+        HTTP_IDEMPOTENCY_KEY=key,
+    )
+
+
+def test_a_replay_checks_access_again_before_answering(
+    bearer_client: Callable[..., APIClient], workspace: Any, make_user: Callable[..., User]
+) -> None:
+    """Before: a member removed from the workspace (or demoted below editor) still got the stored
+    201 (and the publication in it) for 24 hours by replaying the key."""
+    hook = make_account(workspace, "discord_webhook")
+    editor = make_user("editor@example.com")
+    membership = WorkspaceMembership.objects.create(workspace=workspace, user=editor, role="editor")
+    client = bearer_client(editor)
+    first = _create_with_key(client, workspace, hook, "replay-after-removal")
+    assert first.status_code == 201
+    cancel = client.post(pub_url(first.json(), "cancel"), HTTP_IDEMPOTENCY_KEY="cancel-1")
+    assert cancel.status_code == 200
+    assert _create_with_key(client, workspace, hook, "replay-after-removal").status_code == 201
+
+    membership.role = "viewer"
+    membership.save(update_fields=["role"])
+    demoted = _create_with_key(client, workspace, hook, "replay-after-removal")
+    assert_problem(demoted, 403, "role_too_low")
+    assert "Idempotent-Replayed" not in demoted
+
+    membership.delete()
+    removed = _create_with_key(client, workspace, hook, "replay-after-removal")
+    body = assert_problem(removed, 403, "no_workspace_access")
+    assert first.json()["id"] not in removed.content.decode()
+    replayed_cancel = client.post(pub_url(first.json(), "cancel"), HTTP_IDEMPOTENCY_KEY="cancel-1")
+    assert_problem(replayed_cancel, 403, "no_workspace_access")
+    assert body["status"] == 403
+    # Nothing was forgotten: restored access replays the stored answer again.
+    WorkspaceMembership.objects.create(workspace=workspace, user=editor, role="editor")
+    again = _create_with_key(client, workspace, hook, "replay-after-removal")
+    assert again.status_code == 201
+    assert again["Idempotent-Replayed"] == "true"
+    assert Publication.objects.count() == 1
