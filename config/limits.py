@@ -1,4 +1,4 @@
-"""Where every limit keeps its state, and who the client is (issue 15 parts 3, 4 and 6).
+"""Where every limit keeps its state, and who the client is.
 
 **The client address** of every per-client limit (the failed-authentication budget, the
 anonymous API rate) is :func:`client_ip`. With ``HERALD_NUM_PROXIES`` unset (or 0) it is

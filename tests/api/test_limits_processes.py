@@ -1,4 +1,4 @@
-"""Limits are shared by every process on the embedded default (no Redis): issue 15 part 4.
+"""Limits are shared by every process on the embedded default (no Redis).
 
 A real gunicorn with two workers (as ``make run`` starts it) on a SQLite file database, without
 ``REDIS_URL``: every request arrives on a new connection, so the kernel spreads them over both
