@@ -50,3 +50,21 @@ def assert_card_invariants(result: dict[str, Any], platforms: list[str], limit: 
         for treatment in card["platform_treatments"]:
             assert set(treatment) == {"platform", "format", "media", "objective", "rationale"}
             assert all(isinstance(v, str) and v.strip() for v in treatment.values())
+
+
+def llm_context(limit: int = 2) -> Any:
+    """A small discovery context (Mastodon and Telegram) for parsing model replies directly."""
+    from discovery.context import DeliveryStats, DiscoveryContext, PlatformInfo
+    from discovery.selectors import platform_formats
+
+    platforms = []
+    for provider in ("mastodon", "telegram"):
+        name, formats = platform_formats(provider)
+        platforms.append(PlatformInfo(provider, name, formats, 1, DeliveryStats()))
+    return DiscoveryContext(
+        workspace_id="w",
+        workspace_name="W",
+        today=date(2026, 1, 5),
+        platforms=tuple(platforms),
+        limit=limit,
+    )

@@ -15,7 +15,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from publishing.models import Publication
-from tests.discovery_support import assert_card_invariants, discover
+from tests.discovery_support import assert_card_invariants, discover, llm_context
 from tests.llm_standin import LlmStandIn
 from tests.problem_asserts import assert_problem
 from voice.definition import clean_definition
@@ -177,25 +177,6 @@ def test_the_llm_engine_writes_nothing(
 # --- Strict validation of what comes back ---------------------------------------------------------
 
 
-def _context(limit: int = 2) -> Any:
-    from datetime import date
-
-    from discovery.context import DeliveryStats, DiscoveryContext, PlatformInfo
-    from discovery.selectors import platform_formats
-
-    platforms = []
-    for provider in ("mastodon", "telegram"):
-        name, formats = platform_formats(provider)
-        platforms.append(PlatformInfo(provider, name, formats, 1, DeliveryStats()))
-    return DiscoveryContext(
-        workspace_id="w",
-        workspace_name="W",
-        today=date(2026, 1, 5),
-        platforms=tuple(platforms),
-        limit=limit,
-    )
-
-
 def _card(title: str = "A title") -> dict[str, Any]:
     return {
         "title": title,
@@ -277,7 +258,7 @@ def test_every_broken_rule_is_refused(document: dict[str, Any]) -> None:
 
     engine = LlmEngine(url="http://127.0.0.1:9", model="m", api_key="", timeout=1)
     with pytest.raises(UpstreamError) as caught:
-        engine._parse(_reply(document), _context())
+        engine._parse(_reply(document), llm_context())
     assert caught.value.code == "model_invalid_reply"
 
 
@@ -287,14 +268,14 @@ def test_a_truncated_generation_is_refused() -> None:
 
     engine = LlmEngine(url="http://127.0.0.1:9", model="m", api_key="", timeout=1)
     with pytest.raises(UpstreamError):
-        engine._parse(_reply({"opportunities": [_card()]}, finish_reason="length"), _context())
+        engine._parse(_reply({"opportunities": [_card()]}, finish_reason="length"), llm_context())
 
 
 def test_a_valid_reply_is_put_in_platform_order_with_ids() -> None:
     from discovery.engines.llm import LlmEngine
 
     engine = LlmEngine(url="http://127.0.0.1:9", model="m", api_key="", timeout=1)
-    result = engine._parse(_reply({"opportunities": [_card("One"), _card("Two")]}), _context())
+    result = engine._parse(_reply({"opportunities": [_card("One"), _card("Two")]}), llm_context())
     assert result.model == "openai-compatible:m"
     for card in result.opportunities:
         assert [t["platform"] for t in card["platform_treatments"]] == ["mastodon", "telegram"]

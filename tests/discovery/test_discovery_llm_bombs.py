@@ -12,6 +12,7 @@ import pytest
 from config.errors import UpstreamError
 from discovery.engines.llm import LlmEngine
 from tests.bomb_support import answering_server, brotli_bomb, gzip_bomb, measure
+from tests.discovery_support import llm_context
 
 MAX_GROWTH = 50 * 1000 * 1000
 
@@ -52,11 +53,9 @@ def test_a_deeply_nested_reply_is_invalid_not_a_crash() -> None:
 
 
 def test_deeply_nested_content_is_invalid_not_a_crash() -> None:
-    from tests.discovery.test_discovery_llm import _context
-
     content = "[" * 100_000
     reply = {"choices": [{"message": {"content": content}, "finish_reason": "stop"}]}
     engine = LlmEngine(url="http://127.0.0.1:9", model="m", api_key="", timeout=1)
     with pytest.raises(UpstreamError) as caught:
-        engine._parse(reply, _context())
+        engine._parse(reply, llm_context())
     assert caught.value.code == "model_invalid_reply"
