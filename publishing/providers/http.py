@@ -128,7 +128,8 @@ class HttpClient:
                 allow_redirects=False,
                 stream=True,
             )
-            complete = _read_answer(response)
+            deadline = started + self.connect_timeout + 2 * self.read_timeout
+            complete = _read_answer(response, deadline)
         except (requests.RequestException, BlockedAddressError, Urllib3Error, OSError) as exc:
             error = classify(
                 provider=provider,
@@ -199,9 +200,11 @@ def _unreadable(provider: str, operation: str, write: bool, status: int) -> Prov
     return ProviderHTTPError(kind, f"{provider}: unreadable answer to {operation}.", status=status)
 
 
-def _read_answer(response: requests.Response) -> bool:
+def _read_answer(response: requests.Response, deadline: float) -> bool:
     """Read ``response``'s body, decoded, so that ``content`` and ``json()`` work as without
-    streaming; ``False`` (and an empty body) once it passes :data:`MAX_ANSWER_BYTES`.
+    streaming; ``False`` (and an empty body) once it passes :data:`MAX_ANSWER_BYTES`. Past
+    ``deadline`` (a monotonic time) it raises ``ReadTimeout``: the read timeout bounds each
+    socket read only, and an answer may trickle in a byte at a time.
 
     urllib3 decodes a gzip, deflate, Brotli or zstd answer one step at a time, so a
     compressed bomb costs about one step of memory before it is refused, not its expanded size.
@@ -210,12 +213,14 @@ def _read_answer(response: requests.Response) -> bool:
     size = 0
     complete = True
     try:
-        for piece in response.raw.stream(_READ_STEP, decode_content=True):
+        while piece := response.raw.read1(_READ_STEP, decode_content=True):
             size += len(piece)
             if size > MAX_ANSWER_BYTES:
                 pieces, complete = [], False
                 break
             pieces.append(piece)
+            if time.monotonic() > deadline:
+                raise requests.exceptions.ReadTimeout("the answer took too long")
     finally:
         response.close()  # back to the pool when read to the end; dropped when cut short
     body = b"".join(pieces)

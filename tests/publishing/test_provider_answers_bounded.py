@@ -5,6 +5,11 @@ the cap is refused as unreadable, with the process's peak resident memory growin
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 
 from publishing.providers.base import ErrorKind, ProviderError
@@ -80,3 +85,51 @@ def test_a_deeply_nested_answer_is_unreadable_not_a_crash(status: int, kind: Err
         outcome = call(url, write=False)
     assert isinstance(outcome, ProviderError)
     assert outcome.kind == kind
+
+
+@pytest.mark.parametrize(
+    ("write", "kind"), [(True, ErrorKind.AMBIGUOUS), (False, ErrorKind.TRANSIENT)]
+)
+def test_an_answer_that_trickles_in_is_cut_off_at_a_deadline(write: bool, kind: ErrorKind) -> None:
+    """Each byte arrives within the read timeout, so only a deadline for the whole answer ends
+    the call: connect timeout plus twice the read timeout."""
+    stop = threading.Event()
+
+    class Trickle(BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for _ in range(1000):
+                    if stop.wait(0.2):
+                        return
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Trickle)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    client = HttpClient(read_timeout=1, connect_timeout=0.5)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ProviderError) as caught:
+            client.request(
+                "POST" if write else "GET",
+                f"http://127.0.0.1:{server.server_address[1]}/statuses",
+                provider="Mastodon",
+                operation="post",
+                write=write,
+            )
+    finally:
+        stop.set()
+        server.shutdown()
+        server.server_close()
+    assert caught.value.kind == kind
+    assert time.monotonic() - started < 4
