@@ -1,7 +1,7 @@
 """Error pages (``handler403/404/500`` in config/urls.py and ``CSRF_FAILURE_VIEW``).
 
 Browsers get an HTML page in the look of the other server-rendered pages (herald/error.html);
-/api/ paths keep their ``application/problem+json`` body (decisions §2).
+/api/ paths keep their ``application/problem+json`` body.
 """
 
 from __future__ import annotations

@@ -224,7 +224,7 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# The worker (issue 19): a send mostly waits for the provider (200 ms to seconds), so a worker
+# The worker: a send mostly waits for the provider (200 ms to seconds), so a worker
 # process runs HERALD_WORKER_CONCURRENCY tasks at once on threads (Celery's "threads" pool), not
 # one forked process per task: 1,000 sends of 300 ms each wait 150 s in all at 2 x 3.3/s
 # (prefork 2), 10 s at 32 threads. What remains is CPU, about 20 ms per delivery, and one
@@ -445,7 +445,7 @@ LOGGING = {
 # not run (the embedded `make run` default); the container image runs collectstatic.
 WHITENOISE_USE_FINDERS = True
 
-# --- Publishing and delivery (decisions §5) -------------------------------------------------
+# --- Publishing and delivery (docs/decisions/0007) ---------------------------------------------
 HERALD_MAX_MEDIA_BYTES = env_int("HERALD_MAX_MEDIA_BYTES", 100 * 1024 * 1024)
 HERALD_MAX_IMAGE_PIXELS = env_int("HERALD_MAX_IMAGE_PIXELS", 50_000_000)
 # Lifetime of the signed public media URLs (/media/<token>/<name>) that providers fetch from;
@@ -467,12 +467,12 @@ HERALD_DELIVERY_LEASE_SECONDS = env_int(
     "HERALD_DELIVERY_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30
 )
 HERALD_DELIVERY_DEADLINE_SECONDS = env_int("HERALD_DELIVERY_DEADLINE_SECONDS", 6 * 3600)
-# Due work reaches the queue within about one interval (issue 3: dispatch lag p99 <= 2 s for
+# Due work reaches the queue within about one interval (dispatch lag p99 <= 2 s for
 # 2,000 publications due in the same second; bench/delivery.py). An idle tick is a handful of
 # indexed queries.
 HERALD_DISPATCH_INTERVAL_SECONDS = env_float("HERALD_DISPATCH_INTERVAL_SECONDS", 1.0)
 HERALD_DISPATCH_STALE_SECONDS = env_int("HERALD_DISPATCH_STALE_SECONDS", 30)
-# Politeness and fairness (issue 19; README "Delivery"): provider calls in flight at once per
+# Politeness and fairness (README "Delivery"): provider calls in flight at once per
 # connected account and per provider host (a send waits up to the slot wait for a free slot,
 # then goes back to the queue without counting an attempt); a slot's lease frees it when a
 # worker dies holding it. The dispatcher lets at most this many destinations of one workspace
@@ -483,7 +483,7 @@ HERALD_PROVIDER_SLOT_LEASE_SECONDS = env_int("HERALD_PROVIDER_SLOT_LEASE_SECONDS
 HERALD_PROVIDER_SLOT_WAIT_SECONDS = env_float("HERALD_PROVIDER_SLOT_WAIT_SECONDS", 2.0)
 HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE = env_int("HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE", 64)
 
-# --- OAuth 2 provider apps (issue 20; spec "Accounts") --------------------------------------
+# --- OAuth 2 provider apps (spec "Accounts") ------------------------------------------------
 # The operator's app registration per OAuth provider: HERALD_<P>_CLIENT_ID / _CLIENT_SECRET
 # (both accept _FILE). A provider without both is "needs_configuration" (readiness
 # "configuration" fact) and cannot be connected (a provider's app is configured when both its
@@ -530,7 +530,7 @@ CELERY_BEAT_SCHEDULE["publishing.housekeeping"] = {
     "options": {"expires": 1800},
 }
 
-# --- Voice profiles and discovery (voice/, discovery/; decisions §4) -------------------------
+# --- Voice profiles and discovery (voice/, discovery/; docs/decisions/0017)--------------------
 # Discovery engine: "builtin" (deterministic, no network; the default) or "llm" (an
 # OpenAI-compatible chat-completions endpoint with JSON-schema-constrained output).
 HERALD_DISCOVERY_ENGINE = env_choice("HERALD_DISCOVERY_ENGINE", ("builtin", "llm"), "builtin")
@@ -539,7 +539,7 @@ HERALD_DISCOVERY_LLM_MODEL = env_str("HERALD_DISCOVERY_LLM_MODEL") or ""
 HERALD_DISCOVERY_LLM_API_KEY = env_str("HERALD_DISCOVERY_LLM_API_KEY") or ""
 HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS = env_float("HERALD_DISCOVERY_LLM_TIMEOUT_SECONDS", 30.0)
 
-# --- Provider readiness (readiness/; spec §1, decisions §6) ----------------------------------
+# --- Provider readiness (readiness/; docs/decisions/0008) -------------------------------------
 # SERVICE_PROVIDER_CERTIFICATION_ENFORCED and HERALD_DISABLED_PROVIDERS are read above.
 # The provider environment of the configured provider apps (a subject key; on a cloud
 # production deployment anything but "production" is a policy restriction).

@@ -1,4 +1,4 @@
-"""URL layout (decisions §1): API under /api/v1, docs under /docs/, admin, browser sign-in."""
+"""URL layout (docs/decisions/0001-url-layout.md): API under /api/v1, docs under /docs/, admin, browser sign-in."""
 
 from __future__ import annotations
 

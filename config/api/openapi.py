@@ -68,7 +68,7 @@ class SessionScheme(OpenApiAuthenticationExtension):
 
 
 class StrictSerializerScheme(OpenApiSerializerExtension):
-    """Request bodies reject unknown fields (decisions §2), so the contract says so too."""
+    """Request bodies reject unknown fields, so the contract says so too."""
 
     target_class = "config.api.request.StrictSerializer"
     match_subclasses = True

@@ -32,7 +32,7 @@ def parse_body(serializer_class: type[S], request: Request, **kwargs: Any) -> di
 
 
 class StrictSerializer(serializers.Serializer[Any]):
-    """Rejects unknown body fields (decisions §2: unknown body fields are a 422)."""
+    """Rejects unknown body fields: each is a 422 (docs/decisions/0002-problem-json-errors.md)."""
 
     def to_internal_value(self, data: Any) -> Any:
         unknown: dict[str, list[str]] = {}

@@ -368,7 +368,7 @@ def implied_problem_codes(path: str, operation: dict[str, Any]) -> list[int]:
 def postprocess_problem_responses(
     result: dict[str, Any], generator: Any, request: Any, public: bool
 ) -> dict[str, Any]:
-    """Declare the problem responses each operation can return (decisions §2), as
+    """Declare the problem responses each operation can return (docs/decisions/0002-problem-json-errors.md), as
     ``application/problem+json`` with the ``ErrorModel`` schema, in status order."""
     for path, path_item in result.get("paths", {}).items():
         for method, operation in path_item.items():
