@@ -1,4 +1,4 @@
-"""Evaluate one subject from the seven facts (spec §1, decisions §6). Pure: no I/O.
+"""Evaluate one subject from the seven facts (spec §1). Pure: no I/O.
 
 Precedence, first match wins (fail-closed): ``unsupported`` → ``disabled`` →
 ``needs_configuration`` → ``reconnect_required`` → ``degraded`` → ``approval_required`` →

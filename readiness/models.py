@@ -107,7 +107,7 @@ class CertificationRun(AppendOnlyModel):
 
     id = models.BigAutoField(primary_key=True)
     kind = models.CharField(max_length=8, choices=Kind.choices)
-    # The subject (decisions §6), fingerprints only.
+    # The subject (readiness/subjects.py), fingerprints only.
     provider = models.CharField(max_length=40)
     app_fingerprint = models.CharField(max_length=80)
     deployment_environment = models.CharField(max_length=16)

@@ -1,4 +1,4 @@
-"""The one readiness projection (decisions §6).
+"""The one readiness projection (docs/decisions/0008-readiness-and-certification.md).
 
 ``GET /provider-readiness``, the account provider catalogue, capability resolution, the tool
 operation ``get_provider_readiness`` and ``herald provider readiness`` all return what

@@ -1,4 +1,4 @@
-"""The readiness service: may this exact operation run now? (spec §1, decisions §6)
+"""The readiness service: may this exact operation run now? (spec §1, docs/decisions/0008-readiness-and-certification.md)
 
 Every caller asks here — connect, queue actions, the delivery worker before each provider call,
 the catalogue, capability resolution and ``GET /provider-readiness`` — and all of them go

@@ -1,6 +1,6 @@
 """Readiness subjects, one-way fingerprints and the certification contract digest.
 
-A decision is always about one exact subject (decisions §6): provider, app fingerprint,
+A decision is always about one exact subject (docs/decisions/0008-readiness-and-certification.md): provider, app fingerprint,
 deployment and provider environment, federated-instance fingerprint, account kind, output
 profile, operation and policy mode. Evidence is bound to the subject digest and to the contract
 digest, so changing any subject key, the adapter's capability metadata or a contract requirement
