@@ -319,7 +319,7 @@ class AccessAuditEvent(models.Model):
 
 
 class WorkspaceLifecycleRecord(models.Model):
-    """Kept when a workspace is deleted (decisions §4: a ``workspace.deleted`` record)."""
+    """Kept when a workspace is deleted (a ``workspace.deleted`` record, docs/decisions/0004-roles-and-access.md)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace_id = models.UUIDField(db_index=True)

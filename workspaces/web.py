@@ -1,4 +1,4 @@
-"""Pages where people join and manage themselves (issue 17 items 6 and 7).
+"""Pages where people join and manage themselves.
 
 * ``/invitations/<accept_token>/``: the invitation link. Signed out, the page is the same
   whether or not the address has an account: sign in to accept, or choose a password (and a
