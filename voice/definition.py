@@ -1,7 +1,7 @@
 """The voice definition: its members, their limits, and the one function that cleans it.
 
 Plain Python (no DRF): the API layer, the services and the data migration share it. Every limit
-of issue 6 lives in ``STRING_FIELDS`` / ``LIST_FIELDS`` / ``OBJECT_LIST_FIELDS`` below; the
+lives in ``STRING_FIELDS`` / ``LIST_FIELDS`` / ``OBJECT_LIST_FIELDS`` below; the
 OpenAPI schema of ``VoiceDefinition`` is generated from the same tables.
 
 Cleaning rules, in order, for every text value:

@@ -1,4 +1,4 @@
-"""Voice profile conflicts (409, decisions §2)."""
+"""Voice profile conflicts (409)."""
 
 from __future__ import annotations
 

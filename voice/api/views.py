@@ -1,4 +1,4 @@
-"""Voice profile endpoints (decisions §4): parse, call a service or selector, serialize, respond."""
+"""Voice profile endpoints: parse, call a service or selector, serialize, respond."""
 
 from __future__ import annotations
 
