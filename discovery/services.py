@@ -1,4 +1,4 @@
-"""Content discovery: idea cards from the workspace's own material (decisions §4).
+"""Content discovery: idea cards from the workspace's own material (docs/decisions/0017-voice-and-discovery.md).
 
 It reads and never writes a draft or a publication, and never calls a provider (the platforms'
 capability metadata is static adapter data). The only row it touches is the workspace's

@@ -1,4 +1,4 @@
-"""Discovery request and response shapes (spec §2 DiscoveryResult; decisions §4)."""
+"""Discovery request and response shapes (spec §2 DiscoveryResult)."""
 
 from __future__ import annotations
 
