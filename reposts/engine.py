@@ -1,4 +1,4 @@
-"""The staged repost engine (issue 7): for each destination published from a source account of
+"""The staged repost engine (docs/decisions/0016-repost-automation.md): for each destination published from a source account of
 an enabled policy, one execution per target account.
 
 * An execution waits until its first stage's time (``delay_seconds`` after the publish time for
