@@ -1,4 +1,4 @@
-"""Token lifecycle (issue 20): refresh ahead of expiry, single-flight per account, rotation
+"""Token lifecycle: refresh ahead of expiry, single-flight per account, rotation
 stored atomically, and ``reconnect_required`` when the grant is gone.
 
 * **Single flight.** A refresh first claims the account's refresh lease under the row lock

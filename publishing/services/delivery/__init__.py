@@ -1,4 +1,4 @@
-"""Delivery (decisions §5): claim a destination, re-check readiness, record the write before the
+"""Delivery (docs/decisions/0007-delivery-guarantees.md): claim a destination, re-check readiness, record the write before the
 provider call, send with the destination's idempotency key, record the outcome atomically.
 
 The database is the source of truth; broker messages are nudges. The dispatcher (beat) moves
