@@ -1,4 +1,4 @@
-"""Saved profiles and credentials (decisions §7).
+"""Saved profiles and credentials (docs/decisions/0018-cli-and-tool-interface.md).
 
 ``<user config dir>/herald/config.json`` holds the profiles (instance URL, selected workspace) and
 the current profile; ``credentials.json`` beside it holds the API token of each profile. Both

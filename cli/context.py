@@ -1,4 +1,4 @@
-"""Global options and where each effective setting comes from (decisions §7).
+"""Global options and where each effective setting comes from (docs/decisions/0018-cli-and-tool-interface.md).
 
 Precedence: command-line flag > environment variable > saved profile. Diagnostics and
 ``auth status`` report the source of each setting; the token itself is never shown. A profile's

@@ -8,7 +8,7 @@ from cli.client import ProbeResult
 
 
 def health_report(instance: str, liveness: ProbeResult, readiness: ProbeResult) -> dict[str, Any]:
-    """``{"instance", "liveness", "readiness", "database", "storage"?}`` (decisions §7)."""
+    """``{"instance", "liveness", "readiness", "database", "storage"?}``."""
     failing = readiness.body.get("failing") if not readiness.ok else []
     failing = failing if isinstance(failing, list) else []
     if readiness.ok:

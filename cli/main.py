@@ -60,7 +60,7 @@ def polling_options(interval_help: str, timeout_help: str) -> Callable[[F], F]:
 
 
 def global_options(f: F) -> F:
-    """The global options, accepted before or after the subcommand (decisions §7)."""
+    """The global options, accepted before or after the subcommand (docs/decisions/0018)."""
     decorators = [
         click.option(
             "--json",

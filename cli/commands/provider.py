@@ -9,7 +9,7 @@ import click
 from cli.main import current, global_options
 from cli.output import echo_table, emit_json, shorten
 
-# What an operator does about each actionable state (decisions §6 order).
+# What an operator does about each actionable state (in readiness's order of states).
 NEXT_ACTIONS = {
     "healthy": "",
     "unsupported": "none: Herald has no adapter for it",

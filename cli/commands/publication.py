@@ -20,7 +20,7 @@ from cli.main import current, global_options, polling_options
 from cli.output import clear_line, echo, echo_table, emit_json, shorten, table
 from cli.redact import redact
 
-# Destination statuses that are still moving (decisions §5); the others have settled or wait
+# Destination statuses that are still moving (docs/decisions/0006); the others have settled or wait
 # for a schedule (draft, scheduled).
 IN_FLIGHT = frozenset({"queued", "sending", "retry_wait", "ambiguous"})
 UNSUCCESSFUL = frozenset({"failed", "blocked"})
