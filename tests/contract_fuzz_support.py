@@ -26,7 +26,7 @@ from schemathesis.specs.openapi.checks import (
 
 def not_an_undeclared_server_error(ctx: Any, response: Any, case: Any) -> bool | None:
     """``not_a_server_error``, except for a 502/503/504 the operation declares: a provider, model
-    or dependency that fails is the contract working (decisions §2), not a crash. A 500 always
+    or dependency that fails is the contract working, not a crash. A 500 always
     fails."""
     status = response.status_code
     if status != 500 and str(status) in case.operation.definition.raw.get("responses", {}):

@@ -1,4 +1,4 @@
-"""Shared assertions on RFC 9457 problem responses (decisions §2)."""
+"""Shared assertions on RFC 9457 problem responses."""
 
 from __future__ import annotations
 

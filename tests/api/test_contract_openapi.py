@@ -1,5 +1,5 @@
 """The served contract: ``/docs/openapi.json``, the interactive docs, and the ``$schema`` of every
-response (decisions §1, §2; spec §4, §5, §7, §9).
+response (spec §4, §5, §7, §9).
 
 - The OpenAPI document is JSON, OpenAPI 3, validates with drf-spectacular with no warning, and
   declares every identity operation with its request and response schemas, both security
@@ -153,7 +153,7 @@ def test_operations_declare_request_and_response_schemas(contract: dict[str, Any
             assert body.get("required", False) is (method != "patch"), op_id
             ref = body["content"]["application/json"]["schema"]["$ref"]
             request_schema = components[ref.rsplit("/", 1)[1]]
-            # Unknown body fields are a 422 (decisions §2), and the contract says so.
+            # Unknown body fields are a 422, and the contract says so.
             assert request_schema["additionalProperties"] is False, op_id
         else:
             assert "requestBody" not in operation, op_id

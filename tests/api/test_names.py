@@ -1,4 +1,4 @@
-"""Names (issue 16): workspaces, organizations, voice profiles, themes, theme assets and API
+"""Names: workspaces, organizations, voice profiles, themes, theme assets and API
 tokens refuse invisible and bidirectional-control characters with a 422 at the name, and are
 stored NFKC-normalized, so two names that look identical are the same name (a 409 where names
 are unique)."""

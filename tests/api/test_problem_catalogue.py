@@ -1,4 +1,4 @@
-"""Every problem ``type`` URI resolves (issue 16): the catalogue at /docs/problems/ is built from
+"""Every problem ``type`` URI resolves: the catalogue at /docs/problems/ is built from
 the error classes (config.problem_catalogue), and a static scan of the source finds every code
 the server can answer with, each of which must have its page."""
 

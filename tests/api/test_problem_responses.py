@@ -1,4 +1,4 @@
-"""Every /api/ error is application/problem+json (decisions §2), whatever produced it."""
+"""Every /api/ error is application/problem+json, whatever produced it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Redis outages (issue 15 part 6): with ``REDIS_URL`` configured and Redis down, ``/ready`` is
+"""Redis outages: with ``REDIS_URL`` configured and Redis down, ``/ready`` is
 a 503 naming ``redis``, API requests answer without a 500 or a per-request traceback, and a
 publication published meanwhile is stored and delivered exactly once after Redis is back.
 

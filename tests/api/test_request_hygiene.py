@@ -1,4 +1,4 @@
-"""Requests that are bad before any view runs (issue 16): a ``Host`` header not in
+"""Requests that are bad before any view runs: a ``Host`` header not in
 ``ALLOWED_HOSTS`` and a chunked body without a Content-Length are clear 4xx answers, never a
 500, a traceback flood in the log, or a body silently dropped."""
 

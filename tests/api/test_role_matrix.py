@@ -1,4 +1,4 @@
-"""The role matrix of the README ("Roles"), enforced over every ``/api/v1`` route (issue 16).
+"""The role matrix of the README ("Roles"), enforced over every ``/api/v1`` route.
 
 ``MATRIX`` maps each route and method (listed from the URL resolver) to the least role that may
 call it. The test fails when a route is missing from the table (or the table names a route that

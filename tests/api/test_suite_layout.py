@@ -1,4 +1,4 @@
-"""The test suite's own layout (issue 18 item 7): a test module never imports another test module.
+"""The test suite's own layout: a test module never imports another test module.
 
 Shared test code lives in support modules (``tests/*_support.py``, ``tests/providers/``,
 ``tests/conftest.py``); importing a test module from another would run its module-level fixtures

@@ -1,4 +1,4 @@
-"""The CLI never writes a server's control characters to a terminal (issue 16).
+"""The CLI never writes a server's control characters to a terminal.
 
 A stand-in server (tests/cli_support.LeakyInstance, a real HTTP server on 127.0.0.1) answers every
 route the CLI reads with strings full of terminal escapes: OSC 52 (clipboard write), OSC 8 (a

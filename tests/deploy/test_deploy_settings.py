@@ -1,4 +1,4 @@
-"""Deployment settings (decisions §1): every value comes from the environment, so each test runs
+"""Deployment settings: every value comes from the environment, so each test runs
 Django in a subprocess with a controlled environment and inspects the effective settings."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The deployed topology, end to end (issue 15): what ``docker-compose.yml`` runs, started from
+"""The deployed topology, end to end: what ``docker-compose.yml`` runs, started from
 the installed wheel, behind a real nginx, used through the proxy as a person and a client would.
 
 gunicorn (``docker/gunicorn.conf.py``), a Celery worker and beat, a fresh PostgreSQL database

@@ -1,4 +1,4 @@
-"""The README quick start, run as written against a live ``make run`` (issue 17 item 4).
+"""The README quick start, run as written against a live ``make run``.
 
 The fenced ``sh`` block after the ``<!-- quickstart`` comment in README.md is read and each of its
 lines is carried out in order, so the README cannot drift from what Herald does:

@@ -1,4 +1,4 @@
-"""The package as it ships (issue 15): the wheel the Dockerfile installs must hold every
+"""The package as it ships: the wheel the Dockerfile installs must hold every
 first-party app of ``INSTALLED_APPS`` with its templates, static files, JSON data and migrations,
 and must run on its own.
 

@@ -1,4 +1,4 @@
-"""The worker's pool and database connections (issue 19), read as a process reads them: Django
+"""The worker's pool and database connections, read as a process reads them: Django
 and the Celery app set up in a subprocess with a controlled environment."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Content discovery (issue 6 "Deliver" 5-7; spec §2 DiscoveryResult, §4 Discovery, §7):
+"""Content discovery (spec §2 DiscoveryResult, §4 Discovery, §7):
 the result shape and card invariants, the built-in engine on a realistic workspace, no writes
 and no provider calls, the per-user limits, the plan limit, and the nine error kinds."""
 

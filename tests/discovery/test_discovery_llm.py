@@ -1,5 +1,5 @@
 """The OpenAI-compatible discovery engine against a stand-in chat-completions server on
-127.0.0.1 (issue 6 "Deliver" 6-7): JSON-schema-constrained requests, strict validation of the
+127.0.0.1: JSON-schema-constrained requests, strict validation of the
 reply (502), a bounded timeout (504), and 503 when unconfigured or unreachable."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Schemathesis against the served contract, for the publishing API (decisions §4 "Accounts",
-"Media", "Publications"), through the WSGI app.
+"""Schemathesis against the served contract, for the publishing API (accounts,
+media, publications), through the WSGI app.
 
 For every publishing operation, generated requests (valid ones, ones that use the IDs of real
 resources, and deliberately invalid ones) must never answer 500 (a 502 where the operation

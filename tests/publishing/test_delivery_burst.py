@@ -1,4 +1,4 @@
-"""Bursts through REAL worker processes (issue 19): the shipped worker (Celery's threads pool,
+"""Bursts through REAL worker processes: the shipped worker (Celery's threads pool,
 ``HERALD_WORKER_CONCURRENCY`` sends at once, PostgreSQL connections from Django's pool) and beat,
 on PostgreSQL + Redis only, against the stand-in Mastodon on 127.0.0.1.
 

@@ -1,4 +1,4 @@
-"""Politeness and fairness of delivery (issue 19 items 3 and 4), on the real database, the real
+"""Politeness and fairness of delivery, on the real database, the real
 limits store and stand-in providers on 127.0.0.1:
 
 * in-flight caps: at most N provider calls at once per connected account and per provider

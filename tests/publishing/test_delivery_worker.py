@@ -1,4 +1,4 @@
-"""Delivery through REAL Celery processes (issue 3, "Must show"): a `celery worker` and a `celery
+"""Delivery through REAL Celery processes: a `celery worker` and a `celery
 beat` started as separate processes on the test database, delivering to stand-in Mastodon and
 Bluesky servers on 127.0.0.1.
 

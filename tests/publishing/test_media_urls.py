@@ -1,4 +1,4 @@
-"""Public media URLs (issue 20 item 4): a media item's ``url`` is a signed, expiring, absolute
+"""Public media URLs: a media item's ``url`` is a signed, expiring, absolute
 URL that serves the bytes without credentials (type, length, ETag, byte ranges), redirects to a
 presigned URL with S3 storage (a real S3-compatible server on 127.0.0.1: moto's server mode),
 and members of the workspace read the bytes with API credentials at ``/media/{id}/content``."""

@@ -1,4 +1,4 @@
-"""The OAuth callback (issue 20 item 2): single-use state bound to the user who started the
+"""The OAuth callback: single-use state bound to the user who started the
 connect, a browser ends on a page saying what happened, and an OAuth app from the environment
 is the readiness "configuration" fact."""
 

@@ -1,4 +1,4 @@
-"""LinkedIn adapter (issue 20) against the stand-in LinkedIn API (real HTTP on 127.0.0.1): OAuth 2
+"""LinkedIn adapter against the stand-in LinkedIn API (real HTTP on 127.0.0.1): OAuth 2
 on the operator's app, the versioned REST headers, the little-format escaping, posts with images
 through the Images API, organization pages, rate limits, reconcile, delete and metrics; and the
 whole path through Herald: connect -> callback -> publish -> ambiguous -> reconcile, and the

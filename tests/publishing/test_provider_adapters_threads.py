@@ -1,4 +1,4 @@
-"""Threads adapter (issue 20) against the stand-in Threads API (real HTTP on 127.0.0.1): the
+"""Threads adapter against the stand-in Threads API (real HTTP on 127.0.0.1): the
 500-character count, the operator's app with the short- then long-lived token exchange, refresh
 of a long-lived token once 24 h old, two-step publishing with the container status polled,
 images fetched by URL (the stand-in GETs them), Graph API error codes, reconcile, delete and

@@ -1,4 +1,4 @@
-"""X adapter (issue 20) against the stand-in X API (real HTTP on 127.0.0.1): the weighted
+"""X adapter against the stand-in X API (real HTTP on 127.0.0.1): the weighted
 length, OAuth 2 with PKCE on the operator's app, refresh-token rotation, revoke, posts with
 images through the chunked media upload, rate limits, reconcile, delete and metrics; and the
 whole path through Herald: connect -> callback -> publish -> ambiguous -> reconcile -> refresh."""

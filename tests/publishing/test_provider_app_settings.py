@@ -1,4 +1,4 @@
-"""PROVIDER_OAUTH_APPS comes from the environment (issue 20 item 1): client id and secret with
+"""PROVIDER_OAUTH_APPS comes from the environment: client id and secret with
 ``_FILE`` variants, URLs defaulting to the real services and overridable."""
 
 from __future__ import annotations

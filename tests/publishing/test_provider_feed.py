@@ -1,4 +1,4 @@
-"""The built-in Herald feed (issue 17 item 1) and ``profile_url`` on every account (item 3).
+"""The built-in Herald feed and ``profile_url`` on every account.
 
 A feed is connected through the API, publications reach it through the outbox and the delivery
 service (the same code the Celery worker runs), and its public Atom and JSON Feed documents,

@@ -1,4 +1,4 @@
-"""The built-in Herald feed through a REAL Celery worker (issue 17 item 1): publish now goes
+"""The built-in Herald feed through a REAL Celery worker: publish now goes
 through the outbox and the broker, a separate worker process runs the feed adapter (which
 writes the entry to the database), and the public Atom and JSON Feed documents show it.
 

@@ -1,4 +1,4 @@
-"""Connected accounts (issue 3): provider catalogue, connect per provider against its stand-in
+"""Connected accounts: provider catalogue, connect per provider against its stand-in
 (Mastodon OAuth with PKCE, Bluesky app password, Discord webhook, Telegram bot), list, get,
 disconnect, destination options, capability resolution, plan limits, access, and credentials
 encrypted at rest with key rotation."""
@@ -476,7 +476,7 @@ def test_wrong_credentials_are_502_without_the_secret(
     assert not Account.objects.exists()
 
 
-# Local validation (issue 16): a value the adapter refuses before asking the provider is a 422 at
+# Local validation: a value the adapter refuses before asking the provider is a 422 at
 # that value, never a 502 ``provider_error`` (the provider was never asked, so it cannot have failed).
 
 

@@ -1,4 +1,4 @@
-"""Delivery (issue 3, decisions §5) in-process against the stand-in providers, calling the
+"""Delivery in-process against the stand-in providers, calling the
 delivery services directly: the outbox state machine, retries with backoff and Retry-After,
 permanent and auth failures, ambiguous outcomes reconciled (never re-sent blindly), the
 dispatcher's handling of due, stale, dead-worker and overdue work, partial results."""

@@ -1,4 +1,4 @@
-"""Media (issue 3): multipart upload typed by its bytes, size limits, list/get/delete through the
+"""Media: multipart upload typed by its bytes, size limits, list/get/delete through the
 configured storage, and deletion refused while an unfinished publication uses the item."""
 
 from __future__ import annotations

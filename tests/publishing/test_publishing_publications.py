@@ -1,4 +1,4 @@
-"""Publications API (issue 3): create, get, list, replace, delete, schedule, publish now, cancel,
+"""Publications API: create, get, list, replace, delete, schedule, publish now, cancel,
 retry failed, events; validation of every destination against its capability metadata;
 Idempotency-Key; plan limits; access."""
 

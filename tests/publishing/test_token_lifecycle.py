@@ -1,4 +1,4 @@
-"""Token lifecycle (issue 20 item 5): refresh ahead of expiry, single flight, rotation stored
+"""Token lifecycle: refresh ahead of expiry, single flight, rotation stored
 atomically (and a worker killed between the provider's reply and the commit), invalid grants,
 tokens without programmatic refresh, and disconnect.
 

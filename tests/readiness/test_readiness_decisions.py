@@ -1,4 +1,4 @@
-"""The readiness decision (spec §1 "Provider readiness model", §3; decisions §6).
+"""The readiness decision (spec §1 "Provider readiness model", §3).
 
 Table-driven: every state and every blocker code is reached from one healthy baseline by
 changing one fact; consecutive states are paired to show the precedence; the enforcement flag by

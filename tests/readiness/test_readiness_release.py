@@ -1,5 +1,5 @@
 """Public claims and the ``provider-certification`` release gate (spec §1 "Public claims",
-"Release gate"; decisions §6)."""
+"Release gate")."""
 
 from __future__ import annotations
 

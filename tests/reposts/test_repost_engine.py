@@ -1,5 +1,5 @@
 """The staged repost engine against the stand-in providers with a controllable clock: every
-engine call gets an explicit ``now`` (issue 7, "Must show")."""
+engine call gets an explicit ``now``."""
 
 from __future__ import annotations
 

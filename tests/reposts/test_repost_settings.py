@@ -1,4 +1,4 @@
-"""Repost automation settings over HTTP (issue 7): the SettingsResponse shape, who may manage,
+"""Repost automation settings over HTTP: the SettingsResponse shape, who may manage,
 every rule bound at its 422 location, the revision check, and cross-workspace grants (audited)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Repost automation through REAL Celery processes (issue 7, "Must show"): a `celery beat` that
+"""Repost automation through REAL Celery processes: a `celery beat` that
 ticks the engine and `celery worker`s on the test database, boosting on the stand-in Mastodon.
 
 A worker is killed (SIGKILL, whole process group) between the repost call and its record; after

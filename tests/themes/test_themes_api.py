@@ -1,4 +1,4 @@
-"""Organization themes over the API (spec §2 Theme, §4 Themes; decisions §4): create from the
+"""Organization themes over the API (spec §2 Theme, §4 Themes): create from the
 default built-in, the draft and its revision check, publishing immutable revisions, summaries,
 the available-to-workspace page, the organization default, workspace assignment, deletion, and
 who may do what."""

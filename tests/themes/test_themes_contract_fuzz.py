@@ -1,4 +1,4 @@
-"""Schemathesis against the served contract, for the theme API (decisions §4 "Themes"), through
+"""Schemathesis against the served contract, for the theme API, through
 the WSGI app: generated requests (valid ones, ones that use the IDs of real resources, and
 deliberately invalid ones) must never answer 500, and every answer must use a declared status
 code, a declared content type and the declared schema.

@@ -1,4 +1,4 @@
-"""Voice definition validation (issue 6 "Deliver" 3): every limit is refused with a 422 at its
+"""Voice definition validation: every limit is refused with a 422 at its
 exact location, on create and on replace; text is trimmed, CRLF becomes LF, control characters
 are refused; lists drop case-insensitive duplicates; an empty definition is valid."""
 

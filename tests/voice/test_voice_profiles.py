@@ -1,4 +1,4 @@
-"""Voice profiles (issue 6; spec §2 VoiceProfile, §4, §9; decisions §4): operations, the
+"""Voice profiles (spec §2 VoiceProfile, §4, §9): operations, the
 default-profile rules, revision-checked replacement, assignments and the effective profile."""
 
 from __future__ import annotations

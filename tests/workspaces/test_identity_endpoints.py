@@ -1,4 +1,4 @@
-"""Me, organizations and workspaces (decisions §4): status codes, Location, conflicts and
+"""Me, organizations and workspaces: status codes, Location, conflicts and
 keyset cursor pagination."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Members and invitations (decisions §4): every change writes an access-audit event in the same
+"""Members and invitations: every change writes an access-audit event in the same
 transaction, with the previous and new role/status; newest first."""
 
 from __future__ import annotations

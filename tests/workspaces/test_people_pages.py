@@ -1,4 +1,4 @@
-"""People join and manage themselves (issue 17 items 6 and 7): the invitation page for people
+"""People join and manage themselves: the invitation page for people
 with or without an account, the invitation e-mail, /settings/ (profile, password) and the
 password reset by e-mail. Browser pages through Django's test client with CSRF enforced."""
 
@@ -644,8 +644,8 @@ def test_email_settings_follow_the_environment(tmp_path: Any) -> None:
 
 
 def test_django_email_settings_from_the_environment(tmp_path: Any) -> None:
-    """Without HERALD_EMAIL_URL, Django's own EMAIL_* variables configure the e-mail (issue 17
-    item 6): the instance then sends invitations and password resets; HERALD_EMAIL_URL wins."""
+    """Without HERALD_EMAIL_URL, Django's own EMAIL_* variables configure the e-mail:
+    the instance then sends invitations and password resets; HERALD_EMAIL_URL wins."""
     production = {"HERALD_ENVIRONMENT": "production", "SECRET_KEY": "x" * 50}
     password_file = tmp_path / "smtp-password"
     password_file.write_text("from a file\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Workspace deletion and its preview (spec §4, §5.9; decisions §3, §4)."""
+"""Workspace deletion and its preview (spec §4, §5.9)."""
 
 from __future__ import annotations
 
