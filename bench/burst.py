@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Burst benchmark (issue 19): 1,000 publications due in the same second, one destination each,
+"""Burst benchmark: 1,000 publications due in the same second, one destination each,
 delivered by the shipped worker and beat commands to a provider stand-in answering in 300 ms.
 
     .venv/bin/python bench/burst.py                   # 1 worker, the settings' pool and concurrency

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Fairness benchmark (issue 19 item 4): one workspace's burst next to other workspaces' single posts.
+"""Fairness benchmark: one workspace's burst next to other workspaces' single posts.
 
     .venv/bin/python bench/fairness.py                 # 1,000 + 1 + 1 against a 300 ms stand-in
     .venv/bin/python bench/fairness.py --burst 500 --redis-url redis://127.0.0.1:6379/15
