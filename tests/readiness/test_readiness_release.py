@@ -202,3 +202,73 @@ def test_a_bound_claim_makes_only_its_healthy_subject_advertisable(
     # an unbound claims file claims nothing
     (tmp_path / "release-manifest.json").write_text(MANIFEST_FILE.read_text())
     assert advertised_claims(claims) == frozenset()
+
+
+def test_rule_3_a_live_scope_snapshot_must_cover_the_required_scopes(
+    tmp_path: Path, production_evidence: Any
+) -> None:
+    """A passed live run whose granted scope snapshot lacks a required scope (a row an older
+    release wrote, or one appended outside the service) is no proof for a public claim."""
+    from django.contrib.auth import get_user_model
+
+    from publishing import credentials
+    from publishing.models import ProviderApp
+    from readiness.models import CertificationCheck, CertificationRun
+
+    ProviderApp.objects.create(
+        provider="x",
+        instance_url="",
+        redirect_uri="",
+        credentials_encrypted=credentials.encrypt({"client_id": "c", "client_secret": "s"}),
+    )
+    account = make_account(production_evidence.workspace, "x")
+
+    root = get_user_model().objects.get(email="root@example.com")
+    approve_and_enable(root, "x")
+    certify(root, account, profile="x.post")
+    claims, manifest = write_claims(tmp_path, [production_claim("x", "x.post")])
+    assert "passed: manifest binds 1 claim(s)" in release_check(claims, manifest)
+
+    live = CertificationRun.objects.filter(provider="x", kind="live").latest("id")
+    checks = list(CertificationCheck.objects.filter(run=live))
+    narrowed = CertificationRun.objects.create(
+        **{
+            field.name: getattr(live, field.name)
+            for field in CertificationRun._meta.concrete_fields
+            if field.name != "id"
+        }
+        | {"granted_scopes": [s for s in live.granted_scopes if s != "tweet.write"]}
+    )
+    CertificationCheck.objects.bulk_create(
+        CertificationCheck(run=narrowed, name=c.name, outcome=c.outcome, reason=c.reason)
+        for c in checks
+    )
+    with pytest.raises(CommandError, match="granted scopes do not cover the required scopes"):
+        release_check(claims, manifest)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("provider", "bluesky@example"),
+        ("output_profile", "https://bsky.example/post"),
+        ("output_profile", "bluesky.post hrld_abc"),
+        ("operation", "Bearer abc"),
+        ("operation", "publish_token_immediate"),
+        ("output_profile", "secret.post"),
+        ("provider", "0f8e2a4b-1c3d-4e5f-9a8b-7c6d5e4f3a2b"),
+    ],
+)
+def test_rule_7_a_claim_carrying_account_url_or_credential_data_is_rejected(
+    tmp_path: Path, production_evidence: Any, field: str, value: str
+) -> None:
+    """Checked before anything else, so such data never reaches a digest, a log or a reason
+    beyond its label, even on the trusted projection where a clean claim passes."""
+    clean = production_claim("bluesky", "bluesky.post")
+    claims, manifest = write_claims(tmp_path, [clean])
+    assert "passed" in release_check(claims, manifest)
+    claims, manifest = write_claims(tmp_path, [{**clean, field: value}])
+    with pytest.raises(
+        CommandError, match="must not carry account, operator, credential, URL or raw result data"
+    ):
+        release_check(claims, manifest)
