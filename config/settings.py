@@ -448,6 +448,10 @@ WHITENOISE_USE_FINDERS = True
 # --- Publishing and delivery (docs/decisions/0007) ---------------------------------------------
 HERALD_MAX_MEDIA_BYTES = env_int("HERALD_MAX_MEDIA_BYTES", 100 * 1024 * 1024)
 HERALD_MAX_IMAGE_PIXELS = env_int("HERALD_MAX_IMAGE_PIXELS", 50_000_000)
+# Resumable (tus) uploads at /api/v1/uploads: the largest file (413 above), and how long an
+# unfinished upload may sit idle before the cleanup task removes it and its spool file.
+HERALD_MAX_VIDEO_BYTES = env_int("HERALD_MAX_VIDEO_BYTES", 1024 * 1024 * 1024)
+HERALD_UPLOAD_EXPIRY_SECONDS = max(60, env_int("HERALD_UPLOAD_EXPIRY_SECONDS", 24 * 3600))
 # Lifetime of the signed public media URLs (/media/<token>/<name>) that providers fetch from;
 # with S3 storage the redirect to the object store's presigned URL has the same lifetime.
 HERALD_MEDIA_URL_SECONDS = max(60, env_int("HERALD_MEDIA_URL_SECONDS", 3600))
@@ -508,6 +512,11 @@ CELERY_BEAT_SCHEDULE["publishing.account_tokens_refresh_due"] = {
     "task": "publishing.account_tokens_refresh_due",
     "schedule": HERALD_TOKEN_REFRESH_INTERVAL_SECONDS,
     "options": {"expires": HERALD_TOKEN_REFRESH_INTERVAL_SECONDS},
+}
+CELERY_BEAT_SCHEDULE["publishing.uploads_expire"] = {
+    "task": "publishing.uploads_expire",
+    "schedule": 15 * 60,
+    "options": {"expires": 15 * 60},
 }
 CELERY_BEAT_SCHEDULE["publishing.delivery_dispatch"] = {
     "task": "publishing.delivery_dispatch",

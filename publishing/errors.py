@@ -45,3 +45,54 @@ class MediaInUseError(ConflictError):
     title = "Media in use"
     code = "media_in_use"
     default_detail = "The media is attached to a publication that is not finished."
+
+
+class UploadOffsetMismatchError(ConflictError):
+    """The PATCH's Upload-Offset is not the upload's current offset (or another PATCH of it is
+    in progress); ask HEAD for the offset and resume from there."""
+
+    title = "Upload offset mismatch"
+    code = "upload_offset_mismatch"
+    default_detail = "Upload-Offset does not match the upload's offset; HEAD it and resume."
+
+
+class UploadExpiredError(DomainError):
+    """The resumable upload expired (see its Upload-Expires) and was removed; start a new one."""
+
+    title = "Upload expired"
+    status, code, default_detail = 410, "upload_expired", "The upload expired; start a new one."
+
+
+class TusVersionError(DomainError):
+    """The request's Tus-Resumable header names a tus version this server does not speak
+    (the Tus-Version header lists the ones it does)."""
+
+    title = "Unsupported tus version"
+    status, code, default_detail = 412, "tus_version", "Send Tus-Resumable: 1.0.0."
+
+
+class UploadTooLargeError(DomainError):
+    """The upload is larger than the instance's limit for media (``HERALD_MAX_VIDEO_BYTES``,
+    announced in Tus-Max-Size), or a PATCH carries more bytes than the upload has left."""
+
+    title = "Upload too large"
+    status, code, default_detail = 413, "upload_too_large", "The upload exceeds the limit."
+
+
+class UploadContentTypeError(DomainError):
+    """A tus PATCH must carry ``Content-Type: application/offset+octet-stream``."""
+
+    title = "Wrong upload Content-Type"
+    status, code, default_detail = (
+        415,
+        "upload_content_type",
+        "Send the bytes with Content-Type: application/offset+octet-stream.",
+    )
+
+
+class UploadInterruptedError(DomainError):
+    """The body ended before its Content-Length; the bytes received are kept: HEAD the upload
+    for its offset and resume."""
+
+    title = "Upload interrupted"
+    status, code, default_detail = 400, "upload_interrupted", "The body ended early; resume."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from publishing.models import Account, Destination, Media, Publication
+from publishing.services import uploads
 from workspaces.lifecycle import Blocker
 from workspaces.models import Workspace
 
@@ -22,6 +23,7 @@ def data_summary(workspace: Workspace) -> dict[str, int]:
         .count(),
         "publications": Publication.objects.filter(workspace=workspace).count(),
         "media": Media.objects.filter(workspace=workspace).count(),
+        "media_bytes": uploads.workspace_media_bytes(workspace),
     }
 
 

@@ -154,6 +154,34 @@ class Media(models.Model):
         return self.name
 
 
+class Upload(models.Model):
+    """A resumable (tus) upload in progress: its bytes go to a spool file under the media root
+    as they arrive; once all ``length`` bytes are in, the media service turns it into ``media``."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    length = models.PositiveBigIntegerField()
+    offset = models.PositiveBigIntegerField(default=0)
+    filename = models.CharField(max_length=200)
+    filetype = models.CharField(max_length=100, blank=True, default="")
+    alt_text = models.CharField(max_length=1500, blank=True, default="")
+    spool_name = models.CharField(max_length=300)
+    media = models.ForeignKey(
+        Media, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=now)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes: ClassVar = [models.Index(fields=["expires_at"], name="upload_expires")]
+
+    def __str__(self) -> str:
+        return self.filename
+
+
 class Publication(models.Model):
     class Status(models.TextChoices):
         DRAFT = "draft"

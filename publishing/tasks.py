@@ -117,3 +117,11 @@ def account_tokens_refresh_due() -> dict[str, int]:
     from publishing.services import tokens
 
     return tokens.account_tokens_refresh_due()
+
+
+@shared_task(name="publishing.uploads_expire", ignore_result=True)
+def uploads_expire() -> int:
+    """Remove resumable uploads past their Upload-Expires, with their spool files (idempotent)."""
+    from publishing.services import uploads
+
+    return uploads.uploads_expire()

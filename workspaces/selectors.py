@@ -217,6 +217,8 @@ def workspace_usage(*, actor: Actor, workspace_id: ModelId) -> dict[str, Any]:
         "connected_accounts": gauges.get("connected_accounts", 0),
         "scheduled_publications": counters.get("scheduled_publications", 0),
         "discovery_calls": counters.get("discovery_calls", 0),
+        # bytes held by the workspace's media and unfinished uploads (publishing's summary)
+        "media_bytes": gauges.get("media_bytes", 0),
     }
     return {
         "workspace_id": str(workspace.pk),

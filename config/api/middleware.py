@@ -116,11 +116,14 @@ class ApiProblemMiddleware:
         except ValueError:
             return problem_response(request, 400, "malformed_request", "Invalid Content-Length.")
         content_type = request.META.get("CONTENT_TYPE", "")
-        limit = (
-            settings.HERALD_MAX_UPLOAD_BYTES
-            if content_type.startswith("multipart/")
-            else settings.HERALD_MAX_JSON_BODY_BYTES
-        )
+        if content_type.startswith("multipart/"):
+            limit = settings.HERALD_MAX_UPLOAD_BYTES
+        elif content_type.startswith("application/offset+octet-stream"):
+            # a resumable-upload PATCH: its view reads the raw stream in bounded chunks and
+            # answers its own 413 (with the tus headers) against the upload's length
+            limit = settings.HERALD_MAX_VIDEO_BYTES
+        else:
+            limit = settings.HERALD_MAX_JSON_BODY_BYTES
         if length > limit:
             return problem_response(
                 request,

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from publishing.api import views
+from publishing.api import uploads, views
 
 app_name = "publishing"
 
@@ -21,6 +21,8 @@ urlpatterns = [
     path("media", views.MediaListView.as_view(), name="media-list"),
     path("media/<str:media_id>", views.MediaDetailView.as_view(), name="media-detail"),
     path("media/<str:media_id>/content", views.MediaContentView.as_view(), name="media-content"),
+    path("uploads", uploads.UploadListView.as_view(), name="upload-list"),
+    path("uploads/<str:upload_id>", uploads.UploadDetailView.as_view(), name="upload-detail"),
     path("publications", views.PublicationListView.as_view(), name="publication-list"),
     path(
         "publications/<str:publication_id>",

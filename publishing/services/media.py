@@ -39,20 +39,23 @@ def sniff_mime_type(head: bytes) -> str | None:
 
 
 def media_upload(
-    *, actor: Actor, workspace_id: ModelId, upload: UploadedFile[bytes], alt_text: str = ""
+    *,
+    actor: Actor,
+    workspace_id: ModelId,
+    upload: UploadedFile[bytes],
+    alt_text: str = "",
+    max_bytes: int | None = None,
 ) -> Media:
+    """Store ``upload`` as a media item once its bytes say what it is; ``max_bytes`` (default
+    ``HERALD_MAX_MEDIA_BYTES``) lets resumable uploads take files up to their own limit."""
+    limit = settings.HERALD_MAX_MEDIA_BYTES if max_bytes is None else max_bytes
     access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     size = upload.size or 0
     if size <= 0:
         raise FieldValidationError([{"location": "body.file", "message": "The file is empty."}])
-    if size > settings.HERALD_MAX_MEDIA_BYTES:
+    if size > limit:
         raise FieldValidationError(
-            [
-                {
-                    "location": "body.file",
-                    "message": f"At most {settings.HERALD_MAX_MEDIA_BYTES} bytes.",
-                }
-            ]
+            [{"location": "body.file", "message": f"At most {limit} bytes."}]
         )
     upload.seek(0)
     head = upload.read(32)

@@ -13,6 +13,7 @@ editor and viewer (organization members).
 
 from __future__ import annotations
 
+import base64
 import io
 from dataclasses import dataclass
 from typing import Any
@@ -85,6 +86,9 @@ MATRIX: dict[tuple[str, str], str] = {
     ("GET", "media/<str:media_id>"): "viewer",
     ("GET", "media/<str:media_id>/content"): "viewer",
     ("DELETE", "media/<str:media_id>"): "editor",
+    ("POST", "uploads"): "editor",
+    ("PATCH", "uploads/<str:upload_id>"): "editor",
+    ("DELETE", "uploads/<str:upload_id>"): "editor",
     ("GET", "publications"): "viewer",
     ("POST", "publications"): "editor",
     ("GET", "publications/<str:publication_id>"): "viewer",
@@ -229,6 +233,9 @@ README_ROWS: dict[str, list[tuple[str, str]]] = {
         ("POST", "accounts/connect"),
         ("POST", "media"),
         ("DELETE", "media/<str:media_id>"),
+        ("POST", "uploads"),
+        ("PATCH", "uploads/<str:upload_id>"),
+        ("DELETE", "uploads/<str:upload_id>"),
         ("POST", "publications"),
         ("PUT", P),
         ("POST", f"{P}/schedule"),
@@ -327,7 +334,13 @@ def _session(user: User) -> APIClient:
 
 @pytest.fixture
 def world(
-    user: User, organization: Any, workspace: Any, make_user: Any, media_storage: Any
+    user: User,
+    organization: Any,
+    workspace: Any,
+    make_user: Any,
+    media_storage: Any,
+    settings: Any,
+    tmp_path: Any,
 ) -> World:
     from publishing.models import Media
     from publishing.services.publications import publication_create
@@ -364,6 +377,12 @@ def world(
         size_bytes=1,
         checksum_sha256="0" * 64,
     )
+    settings.MEDIA_ROOT = tmp_path  # resumable uploads spool there
+    from publishing.services.uploads import upload_create
+
+    resumable = upload_create(
+        actor=owner, length=10, metadata={"workspace_id": str(workspace.pk), "filename": "a.bin"}
+    )
     theme = theme_create(actor=owner, organization_id=organization.pk, name="House")
     invitation, _ = invitation_create(
         actor=owner, workspace_id=workspace.pk, email="new@example.com", role="viewer"
@@ -397,6 +416,7 @@ def world(
         "voice_profile_id": str(profile.pk),
         "member_id": str(people["viewer"].pk),
         "grant_id": str(grant.pk),
+        "upload_id": str(resumable.pk),
         "asset_id": uploaded.json()["id"],
         "theme_manifest": theme.draft_manifest,
         "unknown": "00000000-0000-4000-8000-000000000000",
@@ -422,6 +442,7 @@ def _request(method: str, route: str, person: str, world: World) -> tuple[str, A
         "asset_id": i["asset_id"],
         "voice_profile_id": i["voice_profile_id"],
         "grant_id": i["grant_id"],
+        "upload_id": i["upload_id"],
     }
     path = "/api/v1/" + route
     for name, value in path_values.items():
@@ -552,6 +573,21 @@ def _request(method: str, route: str, person: str, world: World) -> tuple[str, A
 
 
 def _call(client: APIClient, method: str, path: str, body: Any, fmt: str) -> Any:
+    if path.startswith("/api/v1/uploads"):  # tus: headers, and raw bytes for PATCH
+        ws_id = path_workspace[0]
+        headers = {
+            "HTTP_TUS_RESUMABLE": "1.0.0",
+            "HTTP_UPLOAD_LENGTH": "10",
+            "HTTP_UPLOAD_OFFSET": "0",
+            "HTTP_UPLOAD_METADATA": "workspace_id "
+            + base64.b64encode(ws_id.encode()).decode()
+            + ",filename "
+            + base64.b64encode(b"a.bin").decode(),
+        }
+        data = b"01234" if method == "PATCH" else b""
+        return client.generic(
+            method, path, data, content_type="application/offset+octet-stream", **headers
+        )
     handler = getattr(client, method.lower())
     if body is None:
         return handler(path)
@@ -559,6 +595,7 @@ def _call(client: APIClient, method: str, path: str, body: Any, fmt: str) -> Any
 
 
 WORKSPACE_ROLES = {"viewer", "editor", "admin"}
+path_workspace: list[str] = [""]  # the world's workspace, for the tus metadata of _call
 # Least privileged first, so that a refused call cannot be explained by an earlier one's effect.
 ORDER = ("viewer", "editor", "org_admin", "ws_admin", "org_owner")
 
@@ -570,6 +607,7 @@ def test_route_admits_exactly_the_roles_of_the_matrix(
     method: str, route: str, world: World, provider_settings: Any
 ) -> None:
     allowed = ALLOWED[MATRIX[(method, route)]]
+    path_workspace[:] = [world.ids["workspace_id"]]
     answers: dict[str, tuple[int, str]] = {}
     # The refused first (their calls change nothing), then the admitted, least privileged first.
     for person in [p for p in ORDER if p not in allowed] + [p for p in ORDER if p in allowed]:

@@ -1,0 +1,275 @@
+"""Resumable uploads (tus 1.0) at /api/v1/uploads, through the live test client: real PNG and
+MP4 files, resumption after an interrupted PATCH, the protocol's refusals, expiry and memory."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import tracemalloc
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+from PIL import Image
+from rest_framework.test import APIClient
+
+from publishing.models import Media, Upload
+from publishing.services import uploads
+from tests.publishing.test_publishing_media_video import mp4_video
+from workspaces.models import WorkspaceMembership
+
+TUS = {"HTTP_TUS_RESUMABLE": "1.0.0"}
+OCTETS = "application/offset+octet-stream"
+
+
+@pytest.fixture
+def spool(settings: Any, tmp_path: Path, media_storage: Any) -> Path:
+    settings.MEDIA_ROOT = tmp_path
+    return tmp_path / "uploads"
+
+
+@pytest.fixture
+def client(user: Any, bearer_client: Any) -> APIClient:
+    return bearer_client(user)
+
+
+def png_bytes(size: int = 64) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (size, size), (200, 30, 30)).save(out, "PNG")
+    return out.getvalue()
+
+
+def metadata(**values: str) -> str:
+    return ",".join(f"{k} {base64.b64encode(v.encode()).decode()}" for k, v in values.items())
+
+
+def create(client: APIClient, workspace: Any, length: int, **extra: Any) -> Any:
+    return client.post(
+        "/api/v1/uploads",
+        HTTP_UPLOAD_LENGTH=str(length),
+        HTTP_UPLOAD_METADATA=metadata(
+            workspace_id=str(workspace.pk), filename="clip.bin", filetype="video/mp4"
+        ),
+        **TUS,
+        **extra,
+    )
+
+
+def patch(client: APIClient, url: str, offset: int, data: bytes, **extra: Any) -> Any:
+    return client.generic(
+        "PATCH", url, data, content_type=OCTETS, HTTP_UPLOAD_OFFSET=str(offset), **TUS, **extra
+    )
+
+
+class Interrupted(io.RawIOBase):
+    """A request body that stops after ``data``: the connection dropped mid-PATCH."""
+
+    def __init__(self, data: bytes) -> None:
+        self.stream = io.BytesIO(data)
+
+    def read(self, size: int = -1) -> bytes:
+        return self.stream.read(size)
+
+
+def test_options_announces_the_protocol(api_client: APIClient, settings: Any) -> None:
+    response = api_client.options("/api/v1/uploads")
+    assert response.status_code == 204
+    assert response["Tus-Version"] == "1.0.0"
+    assert response["Tus-Resumable"] == "1.0.0"
+    assert "creation-with-upload" in response["Tus-Extension"].split(",")
+    assert response["Tus-Max-Size"] == str(settings.HERALD_MAX_VIDEO_BYTES)
+
+
+def test_an_mp4_in_three_patches_becomes_a_media_item(
+    client: APIClient, workspace: Any, spool: Path
+) -> None:
+    data = mp4_video()
+    created = create(client, workspace, len(data))
+    assert created.status_code == 201, created.content
+    url = created["Location"]
+    assert url.startswith("http://testserver/api/v1/uploads/")
+    assert created["Upload-Offset"] == "0"
+    assert created["Upload-Expires"].endswith("GMT")
+    third = len(data) // 3
+    for start, end in ((0, third), (third, 2 * third)):
+        step = patch(client, url, start, data[start:end])
+        assert step.status_code == 204, step.content
+        assert step["Upload-Offset"] == str(end)
+        assert "Herald-Media-Id" not in step
+    head = client.head(url, **TUS)
+    assert head.status_code == 200
+    assert head["Upload-Offset"] == str(2 * third)
+    last = patch(client, url, 2 * third, data[2 * third :])
+    assert last.status_code == 204, last.content
+    item = Media.objects.get(pk=last["Herald-Media-Id"])
+    assert item.mime_type == "video/mp4"
+    assert item.size_bytes == len(data)
+    assert item.file.read() == data
+    assert list(spool.iterdir()) == []  # the spool file is gone
+    usage = client.get(f"/api/v1/workspaces/{workspace.pk}/usage").json()
+    assert usage["usage"]["media_bytes"] == len(data)
+
+
+def test_creation_with_upload_and_session_auth(user: Any, workspace: Any, spool: Path) -> None:
+    session = APIClient()
+    session.force_login(user)
+    data = png_bytes()
+    created = session.generic(
+        "POST",
+        "/api/v1/uploads",
+        data,
+        content_type=OCTETS,
+        HTTP_UPLOAD_LENGTH=str(len(data)),
+        HTTP_UPLOAD_METADATA=metadata(
+            workspace_id=str(workspace.pk), filename="red.png", filetype="image/png", alt_text="Red"
+        ),
+        **TUS,
+    )
+    assert created.status_code == 201, created.content
+    item = Media.objects.get(pk=created["Herald-Media-Id"])
+    assert (item.mime_type, item.width, item.alt_text) == ("image/png", 64, "Red")
+
+
+def test_an_interrupted_patch_keeps_its_bytes_and_resumes(
+    client: APIClient, workspace: Any, spool: Path
+) -> None:
+    data = png_bytes(300)
+    url = create(client, workspace, len(data))["Location"]
+    cut = len(data) // 2
+    broken = client.generic(
+        "PATCH",
+        url,
+        b"",
+        content_type=OCTETS,
+        HTTP_UPLOAD_OFFSET="0",
+        CONTENT_LENGTH=str(len(data)),
+        **{"wsgi.input": Interrupted(data[:cut])},
+        **TUS,
+    )
+    assert broken.status_code == 400
+    assert broken.json()["code"] == "upload_interrupted"
+    head = client.head(url, **TUS)
+    assert head["Upload-Offset"] == str(cut)
+    done = patch(client, url, cut, data[cut:])
+    assert done.status_code == 204, done.content
+    assert Media.objects.get(pk=done["Herald-Media-Id"]).file.read() == data
+
+
+def test_offset_mismatch_is_409(client: APIClient, workspace: Any, spool: Path) -> None:
+    data = png_bytes()
+    url = create(client, workspace, len(data))["Location"]
+    response = patch(client, url, 5, data[5:])
+    assert response.status_code == 409
+    assert response.json()["code"] == "upload_offset_mismatch"
+    assert response["Tus-Resumable"] == "1.0.0"  # tus headers on errors too
+
+
+def test_version_and_content_type_are_checked(
+    client: APIClient, workspace: Any, spool: Path
+) -> None:
+    url = create(client, workspace, 10)["Location"]
+    wrong = client.head(url, HTTP_TUS_RESUMABLE="0.2.2")
+    assert wrong.status_code == 412
+    assert wrong["Tus-Version"] == "1.0.0"
+    response = client.generic(
+        "PATCH", url, b"x", content_type="text/plain", HTTP_UPLOAD_OFFSET="0", **TUS
+    )
+    assert response.status_code == 415
+
+
+def test_above_the_limit_is_413(
+    client: APIClient, workspace: Any, spool: Path, settings: Any
+) -> None:
+    settings.HERALD_MAX_VIDEO_BYTES = 1000
+    response = create(client, workspace, 1001)
+    assert response.status_code == 413
+    assert response.json()["code"] == "upload_too_large"
+    url = create(client, workspace, 10)["Location"]
+    assert patch(client, url, 0, b"x" * 11).status_code == 413  # more than the upload's length
+
+
+def test_expired_is_410_then_removed_by_the_cleanup(
+    client: APIClient, workspace: Any, spool: Path
+) -> None:
+    url = create(client, workspace, 10)["Location"]
+    assert patch(client, url, 0, b"12345").status_code == 204
+    Upload.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    assert client.head(url, **TUS).status_code == 410
+    assert patch(client, url, 5, b"67890").status_code == 410
+    assert uploads.uploads_expire() == 1
+    assert uploads.uploads_expire() == 0  # idempotent
+    assert list(spool.iterdir()) == []
+    assert client.head(url, **TUS).status_code == 404
+
+
+def test_termination(client: APIClient, workspace: Any, spool: Path) -> None:
+    url = create(client, workspace, 10)["Location"]
+    assert client.delete(url, **TUS).status_code == 204
+    assert client.head(url, **TUS).status_code == 404
+    assert list(spool.iterdir()) == []
+
+
+def test_other_workspaces_and_viewers_are_refused(
+    client: APIClient, user: Any, workspace: Any, spool: Path, make_user: Any, bearer_client: Any
+) -> None:
+    url = create(client, workspace, 10)["Location"]
+    stranger = bearer_client(make_user("stranger@example.com"))
+    assert stranger.head(url, **TUS).status_code in (403, 404)
+    assert patch(stranger, url, 0, b"0123456789").status_code in (403, 404)
+    viewer = make_user("viewer@example.com")
+    WorkspaceMembership.objects.create(workspace=workspace, user=viewer, role="viewer")
+    assert create(bearer_client(viewer), workspace, 10).status_code == 403
+    assert patch(bearer_client(viewer), url, 0, b"0123456789").status_code == 403
+    read_only = bearer_client(user, permissions=("api:read",))
+    assert patch(read_only, url, 0, b"0123456789").status_code == 403
+    assert Upload.objects.get().offset == 0
+
+
+def test_a_bad_file_is_422_on_the_last_patch_and_the_spool_removed(
+    client: APIClient, workspace: Any, spool: Path
+) -> None:
+    data = b"\x00\x00\x00\x18ftypmp42" + os.urandom(2000)  # MP4 magic, garbage inside
+    url = create(client, workspace, len(data))["Location"]
+    response = patch(client, url, 0, data)
+    assert response.status_code == 422, response.content
+    assert response["Tus-Resumable"] == "1.0.0"
+    assert not Upload.objects.exists()
+    assert not Media.objects.exists()
+    assert list(spool.iterdir()) == []
+
+
+def test_a_64_mib_patch_is_never_held_in_memory(
+    client: APIClient, workspace: Any, spool: Path
+) -> None:
+    size = 64 * 1024 * 1024
+    url = create(client, workspace, size + 1)["Location"]  # one byte short: no media step
+
+    class Zeros(io.RawIOBase):
+        left = size
+
+        def read(self, n: int = -1) -> bytes:
+            n = min(n if n >= 0 else self.left, self.left)
+            self.left -= n
+            return b"\0" * n
+
+    tracemalloc.start()
+    try:
+        response = client.generic(
+            "PATCH",
+            url,
+            b"",
+            content_type=OCTETS,
+            HTTP_UPLOAD_OFFSET="0",
+            CONTENT_LENGTH=str(size),
+            **{"wsgi.input": Zeros()},
+            **TUS,
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert response.status_code == 204, response.content
+    assert response["Upload-Offset"] == str(size)
+    assert peak < 4 * 1024 * 1024, peak
