@@ -142,13 +142,20 @@ class HeraldClient:
         body: JSON | None = None,
         authenticated: bool = True,
         headers: dict[str, str] | None = None,
+        data: bytes | None = None,
+        url: str | None = None,
     ) -> requests.Response:
+        """``data`` is a raw body (a tus PATCH); ``url`` an absolute address on the instance
+        (a tus upload's Location) instead of ``path`` under the API root."""
         request_headers = dict(headers or {})
         if authenticated:
             if not self._token:
                 raise NotSignedIn()
             request_headers["Authorization"] = f"Bearer {self._token}"
-        url = self.api_root + path
+        if url is None:
+            url = self.api_root + path
+        elif not url.startswith(self.instance + "/"):
+            raise UnexpectedResponse(f"{self.instance} named an upload URL elsewhere: {url[:200]}")
         clean = {k: v for k, v in (params or {}).items() if v is not None and v != ""}
 
         def send() -> requests.Response:
@@ -157,6 +164,7 @@ class HeraldClient:
                 url,
                 params=clean,
                 json=body,
+                data=data,
                 headers=request_headers,
                 timeout=self.timeout,
                 allow_redirects=False,
@@ -314,6 +322,42 @@ class HeraldClient:
         return self.get(
             "/accounts", workspace_id=workspace_id, limit=limit, cursor=cursor, provider=provider
         )
+
+    def media_list(self, workspace_id: str, *, limit: int, cursor: str | None) -> JSON:
+        return self.get("/media", workspace_id=workspace_id, limit=limit, cursor=cursor)
+
+    def media(self, media_id: str) -> JSON:
+        return self.get(f"/media/{_segment(media_id)}")
+
+    def media_delete(self, media_id: str) -> None:
+        self.request("DELETE", f"/media/{_segment(media_id)}")
+
+    def tus(
+        self,
+        method: str,
+        *,
+        url: str | None = None,
+        headers: dict[str, str],
+        data: bytes = b"",
+        passthrough: tuple[int, ...] = (404, 409, 410),
+    ) -> requests.Response:
+        """One tus request (``url`` None: the uploads collection); the answer as it came, for
+        the caller to read its headers; a 4xx/5xx other than 404/409/410 is a typed error."""
+        response = self._send(
+            method,
+            "/uploads",
+            url=url,
+            headers={"Tus-Resumable": "1.0.0", **headers},
+            data=data if method in ("POST", "PATCH") else None,
+        )
+        if response.status_code >= 400 and response.status_code not in passthrough:
+            raise api_error_for(
+                response.status_code,
+                self._body(response),
+                reason=response.reason or "",
+                retry_after=response.headers.get("Retry-After"),
+            )
+        return response
 
     def account(self, account_id: str) -> JSON:
         return self.get(f"/accounts/{_segment(account_id)}")

@@ -182,9 +182,18 @@ def herald() -> None:
 
 
 def _register() -> None:
-    from cli.commands import account, auth, instance, mcp, provider, publication, workspace
+    from cli.commands import (
+        account,
+        auth,
+        instance,
+        mcp,
+        media,
+        provider,
+        publication,
+        workspace,
+    )
 
-    for module in (instance, auth, provider, workspace, account, publication, mcp):
+    for module in (instance, auth, provider, workspace, account, media, publication, mcp):
         herald.add_command(module.group)
 
 
