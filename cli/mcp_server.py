@@ -142,6 +142,16 @@ def _list_publications(
     )
 
 
+def _list_media(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
+    return client.media_list(
+        _workspace(client, hx, a), limit=a.get("limit", 20), cursor=a.get("cursor")
+    )
+
+
+def _get_media(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
+    return client.media(str(a["media_id"]))
+
+
 def _get_publication(client: HeraldClient, hx: HeraldContext, a: dict[str, Any]) -> dict[str, Any]:
     return client.publication(a["publication_id"])
 
@@ -285,6 +295,8 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "type": "array",
                     "maxItems": 20,
                     "items": {"type": "string", "maxLength": 64},
+                    "description": "Media items to attach (IDs from list_media; files are "
+                    "uploaded with `herald media upload`).",
                 },
                 "voice_profile_id": {
                     "type": "string",
@@ -341,6 +353,22 @@ TOOLS: tuple[ToolSpec, ...] = (
         _publish_publication_now,
         read_only=False,
         needs_confirm=True,
+    ),
+    ToolSpec(
+        "list_media",
+        "List media",
+        "The workspace's media items, newest first (id, name, type, size, and status where "
+        "the instance reports one), to attach to a publication through media_ids.",
+        _object({"workspace_id": _WORKSPACE, "limit": _LIMIT, "cursor": _CURSOR}),
+        _list_media,
+    ),
+    ToolSpec(
+        "get_media",
+        "Get media",
+        "One media item exactly as GET /media/{id} returns it, with its status (processing, "
+        "ready or failed, where the instance reports one; an item without one is ready).",
+        _object({"media_id": {"type": "string", "maxLength": 64}}, ["media_id"]),
+        _get_media,
     ),
     ToolSpec(
         "list_voice_profiles",

@@ -34,6 +34,8 @@ TOOL_NAMES = {
     "publish_publication_now",
     "list_voice_profiles",
     "discover_opportunities",
+    "list_media",
+    "get_media",
 }
 
 
@@ -110,6 +112,8 @@ def test_tools_are_listed_with_input_schemas(mcp_session: Callable[..., Any]) ->
         "get_publication",
         "list_voice_profiles",
         "discover_opportunities",
+        "list_media",
+        "get_media",
     ):
         assert tools[name].annotations.readOnlyHint is True
         assert "confirm" not in tools[name].inputSchema["properties"]
@@ -302,3 +306,29 @@ def test_list_tools_return_the_api_pages(
     assert {
         t["platform"] for o in discovered["opportunities"] for t in o["platform_treatments"]
     } == {"mastodon"}
+
+
+def test_media_tools_report_an_uploaded_item_an_agent_can_attach(
+    mcp_session: Callable[..., Any], url: str, token: str, workspace: Any, media_storage: Any
+) -> None:
+    from tests.providers import tiny_png
+
+    uploaded = api(
+        url,
+        token,
+        "POST",
+        "/media",
+        data={"workspace_id": str(workspace.pk)},
+        files={"file": ("dot.png", tiny_png(), "image/png")},
+    )
+
+    async def body(session: ClientSession) -> Any:
+        return {
+            "list": await session.call_tool("list_media", {}),
+            "get": await session.call_tool("get_media", {"media_id": uploaded["id"]}),
+        }
+
+    results = mcp_session(body, token=token)
+    assert results["list"].isError is False, text_of(results["list"])
+    assert [m["id"] for m in results["list"].structuredContent["items"]] == [uploaded["id"]]
+    assert results["get"].structuredContent == api(url, token, "GET", f"/media/{uploaded['id']}")
