@@ -260,7 +260,7 @@ class DestinationOptionsView(APIView):
     @extend_schema(
         operation_id="accounts_destination_options",
         parameters=[s.DestinationOptionsQuerySerializer],
-        responses={200: s.DestinationOptionsSerializer, **problems(404, 422, 502)},
+        responses={200: s.DestinationOptionsSerializer, **problems(404, 409, 422, 502)},
     )
     def get(self, request: Request, account_id: str) -> Response:
         query = parse_query(s.DestinationOptionsQuerySerializer, request)

@@ -48,6 +48,7 @@ from publishing.providers.base import (
     ProviderInputError,
 )
 from readiness import services as readiness
+from readiness.subjects import PUBLISH_OPERATIONS
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
 from workspaces.models import WorkspaceMembership
 from workspaces.services import plan_check_current
@@ -662,11 +663,39 @@ def _destinations_release(*, account_id: ModelId) -> None:
     )
 
 
+def _require_options_ready(account: Account, caps: Any) -> None:
+    """Destination options are read from the provider only to publish there, so the lookup is a
+    provider call under the publish decision like any other: it runs only while some format of
+    the account may be published now. An operator's disable (environment or ledger control)
+    therefore refuses it, and unreadable ledgers refuse it too (readiness fails closed)."""
+    decisions = readiness.decide_many(
+        [
+            readiness.DecisionRequest(
+                provider=account.provider,
+                operation=operation,
+                output_profile=profile,
+                account=account,
+            )
+            for profile in [p.key for p in caps.profiles] or [""]  # no format: blocked
+            for operation in PUBLISH_OPERATIONS
+        ]
+    )
+    if any(decision.executable for decision in decisions):
+        return
+    decision = decisions[0]
+    raise ReadinessBlockedError(
+        f"Destination options of {account.provider} cannot be read now ({decision.state}). "
+        + " ".join(b.detail for b in decision.blockers),
+        decision=decision.as_dict(),
+    )
+
+
 def account_destination_options(
     *, actor: Actor, account_id: ModelId, region_code: str, language: str
 ) -> dict[str, list[dict[str, str]]]:
     account = _get_account(actor, account_id)
     adapter = get_adapter(account.provider)
+    _require_options_ready(account, adapter.capabilities)
     try:
         return adapter.destination_options(
             account=account_context(account), region_code=region_code, language=language
