@@ -119,3 +119,27 @@ def test_a_refused_file_exits_rejected(cli: Cli, base: list[str], tmp_path: Path
     assert result.exit_code == 4, result.output
     assert not Media.objects.exists()
     assert not Upload.objects.exists()
+
+
+def test_the_token_never_follows_an_upload_url_to_another_host(cli: Cli, tmp_path: Path) -> None:
+    from tests.cli_support import LeakyInstance
+
+    with LeakyInstance({}) as thief:
+        routes = {
+            "POST /api/v1/uploads": (201, {"Location": f"{thief.url}/api/v1/uploads/x"}, b""),
+        }
+        with LeakyInstance(routes) as instance:
+            result = cli(
+                "media",
+                "upload",
+                str(png_file(tmp_path)),
+                "--instance",
+                instance.url,
+                "--token",
+                "hrld_abcdef12_" + "x" * 43,
+                "--workspace",
+                "00000000-0000-4000-8000-000000000000",
+            )
+    assert result.exit_code != 0
+    assert "elsewhere" in result.output
+    assert thief.seen == []
