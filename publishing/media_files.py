@@ -22,6 +22,7 @@ from email.utils import parsedate_to_datetime
 from typing import IO
 
 from django.http import (
+    FileResponse,
     HttpRequest,
     HttpResponse,
     HttpResponseBase,
@@ -37,6 +38,7 @@ from publishing.services.media_links import (
     MediaLinkInvalid,
     media_file_name,
     media_link_resolve,
+    presigned_poster_url,
     presigned_storage_url,
 )
 
@@ -70,6 +72,35 @@ def media_file(request: HttpRequest, token: str, filename: str) -> HttpResponseB
         return _plain(404, "The media file is missing.")
     response["Cache-Control"] = f"private, max-age={seconds}"
     response["X-Robots-Tag"] = "noindex"
+    return response
+
+
+@require_safe
+def media_poster(request: HttpRequest, token: str) -> HttpResponseBase:
+    """The poster frame (JPEG) of the video a media token opens; answered like the file."""
+    try:
+        link = media_link_resolve(token)
+    except MediaLinkInvalid:
+        return _plain(404, "No such media.")
+    except MediaLinkExpired:
+        return _plain(403, "This media link has expired.")
+    if not link.media.poster:
+        return _plain(404, "This media has no poster.")
+    seconds = link.seconds_left()
+    presigned = presigned_poster_url(link.media, seconds=seconds)
+    if presigned is not None:
+        redirect = HttpResponseRedirect(presigned)
+        redirect["Cache-Control"] = "no-store"
+        return redirect
+    try:
+        handle = link.media.poster.open("rb")
+    except OSError:
+        return _plain(404, "The poster file is missing.")
+    response = FileResponse(handle, content_type="image/jpeg")
+    response["Cache-Control"] = f"private, max-age={seconds}"
+    response["X-Robots-Tag"] = "noindex"
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
     return response
 
 

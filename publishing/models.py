@@ -129,6 +129,11 @@ class OAuthState(models.Model):
 
 
 class Media(models.Model):
+    class Status(models.TextChoices):
+        PROCESSING = "processing"
+        READY = "ready"
+        FAILED = "failed"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="media")
     file = models.FileField(upload_to="media/%Y/%m/", max_length=300)
@@ -143,6 +148,16 @@ class Media(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     created_at = models.DateTimeField(default=now)
+    # Videos are probed by a worker after upload (``publishing.media_probe``); images and rows
+    # from before probing existed are ``ready`` (the database default, so no backfill).
+    status = models.CharField(
+        max_length=16, choices=Status.choices, default=Status.READY, db_default=Status.READY
+    )
+    failure_reason = models.CharField(max_length=500, blank=True, default="", db_default="")
+    probe = models.JSONField(null=True, blank=True)  # container, codecs, duration, size, ...
+    poster = models.FileField(
+        upload_to="media/posters/%Y/%m/", max_length=300, null=True, blank=True
+    )
 
     class Meta:
         verbose_name_plural = "media"

@@ -86,6 +86,20 @@ def delivery_reconcile(destination_id: str) -> None:
     delivery.delivery_reconcile(destination_id=destination_id)
 
 
+@shared_task(
+    name="publishing.media_probe",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    soft_time_limit=60,  # above the probe's own wall-clock budget (services.video.MAX_SECONDS)
+    time_limit=90,
+)
+def media_probe(media_id: str) -> None:
+    from publishing.services import media
+
+    media.media_probe(media_id=media_id)
+
+
 @shared_task(name="publishing.delivery_dispatch", ignore_result=True)
 def delivery_dispatch() -> dict[str, int]:
     from publishing.services import delivery

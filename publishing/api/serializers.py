@@ -218,6 +218,19 @@ class DestinationOptionsSerializer(ResponseSerializer):
     options = serializers.DictField(child=OptionValueSerializer(many=True))
 
 
+class MediaProbeSerializer(serializers.Serializer[Any]):
+    container = serializers.ChoiceField(choices=["mp4", "mov", "webm"])
+    video_codec = serializers.CharField()
+    audio_codec = serializers.CharField(allow_null=True)
+    has_audio = serializers.BooleanField()
+    duration_seconds = serializers.FloatField(allow_null=True)
+    width = serializers.IntegerField()
+    height = serializers.IntegerField()
+    rotation = serializers.IntegerField(help_text="Degrees a player turns the picture.")
+    frame_rate = serializers.FloatField(allow_null=True)
+    bit_rate = serializers.IntegerField(allow_null=True, help_text="Bits per second.")
+
+
 class MediaSerializer(ResponseSerializer):
     id = serializers.CharField()
     workspace_id = serializers.CharField()
@@ -234,10 +247,29 @@ class MediaSerializer(ResponseSerializer):
         "requests. GET /media/{id}/content reads the bytes with API credentials."
     )
     created_at = serializers.DateTimeField()
+    status = serializers.ChoiceField(
+        choices=["processing", "ready", "failed"],
+        help_text="Images are ready at once; a video is processing until a worker has probed "
+        "it, then ready, or failed with failure_reason. A processing item may be attached to a "
+        "publication; scheduling or publishing it waits for ready.",
+    )
+    failure_reason = serializers.CharField(help_text="Why probing failed; empty otherwise.")
+    probe = MediaProbeSerializer(
+        allow_null=True, help_text="What probing learnt of a video; null for images."
+    )
+    poster_url = serializers.SerializerMethodField(
+        help_text="Signed public URL of the video's poster frame (JPEG), valid like url; null "
+        "for images and videos not probed yet."
+    )
 
     def get_url(self, obj: Any) -> str:
         # A signed public URL, valid HERALD_MEDIA_URL_SECONDS (publishing.services.media_links).
         return media_links.media_absolute_url(obj, self.context.get("request"))
+
+    def get_poster_url(self, obj: Any) -> str | None:
+        if not obj.poster:
+            return None
+        return media_links.media_absolute_url(obj, self.context.get("request"), poster=True)
 
 
 class MediaPageSerializer(ResponseSerializer):

@@ -3,29 +3,42 @@
 from __future__ import annotations
 
 import hashlib
+import logging
+from functools import partial
 
 from django.conf import settings
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from PIL import Image, UnidentifiedImageError
 
 from config.errors import FieldValidationError, NotFoundError
 from config.types import ModelId
+from publishing import tasks
 from publishing.errors import MediaInUseError
 from publishing.models import Destination, Media, Publication
 from publishing.services import media_links
-from publishing.services.video import VideoRefused, check_mp4_video
+from publishing.services.video import VideoRefused, check_mp4_video, probe_video
 from workspaces.access import Actor, parse_id, require_workspace
 from workspaces.models import WorkspaceMembership
 
-# Magic numbers of the types providers accept; the client's Content-Type is never trusted.
+logger = logging.getLogger(__name__)
+
+# Magic numbers of the types providers accept; the client's Content-Type is never trusted. A
+# video's signature only picks the demuxer: FFmpeg must then parse the file (services.video).
 _SIGNATURES: tuple[tuple[bytes, int, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", 0, "image/png"),
     (b"\xff\xd8\xff", 0, "image/jpeg"),
     (b"GIF87a", 0, "image/gif"),
     (b"GIF89a", 0, "image/gif"),
     (b"WEBP", 8, "image/webp"),
+    (b"ftypqt  ", 4, "video/quicktime"),
     (b"ftyp", 4, "video/mp4"),
+    (b"moov", 4, "video/quicktime"),  # QuickTime files from before the ftyp box
+    (b"wide", 4, "video/quicktime"),
+    (b"mdat", 4, "video/quicktime"),
+    (b"\x1a\x45\xdf\xa3", 0, "video/webm"),  # EBML: Matroska/WebM
 )
 
 
@@ -65,7 +78,7 @@ def media_upload(
             [
                 {
                     "location": "body.file",
-                    "message": "Unsupported file type (PNG, JPEG, GIF, WebP or MP4).",
+                    "message": "Unsupported file type (PNG, JPEG, GIF, WebP, MP4, MOV or WebM).",
                 }
             ]
         )
@@ -73,7 +86,7 @@ def media_upload(
     if mime.startswith("image/"):
         width, height = _image_dimensions(upload)
     else:
-        _check_video(upload)
+        _check_video(upload, mime)
     digest = hashlib.sha256()
     upload.seek(0)
     for chunk in upload.chunks():
@@ -90,6 +103,8 @@ def media_upload(
         checksum_sha256=digest.hexdigest(),
         alt_text=alt_text,
         created_by=actor.user,
+        # A video is parsed now (a 422 when it is not one) and probed fully by a worker.
+        status=Media.Status.READY if mime.startswith("image/") else Media.Status.PROCESSING,
     )
     media.file.save(f"{media.pk}{_extension(mime)}", upload, save=False)
     try:
@@ -97,6 +112,46 @@ def media_upload(
     except Exception:
         media.file.delete(save=False)  # nothing orphaned in the store
         raise
+    if media.status == Media.Status.PROCESSING:
+        transaction.on_commit(partial(tasks.nudge, tasks.media_probe, str(media.pk)))
+    return media
+
+
+def media_probe(*, media_id: ModelId) -> Media | None:
+    """Probe a ``processing`` video: ``ready`` with its facts and a JPEG poster, or ``failed``
+    with the reason. Idempotent: an item already decided (or deleted) is left as it is."""
+    media = Media.objects.filter(pk=media_id).first()
+    if media is None or media.status != Media.Status.PROCESSING:
+        return media
+    try:
+        with media.file.open("rb") as handle:
+            probe = probe_video(handle, media.mime_type)
+    except VideoRefused as exc:
+        return _probe_settle(media, status=Media.Status.FAILED, reason=str(exc))
+    except OSError:
+        logger.warning("media %s: the stored file cannot be read", media.pk)
+        return _probe_settle(
+            media, status=Media.Status.FAILED, reason="The stored file cannot be read."
+        )
+    media.poster.save(f"{media.pk}-poster.jpg", ContentFile(probe.poster_jpeg), save=False)
+    media.width, media.height = probe.facts["width"], probe.facts["height"]
+    return _probe_settle(media, status=Media.Status.READY, reason="", facts=probe.facts)
+
+
+def _probe_settle(
+    media: Media, *, status: str, reason: str, facts: dict[str, object] | None = None
+) -> Media:
+    """Record the outcome unless another run already did (the row is re-checked under lock)."""
+    with transaction.atomic():
+        current = Media.objects.select_for_update().filter(pk=media.pk).first()
+        if current is None or current.status != Media.Status.PROCESSING:
+            if media.poster and (current is None or current.poster.name != media.poster.name):
+                media.poster.delete(save=False)
+            return current or media
+        media.status = status
+        media.failure_reason = reason[:500]
+        media.probe = facts
+        media.save(update_fields=["status", "failure_reason", "probe", "poster", "width", "height"])
     return media
 
 
@@ -135,12 +190,12 @@ def _image_dimensions(upload: UploadedFile[bytes]) -> tuple[int, int]:
     return width, height
 
 
-def _check_video(upload: UploadedFile[bytes]) -> None:
-    """An MP4 is stored only when FFmpeg parses it and decodes its first frame; anything else
+def _check_video(upload: UploadedFile[bytes], mime: str) -> None:
+    """A video is stored only when FFmpeg parses it and decodes its first frame; anything else
     is a 422 at ``body.file``."""
     try:
         upload.seek(0)
-        check_mp4_video(upload)
+        check_mp4_video(upload, mime)
     except VideoRefused as exc:
         raise FieldValidationError([{"location": "body.file", "message": str(exc)}]) from exc
     finally:
@@ -154,6 +209,8 @@ def _extension(mime: str) -> str:
         "image/gif": ".gif",
         "image/webp": ".webp",
         "video/mp4": ".mp4",
+        "video/quicktime": ".mov",
+        "video/webm": ".webm",
     }[mime]
 
 
@@ -187,9 +244,14 @@ def media_delete(*, actor: Actor, media_id: ModelId) -> None:
         )
         if in_use:
             raise MediaInUseError()
-        stored_name = media.file.name or ""
+        stored_names = [name for name in (media.file.name, media.poster.name) if name]
         media.delete()
-    transaction.on_commit(lambda: media.file.storage.delete(stored_name))
+    transaction.on_commit(partial(_delete_stored, media.file.storage, stored_names))
+
+
+def _delete_stored(storage: Storage, names: list[str]) -> None:
+    for name in names:
+        storage.delete(name)
 
 
 def media_absolute_url(media: Media) -> str:

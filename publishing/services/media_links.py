@@ -55,9 +55,14 @@ def media_token(media: Media, *, expires_at: int | None = None) -> str:
     return _signer().sign(f"{media.pk.hex}.{int_to_base36(expires_at)}")
 
 
-def media_signed_path(media: Media, *, expires_at: int | None = None) -> str:
+POSTER_NAME = "poster.jpg"  # never a stored file's name (``<id>.<ext>``)
+
+
+def media_signed_path(media: Media, *, expires_at: int | None = None, poster: bool = False) -> str:
+    """The signed path of ``media``'s file, or of its poster frame: the same token opens both
+    (the poster is a picture of the item the token already opens)."""
     token = media_token(media, expires_at=expires_at)
-    return f"/media/{token}/{quote(media_file_name(media))}"
+    return f"/media/{token}/{POSTER_NAME if poster else quote(media_file_name(media))}"
 
 
 def media_link_resolve(token: str, *, now: float | None = None) -> MediaLink:
@@ -98,14 +103,33 @@ def presigned_storage_url(media: Media, *, seconds: int) -> str | None:
     return url
 
 
-def media_absolute_url(media: Media, request: HttpRequest | None = None) -> str:
+def presigned_poster_url(media: Media, *, seconds: int) -> str | None:
+    """With S3 storage, the presigned GET URL of ``media``'s poster JPEG; ``None`` otherwise."""
+    try:
+        from storages.backends.s3 import S3Storage
+    except ImportError:  # pragma: no cover - django-storages is a dependency
+        return None
+    storage = media.poster.storage
+    if not media.poster or not isinstance(storage, S3Storage):
+        return None
+    url: str = storage.url(
+        media.poster.name, parameters={"ResponseContentType": "image/jpeg"}, expire=seconds
+    )
+    return url
+
+
+def media_absolute_url(
+    media: Media, request: HttpRequest | None = None, *, poster: bool = False
+) -> str:
     """The absolute signed URL of ``media``: ``HERALD_PUBLIC_URL`` (the origin OAuth callbacks
     and ``$schema`` use) followed by the signed path, else the request's own origin (proxy
     headers as configured). Outside a request without ``HERALD_PUBLIC_URL`` there is no origin:
     object storage still answers its presigned URL; a local file has none, ``""``."""
-    path = media_signed_path(media)
+    path = media_signed_path(media, poster=poster)
     if settings.HERALD_PUBLIC_URL:
         return f"{settings.HERALD_PUBLIC_URL}{path}"
     if request is not None:
         return request.build_absolute_uri(path)
+    if poster:
+        return presigned_poster_url(media, seconds=settings.HERALD_MEDIA_URL_SECONDS) or ""
     return presigned_storage_url(media, seconds=settings.HERALD_MEDIA_URL_SECONDS) or ""

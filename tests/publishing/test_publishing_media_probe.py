@@ -1,0 +1,145 @@
+"""Videos are probed by the ``publishing.media_probe`` task after upload: real MP4, MOV and WebM
+files made here end ``ready`` with their facts and a JPEG poster behind a signed URL; files that
+pass the upload's first-frame check but do not hold a whole video end ``failed`` with a reason,
+never ``ready``. Images are ready at once."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.base import ContentFile
+from PIL import Image
+from rest_framework.test import APIClient
+
+from publishing import tasks
+from publishing.models import Media
+from tests.publishing_support import API, ok, upload
+from tests.video_support import FORMATS, make_video
+
+pytestmark = pytest.mark.django_db
+
+
+def probed(client: APIClient, media_id: str) -> Any:
+    tasks.media_probe(media_id)  # the task body, run here as a worker runs it
+    return ok(client.get(f"{API}/media/{media_id}"), 200)
+
+
+@pytest.mark.parametrize("kind", sorted(FORMATS))
+def test_a_real_video_is_processing_then_ready_with_its_facts_and_poster(
+    owner_client: APIClient, workspace: Any, media_storage: Path, kind: str
+) -> None:
+    video = make_video(kind, width=64, height=36, seconds=2, audio=True)
+    record = upload(owner_client, workspace, video, name=f"clip.{kind}")
+    assert record["mime_type"] == FORMATS[kind][2]
+    assert record["status"] == "processing"
+    assert record["probe"] is None
+    assert record["poster_url"] is None
+    record = probed(owner_client, record["id"])
+    assert record["status"] == "ready", record["failure_reason"]
+    assert record["failure_reason"] == ""
+    probe = record["probe"]
+    assert probe["container"] == kind
+    assert probe["video_codec"] == ("vp9" if kind == "webm" else "h264")
+    assert probe["audio_codec"] == ("opus" if kind == "webm" else "aac")
+    assert probe["has_audio"] is True
+    assert probe["duration_seconds"] == pytest.approx(2.0, abs=0.15)
+    assert (probe["width"], probe["height"]) == (64, 36)
+    assert (record["width"], record["height"]) == (64, 36)
+    assert probe["frame_rate"] == pytest.approx(10.0)
+    assert probe["rotation"] == 0
+    assert probe["bit_rate"] > 0
+    poster = owner_client.get(record["poster_url"])
+    assert poster.status_code == 200
+    assert poster["Content-Type"] == "image/jpeg"
+    with Image.open(io.BytesIO(b"".join(poster.streaming_content))) as image:  # type: ignore[attr-defined]
+        assert image.format == "JPEG"
+        assert image.size == (64, 36)
+
+
+def test_a_rotated_video_reports_its_rotation_and_an_upright_poster(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    record = upload(owner_client, workspace, make_video(rotation=90), name="phone.mp4")
+    record = probed(owner_client, record["id"])
+    assert record["probe"]["rotation"] == 90
+    poster = owner_client.get(record["poster_url"])
+    with Image.open(io.BytesIO(b"".join(poster.streaming_content))) as image:  # type: ignore[attr-defined]
+        assert image.size == (36, 64)
+
+
+def test_a_poster_url_with_a_forged_token_opens_nothing(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    record = probed(owner_client, upload(owner_client, workspace, make_video(), name="c.mp4")["id"])
+    forged = record["poster_url"].replace("/poster.jpg", "").rsplit(".", 1)[0] + "." + "A" * 43
+    assert owner_client.get(forged + "/poster.jpg").status_code == 404
+
+
+def test_probing_twice_changes_nothing(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    record = upload(owner_client, workspace, make_video(), name="clip.mp4")
+    first = probed(owner_client, record["id"])
+    second = probed(owner_client, record["id"])
+    assert second["status"] == first["status"] == "ready"
+    posters = [p for p in media_storage.rglob("*poster*") if p.is_file()]
+    assert len(posters) == 1
+
+
+def test_an_image_is_ready_at_once(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    record = upload(owner_client, workspace)
+    assert record["status"] == "ready"
+    assert record["probe"] is None
+    assert record["poster_url"] is None
+
+
+def _stored_video(workspace: Any, payload: bytes, mime: str) -> Media:
+    """A row as the upload leaves it, with bytes the upload's quick check would have let by."""
+    media = Media(
+        workspace=workspace,
+        name="clip",
+        mime_type=mime,
+        size_bytes=len(payload),
+        checksum_sha256="0" * 64,
+        status=Media.Status.PROCESSING,
+    )
+    media.file.save(f"{media.pk}.bin", ContentFile(payload), save=False)
+    media.save()
+    return media
+
+
+@pytest.mark.parametrize("kind", sorted(FORMATS))
+def test_what_is_not_a_whole_video_ends_failed_never_ready(
+    owner_client: APIClient, workspace: Any, media_storage: Path, kind: str
+) -> None:
+    video = make_video(kind, seconds=2)
+    mime = FORMATS[kind][2]
+    cases = {
+        "magic bytes and garbage": video[:8] + b"garbage!" * 64,
+        "four magic bytes only": video[:4] + b"\x00" * 300,
+        "cut in half": video[: len(video) // 2],
+        "last tenth missing": video[: len(video) * 9 // 10],
+    }
+    for case, payload in cases.items():
+        media = _stored_video(workspace, payload, mime)
+        record = probed(owner_client, str(media.pk))
+        assert record["status"] == "failed", case
+        assert record["failure_reason"], case
+        assert record["poster_url"] is None, case
+    assert not list(media_storage.rglob("*poster*"))
+
+
+def test_a_video_whose_file_is_gone_ends_failed(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    record = upload(owner_client, workspace, make_video(), name="clip.mp4")
+    for path in media_storage.rglob("*.mp4"):
+        path.unlink()
+    record = probed(owner_client, record["id"])
+    assert record["status"] == "failed"
+    assert "cannot be read" in record["failure_reason"]

@@ -1,0 +1,53 @@
+"""Real videos for the tests, written by PyAV's bundled FFmpeg: tiny, one or two seconds."""
+
+from __future__ import annotations
+
+import io
+
+import av
+
+# (PyAV muxer, video codec, the type Herald sniffs)
+FORMATS = {
+    "mp4": ("mp4", "libx264", "video/mp4"),
+    "mov": ("mov", "libx264", "video/quicktime"),
+    "webm": ("webm", "libvpx-vp9", "video/webm"),
+}
+
+
+def make_video(
+    kind: str = "mp4",
+    *,
+    width: int = 64,
+    height: int = 36,
+    seconds: float = 1,
+    rate: int = 10,
+    audio: bool = False,
+    rotation: int = 0,
+) -> bytes:
+    """A real video of ``seconds`` (a grey ramp), optionally with a silent audio track."""
+    muxer, codec, _ = FORMATS[kind]
+    out = io.BytesIO()
+    with av.open(out, mode="w", format=muxer) as container:
+        stream = container.add_stream(codec, rate=rate)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        if rotation:
+            stream.set_display_rotation(rotation)
+        sound = None
+        if audio:
+            sound = container.add_stream("libopus" if kind == "webm" else "aac", rate=48000)
+        for index in range(int(seconds * rate)):
+            frame = av.VideoFrame(width, height, "yuv420p")
+            for plane in frame.planes:
+                plane.update(bytes([index * 20 % 256]) * plane.buffer_size)
+            container.mux(stream.encode(frame))
+        container.mux(stream.encode(None))
+        if sound is not None:
+            samples = 960
+            for index in range(int(seconds * 48000 / samples)):
+                chunk = av.AudioFrame(format="fltp", layout="mono", samples=samples)
+                chunk.sample_rate = 48000
+                chunk.pts = index * samples
+                chunk.planes[0].update(bytes(chunk.planes[0].buffer_size))
+                container.mux(sound.encode(chunk))
+            container.mux(sound.encode(None))
+    return out.getvalue()
