@@ -33,6 +33,34 @@ class MediaRule:
 
 
 @dataclass(frozen=True)
+class VideoRule:
+    """A network's documented video limits for one format, checked when a publication is
+    created and again when it is scheduled (``publishing.services.video_rules``).
+
+    ``delivers`` is False while Herald cannot send video to the network yet: a video is then
+    refused at create time, the limits still say what the network takes. A limit of 0 is none.
+    """
+
+    network: str  # the short name messages start with ("X", "Bluesky")
+    delivers: bool
+    containers: tuple[str, ...] = ("mp4", "mov")
+    video_codecs: tuple[str, ...] = ("h264",)
+    audio_codecs: tuple[str, ...] = ("aac",)
+    max_bytes: int = 0
+    min_seconds: float = 0
+    max_seconds: float = 0
+    min_side: int = 0  # pixels, the shorter side
+    max_width: int = 0
+    max_height: int = 0
+    min_aspect: float = 0  # width / height, e.g. 1/3
+    max_aspect: float = 0
+    max_frame_rate: float = 0
+    max_count: int = 1  # videos per post
+    mixes_with_images: bool = False
+    source: str = ""  # where the limits are documented
+
+
+@dataclass(frozen=True)
 class OptionSpec:
     """One destination option (e.g. Mastodon ``visibility``, Telegram ``chat_id``)."""
 
@@ -52,6 +80,7 @@ class OutputProfile:
     text_counter: Callable[[str], int]  # the provider's own counting rule
     text_required: bool = False
     media: MediaRule = MediaRule(max_count=0, mime_types=(), max_bytes=0)
+    video: VideoRule | None = None  # None: the network takes no video in this format
     options: tuple[OptionSpec, ...] = ()
     counting_rule: str = "characters"  # human description, e.g. "graphemes"
 
@@ -358,6 +387,32 @@ def iter_chunks(stream: BinaryIO, size: int = 64 * 1024) -> Iterator[bytes]:
         yield chunk
 
 
+def describe_video(rule: VideoRule | None) -> dict[str, Any]:
+    """A format's video rules as plain JSON; ``supported`` is False when Herald cannot send
+    video there (yet, or ever); limits of 0 or null are none."""
+    if rule is None:
+        return {"supported": False, "network_accepts_video": False}
+    return {
+        "supported": rule.delivers,
+        "network_accepts_video": True,
+        "containers": list(rule.containers),
+        "video_codecs": list(rule.video_codecs),
+        "audio_codecs": list(rule.audio_codecs),
+        "max_bytes": rule.max_bytes or None,
+        "min_seconds": rule.min_seconds or None,
+        "max_seconds": rule.max_seconds or None,
+        "min_side": rule.min_side or None,
+        "max_width": rule.max_width or None,
+        "max_height": rule.max_height or None,
+        "min_aspect_ratio": rule.min_aspect or None,
+        "max_aspect_ratio": rule.max_aspect or None,
+        "max_frame_rate": rule.max_frame_rate or None,
+        "max_count": rule.max_count,
+        "mixes_with_images": rule.mixes_with_images,
+        "source": rule.source,
+    }
+
+
 def describe(adapter: ProviderAdapter) -> dict[str, Any]:
     """Capability metadata as plain JSON (catalogue and capability resolution)."""
     caps = adapter.capabilities
@@ -388,6 +443,7 @@ def describe(adapter: ProviderAdapter) -> dict[str, Any]:
                     "max_bytes": p.media.max_bytes,
                     "required": p.media.required,
                 },
+                "video": describe_video(p.video),
                 "options": [
                     {
                         "name": o.name,

@@ -33,6 +33,7 @@ from publishing.providers.base import (
     ProviderInputError,
     PublishRequest,
     PublishResult,
+    VideoRule,
 )
 from publishing.providers.helpers import dumps, precheck, read_media
 from publishing.providers.http import HttpClient
@@ -69,6 +70,17 @@ MESSAGE_PROFILE = OutputProfile(
         max_count=10,
         mime_types=("image/jpeg", "image/png", "image/gif", "image/webp"),
         max_bytes=MAX_FILE_BYTES,
+    ),
+    video=VideoRule(
+        network="Discord",
+        delivers=False,
+        containers=("mp4", "mov", "webm"),
+        video_codecs=("h264", "hevc", "vp8", "vp9", "av1"),
+        audio_codecs=("aac", "mp3", "opus", "vorbis"),
+        max_bytes=10 * 1024 * 1024,  # a server without boosts; boosts raise it
+        max_count=10,
+        mixes_with_images=True,
+        source="discord.com/developers: file uploads (10 MiB per request without boosts)",
     ),
     options=(
         OptionSpec("username", max_length=80),

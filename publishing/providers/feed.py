@@ -37,6 +37,7 @@ from publishing.providers.base import (
     ProviderInputError,
     PublishRequest,
     PublishResult,
+    VideoRule,
 )
 from publishing.providers.helpers import precheck
 
@@ -62,8 +63,26 @@ ENTRY_PROFILE = OutputProfile(
     text_counter=feed_length,
     media=MediaRule(
         max_count=10,
-        mime_types=("image/jpeg", "image/png", "image/gif", "image/webp", "video/mp4"),
+        mime_types=(
+            "image/jpeg",
+            "image/png",
+            "image/gif",
+            "image/webp",
+            "video/mp4",
+            "video/quicktime",
+            "video/webm",
+        ),
         max_bytes=MAX_MEDIA_BYTES,
+    ),
+    video=VideoRule(
+        network="Feed",
+        delivers=True,  # an enclosure with the signed URL, type and length
+        containers=("mp4", "mov", "webm"),
+        video_codecs=(),  # any: Herald's upload limits only
+        audio_codecs=(),
+        max_count=10,
+        mixes_with_images=True,
+        source="Herald: HERALD_MAX_MEDIA_BYTES bounds every upload",
     ),
     counting_rule="characters",
 )

@@ -30,6 +30,7 @@ from publishing.providers.base import (
     ProviderInputError,
     PublishRequest,
     PublishResult,
+    VideoRule,
 )
 from publishing.providers.helpers import precheck, read_media
 from publishing.providers.http import HttpClient
@@ -66,6 +67,16 @@ PHOTO_PROFILE = OutputProfile(
         mime_types=("image/jpeg", "image/png", "image/webp"),
         max_bytes=MAX_PHOTO_BYTES,
         required=True,
+    ),
+    video=VideoRule(
+        network="Telegram",
+        delivers=False,
+        containers=("mp4",),
+        video_codecs=("h264", "hevc"),
+        audio_codecs=("aac", "mp3"),
+        max_bytes=50 * 1024 * 1024,  # what a bot may upload (sendVideo)
+        max_count=1,
+        source="core.telegram.org/bots/api: sendVideo (MPEG4, bots upload up to 50 MB)",
     ),
     options=(_CHAT_OPTION,),
     counting_rule="UTF-16 code units (caption)",

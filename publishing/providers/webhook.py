@@ -49,6 +49,7 @@ from publishing.providers.base import (
     ProviderInputError,
     PublishRequest,
     PublishResult,
+    VideoRule,
 )
 from publishing.providers.helpers import dumps, precheck
 from publishing.providers.http import HttpClient
@@ -77,8 +78,26 @@ POST_PROFILE = OutputProfile(
     # Media go as links, not bytes: Herald's own upload limit is the only size limit.
     media=MediaRule(
         max_count=20,
-        mime_types=("image/jpeg", "image/png", "image/gif", "image/webp", "video/mp4"),
+        mime_types=(
+            "image/jpeg",
+            "image/png",
+            "image/gif",
+            "image/webp",
+            "video/mp4",
+            "video/quicktime",
+            "video/webm",
+        ),
         max_bytes=2**40,
+    ),
+    video=VideoRule(
+        network="Webhook",
+        delivers=True,  # receivers are sent the signed URL
+        containers=("mp4", "mov", "webm"),
+        video_codecs=(),  # any: Herald's upload limits only
+        audio_codecs=(),
+        max_count=20,
+        mixes_with_images=True,
+        source="Herald: HERALD_MAX_MEDIA_BYTES bounds every upload",
     ),
     counting_rule="characters",
 )

@@ -19,10 +19,15 @@ from django.utils import timezone
 from config.errors import FieldValidationError, NotFoundError, RevisionConflictError
 from config.types import ModelId
 from publishing import tasks
-from publishing.errors import PublicationStateError, ReadinessBlockedError
+from publishing.errors import (
+    MediaProcessingError,
+    PublicationStateError,
+    ReadinessBlockedError,
+)
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
 from publishing.providers import get_adapter
 from publishing.providers.base import OutputProfile
+from publishing.services import video_rules
 from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
 from workspaces.models import WorkspaceMembership
@@ -180,6 +185,7 @@ def _validate(
             errors.append(
                 {"location": media_location, "message": f"{profile.key} needs a media item."}
             )
+        present: list[tuple[str, Media]] = []
         for m_index, media_id in enumerate(effective_media):
             item_media = media.get(media_id)
             if item_media is None:
@@ -192,6 +198,11 @@ def _validate(
                         }
                     )
                 continue
+            present.append((f"{media_location}[{m_index}]", item_media))
+            if video_rules.is_video(item_media) and (
+                profile.video is None or not profile.video.delivers
+            ):
+                continue  # "video is not supported yet", below
             if item_media.mime_type not in profile.media.mime_types:
                 errors.append(
                     {
@@ -206,6 +217,7 @@ def _validate(
                         "message": f"{profile.key} takes at most {profile.media.max_bytes} bytes per item.",
                     }
                 )
+        errors.extend(video_rules.destination_video_errors(profile, present))
         options = dict(item.get("options") or {})
         known = {o.name for o in profile.options}
         for name in sorted(set(options) - known):
@@ -448,6 +460,41 @@ def _require_ready(
         )
 
 
+def _require_media_ready(publication: Publication) -> None:
+    """Every video a destination sends is probed and within its network's rules: a ``failed``
+    one or a broken rule is a 422 at the destination's ``media_ids[j]``; one still
+    ``processing`` is a 409 (``media_processing``): the caller tries again once it is ready."""
+    rows = list(publication.destinations.select_related("account").order_by("position"))
+    wanted = set(publication.media_ids or [])
+    for d in rows:
+        wanted.update(d.media_ids or [])
+    media = {
+        str(m.pk): m
+        for m in Media.objects.filter(workspace_id=publication.workspace_id, pk__in=_uuids(wanted))
+    }
+    errors: list[dict[str, Any]] = []
+    processing: list[str] = []
+    for d in rows:
+        own = d.media_ids is not None
+        ids: list[str] = (d.media_ids if own else publication.media_ids) or []
+        base = f"destinations[{d.position}].media_ids" if own else "media_ids"
+        items = [(f"{base}[{j}]", media[i]) for j, i in enumerate(ids) if i in media]
+        processing.extend(
+            str(m.pk) for _, m in items if m.status == Media.Status.PROCESSING and m.pk
+        )
+        caps = get_adapter(d.account.provider).capabilities
+        profile = caps.profile(d.profile) or _default_profile(d.account)
+        errors.extend(video_rules.destination_video_errors(profile, items))
+    if errors:
+        raise FieldValidationError(errors)
+    if processing:
+        raise MediaProcessingError(
+            "Media still processing: "
+            + ", ".join(sorted(set(processing)))
+            + ". Wait until its status is ready, then schedule again."
+        )
+
+
 def _deadline(due: datetime) -> datetime:
     return due + timedelta(seconds=settings.HERALD_DELIVERY_DEADLINE_SECONDS)
 
@@ -476,6 +523,7 @@ def publication_schedule(
                 }
             ]
         )
+    _require_media_ready(publication)
     _require_ready(publication, "publish_scheduled", intent=intent)
     if publication.status == P.DRAFT:
         usage_consume(workspace=publication.workspace, metric="scheduled_publications")
@@ -511,6 +559,7 @@ def publication_publish_now(
     _check_revision(publication, expected_revision)
     if publication.status not in (P.DRAFT, P.SCHEDULED):
         raise PublicationStateError(f"A {publication.status} publication cannot be published now.")
+    _require_media_ready(publication)
     _require_ready(publication, "publish_immediate", intent=intent)
     now = timezone.now()
     publication.status = P.PUBLISHING

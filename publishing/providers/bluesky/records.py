@@ -10,7 +10,7 @@ from typing import Any
 
 import grapheme
 
-from publishing.providers.base import MediaRule, OptionSpec, OutputProfile
+from publishing.providers.base import MediaRule, OptionSpec, OutputProfile, VideoRule
 from publishing.providers.bluesky.media import MAX_IMAGE_BYTES
 from publishing.providers.helpers import LANGUAGES, find_urls
 
@@ -47,6 +47,16 @@ POST_PROFILE = OutputProfile(
         max_count=4,
         mime_types=("image/jpeg", "image/png", "image/webp"),
         max_bytes=MAX_IMAGE_BYTES,
+    ),
+    video=VideoRule(
+        network="Bluesky",
+        delivers=False,
+        containers=("mp4", "mov", "webm"),
+        video_codecs=("h264", "hevc", "vp8", "vp9", "av1"),  # the video service transcodes
+        audio_codecs=("aac", "mp3", "opus", "vorbis"),
+        max_bytes=100 * 1000 * 1000,
+        max_seconds=180,
+        source="docs.bsky.app: video uploads (one video per post, 100 MB, up to 3 minutes)",
     ),
     options=(OptionSpec("language", choices=tuple(LANGUAGES), max_length=8),),
     counting_rule="graphemes (and at most 3000 UTF-8 bytes)",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-from publishing.providers.base import MediaRule, OptionSpec, OutputProfile
+from publishing.providers.base import MediaRule, OptionSpec, OutputProfile, VideoRule
 from publishing.providers.helpers import find_urls
 
 MAX_COMMENTARY = 3000
@@ -67,6 +67,19 @@ POST_PROFILE = OutputProfile(
         max_count=20,  # one image (content.media) or a multi-image post of 2-20
         mime_types=("image/jpeg", "image/png", "image/gif"),
         max_bytes=8 * 1024 * 1024,  # Herald's bound; LinkedIn bounds images by pixels
+    ),
+    video=VideoRule(
+        network="LinkedIn",
+        delivers=False,
+        containers=("mp4",),
+        audio_codecs=("aac", "mp3"),
+        max_bytes=500 * 1024 * 1024,
+        min_seconds=3,
+        max_seconds=30 * 60,
+        min_aspect=1 / 2.4,
+        max_aspect=2.4,
+        max_frame_rate=60,
+        source="learn.microsoft.com: LinkedIn Videos API (MP4, 75 KB-500 MB, 3 s-30 min)",
     ),
     # The post's author: the member (default) or an organization page the member administers
     # (a ``urn:li:organization:<id>`` from the destination options).

@@ -10,7 +10,13 @@ from typing import Any
 
 import grapheme
 
-from publishing.providers.base import MediaRule, OptionSpec, OutputProfile, PublishRequest
+from publishing.providers.base import (
+    MediaRule,
+    OptionSpec,
+    OutputProfile,
+    PublishRequest,
+    VideoRule,
+)
 from publishing.providers.helpers import find_urls
 
 VISIBILITIES = ("public", "unlisted", "private", "direct")
@@ -43,6 +49,21 @@ POST_PROFILE = OutputProfile(
         max_count=4,
         mime_types=("image/jpeg", "image/png", "image/gif", "image/webp"),
         max_bytes=16 * 1024 * 1024,
+    ),
+    video=VideoRule(
+        network="Mastodon",
+        delivers=False,
+        containers=("mp4", "mov", "webm"),
+        video_codecs=("h264", "hevc", "vp8", "vp9", "av1"),  # the server transcodes
+        audio_codecs=("aac", "mp3", "opus", "vorbis"),
+        # The defaults of Mastodon 4; each server announces its own in /api/v2/instance
+        # (configuration.media_attachments: video_size_limit, video_frame_rate_limit,
+        # video_matrix_limit).
+        max_bytes=99 * 1024 * 1024,
+        max_width=4096,
+        max_height=4096,
+        max_frame_rate=120,
+        source="docs.joinmastodon.org: /api/v2/instance configuration.media_attachments",
     ),
     options=(
         OptionSpec("visibility", choices=VISIBILITIES, default="public"),

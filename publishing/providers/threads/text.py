@@ -12,7 +12,7 @@ import unicodedata
 
 import grapheme
 
-from publishing.providers.base import MediaRule, OutputProfile
+from publishing.providers.base import MediaRule, OutputProfile, VideoRule
 
 MAX_LENGTH = 500
 MAX_MEDIA = 20  # a carousel holds 2 to 20 items
@@ -86,6 +86,20 @@ POST_PROFILE = OutputProfile(
         max_count=MAX_MEDIA,  # one image, or a carousel of 2-20
         mime_types=("image/jpeg", "image/png"),
         max_bytes=MAX_IMAGE_BYTES,
+    ),
+    video=VideoRule(
+        network="Threads",
+        delivers=False,
+        video_codecs=("h264", "hevc"),
+        max_bytes=1024 * 1024 * 1024,
+        max_seconds=5 * 60,
+        max_width=1920,
+        min_aspect=0.01,
+        max_aspect=10,
+        max_frame_rate=60,
+        max_count=20,
+        mixes_with_images=True,  # a carousel mixes images and videos
+        source="developers.facebook.com: Threads media specifications (MOV/MP4, 1 GB, 5 min)",
     ),
     counting_rule="characters (graphemes); each emoji counts its UTF-8 bytes",
 )

@@ -24,7 +24,7 @@ import unicodedata
 
 import grapheme
 
-from publishing.providers.base import MediaRule, OutputProfile
+from publishing.providers.base import MediaRule, OutputProfile, VideoRule
 from publishing.providers.helpers import find_urls
 
 MAX_WEIGHTED_LENGTH = 280
@@ -481,6 +481,20 @@ POST_PROFILE = OutputProfile(
         max_count=4,  # up to 4 images, or one GIF (checked by the adapter)
         mime_types=("image/jpeg", "image/png", "image/webp", "image/gif"),
         max_bytes=5 * 1024 * 1024,
+    ),
+    video=VideoRule(
+        network="X",
+        delivers=False,
+        max_bytes=512 * 1024 * 1024,
+        min_seconds=0.5,
+        max_seconds=140,
+        min_side=32,
+        max_width=1280,
+        max_height=1024,
+        min_aspect=1 / 3,
+        max_aspect=3,
+        max_frame_rate=60,
+        source="docs.x.com: media upload best practices (one video per post, 512 MB, 0.5-140 s)",
     ),
     counting_rule=(
         "weighted characters (twitter-text v3): most Latin-script characters 1, CJK and other "
