@@ -152,8 +152,11 @@ def _names(values: tuple[str, ...]) -> str:
 
 
 def _mb(size: int) -> str:
-    megabytes = size / (1024 * 1024)
-    return f"{megabytes:.0f} MB" if megabytes >= 10 else f"{megabytes:.1f} MB"
+    """Binary megabytes when the size is a whole number of them (limits such as X's 512 MB),
+    decimal ones otherwise (Bluesky's 100 MB is 100,000,000 bytes)."""
+    if size % (1024 * 1024) == 0:
+        return f"{size // (1024 * 1024)} MB"
+    return f"{size / 1_000_000:.1f} MB".replace(".0 MB", " MB")
 
 
 def _seconds(value: float) -> str:
