@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('publishing', '0008_oauth_state_browser_binding'),
+        ('publishing', '0009_upload'),
     ]
 
     operations = [
