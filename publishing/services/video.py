@@ -58,6 +58,8 @@ def probe_video(file: IO[bytes], mime_type: str, *, poster: bool = True) -> Vide
     if demuxer is None:
         raise VideoRefused(f"{mime_type} is not a video type Herald accepts.")
     deadline = time.monotonic() + MAX_SECONDS
+    file_size = file.seek(0, 2)
+    file.seek(0)
     try:
         with av.open(file, mode="r", format=demuxer) as container:
             if not container.streams.video:
@@ -77,7 +79,7 @@ def probe_video(file: IO[bytes], mime_type: str, *, poster: bool = True) -> Vide
             jpeg = b""
             if poster:
                 jpeg = _poster(frame)
-                _check_complete(container, stream, facts, deadline)
+                _check_complete(container, stream, facts, deadline, file_size)
     except VideoRefused:
         raise
     except (av.FFmpegError, ValueError, OSError, EOFError, MemoryError) as exc:
@@ -128,21 +130,35 @@ def _first_frame(
 
 
 def _check_complete(
-    container: InputContainer, stream: VideoStream, facts: dict[str, Any], deadline: float
+    container: InputContainer,
+    stream: VideoStream,
+    facts: dict[str, Any],
+    deadline: float,
+    file_size: int,
 ) -> None:
-    """Every packet the container announces is in the file (a truncated upload is refused):
-    packets are read, not decoded, until the end, within the wall-clock budget."""
+    """Every packet the container announces is in the file, whole (a truncated upload is
+    refused): packets are read, not decoded, until the end, within the wall-clock budget."""
     container.seek(0)
-    count, last_end = 0, 0.0
+    count, last_end, bytes_end = 0, 0.0, 0
     for packet in container.demux(stream):
         if time.monotonic() > deadline:
             raise VideoRefused(f"Probing the video took longer than {MAX_SECONDS:.0f} s.")
         if packet.size == 0:
             continue
         count += 1
+        if packet.pos is not None and packet.pos >= 0:
+            bytes_end = max(bytes_end, packet.pos + packet.size)
         if packet.pts is not None and packet.time_base is not None:
             end = float((packet.pts + (packet.duration or 0)) * packet.time_base)
             last_end = max(last_end, end)
+    for any_stream in container.streams:  # the container's own index (MP4/MOV sample table)
+        entries = any_stream.index_entries
+        for position in range(len(entries)):
+            entry = entries[position]
+            if entry.pos >= 0:
+                bytes_end = max(bytes_end, entry.pos + entry.size)
+    if bytes_end > file_size:
+        raise VideoRefused(f"The video is truncated: {file_size} of {bytes_end} bytes.")
     expected = stream.frames
     duration = facts.get("duration_seconds")
     if count == 0 or (expected and count < expected):

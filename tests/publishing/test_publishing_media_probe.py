@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+import av
 import pytest
 from django.core.files.base import ContentFile
 from PIL import Image
@@ -143,3 +144,28 @@ def test_a_video_whose_file_is_gone_ends_failed(
     record = probed(owner_client, record["id"])
     assert record["status"] == "failed"
     assert "cannot be read" in record["failure_reason"]
+
+
+def test_an_mp4_with_its_index_first_missing_its_last_bytes_ends_failed(
+    owner_client: APIClient, workspace: Any, media_storage: Path, tmp_path: Path
+) -> None:
+    """The index (moov) before the samples: every frame but the last one's tail is there, so
+    the first frame decodes and the demuxer reads to the end; the index says bytes are missing."""
+    path = tmp_path / "faststart.mp4"
+    with av.open(str(path), mode="w", format="mp4", options={"movflags": "faststart"}) as out:
+        stream = out.add_stream("libx264", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 64, 36, "yuv420p"
+        for index in range(20):
+            frame = av.VideoFrame(64, 36, "yuv420p")
+            for plane in frame.planes:
+                plane.update(bytes([index * 20 % 256]) * plane.buffer_size)
+            out.mux(stream.encode(frame))
+        out.mux(stream.encode(None))
+    video = path.read_bytes()
+    assert video.index(b"moov") < video.index(b"mdat")
+    whole = _stored_video(workspace, video, "video/mp4")
+    assert probed(owner_client, str(whole.pk))["status"] == "ready"
+    cut = _stored_video(workspace, video[:-8], "video/mp4")
+    record = probed(owner_client, str(cut.pk))
+    assert record["status"] == "failed"
+    assert "truncated" in record["failure_reason"]
