@@ -18,7 +18,7 @@ import click
 
 from cli.errors import EXIT_FAILED
 from cli.main import current, global_options, polling_options
-from cli.output import echo, echo_table, emit_json, fields, shorten
+from cli.output import clear_line, echo, echo_table, emit_json, fields, shorten
 from cli.uploads import upload_file
 
 _sleep = time.sleep  # the pause between polls (tests replace it)
@@ -57,12 +57,14 @@ class _Progress:
             f"{self.name}  {percent:3d}%  {done / 1e6:.1f}/{total / 1e6:.1f} MB  "
             f"{rate / 1e6:.1f} MB/s  {int(left) // 60:02d}:{int(left) % 60:02d} left"
         )
-        click.echo(("\r" + line) if self.tty else line, file=sys.stderr, nl=not self.tty)
+        if self.tty:
+            clear_line(err=True)
+        echo(line, err=True, nl=not self.tty)
         self.drawn = True
 
     def close(self) -> None:
         if self.enabled and self.tty and self.drawn:
-            click.echo("", file=sys.stderr)
+            echo("", err=True)
 
 
 @group.command("upload")

@@ -20,7 +20,7 @@ from tests.cli_support import (
     forget_remembered_secrets,  # noqa: F401 (autouse fixture)
     json_of,
 )
-from tests.publishing.test_publishing_media_video import mp4_video
+from tests.video_support import mp4_video
 from workspaces.models import User
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -15,25 +15,9 @@ from rest_framework.test import APIClient
 from publishing.models import Media
 from tests.problem_asserts import assert_invalid
 from tests.publishing_support import upload
+from tests.video_support import mp4_video
 
 pytestmark = pytest.mark.django_db
-
-
-def mp4_video(
-    width: int = 64, height: int = 48, *, codec: str = "libx264", frames: int = 10
-) -> bytes:
-    """A real MP4 of ``frames`` frames (a grey ramp), encoded with PyAV's bundled FFmpeg."""
-    out = io.BytesIO()
-    with av.open(out, mode="w", format="mp4") as container:
-        stream = container.add_stream(codec, rate=10)
-        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
-        for index in range(frames):
-            frame = av.VideoFrame(width, height, "yuv420p")
-            for plane in frame.planes:
-                plane.update(bytes([index * 20 % 256]) * plane.buffer_size)
-            container.mux(stream.encode(frame))
-        container.mux(stream.encode(None))
-    return out.getvalue()
 
 
 def mp4_sound_only() -> bytes:

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 
 from publishing.models import Media, Upload
 from publishing.services import uploads
-from tests.publishing.test_publishing_media_video import mp4_video
+from tests.video_support import mp4_video
 from workspaces.models import WorkspaceMembership
 
 TUS = {"HTTP_TUS_RESUMABLE": "1.0.0"}
