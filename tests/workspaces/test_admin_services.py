@@ -627,7 +627,7 @@ def _one_row_of_every_model(
     RepostStage.objects.create(execution=execution, index=0, delay_seconds=0, due_at=now)
     return [
         full_token,
-        full_token.split("_")[-1],
+        full_token.split("_", 2)[2],  # the secret may itself contain "_"
         token.secret_hash,
         accept_token,
         invitation.token_hash,
