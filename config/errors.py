@@ -4,6 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+_ABSENT: Any = object()
+
+
+def field_error(location: str, message: str, value: Any = _ABSENT) -> dict[str, Any]:
+    """One entry of a 422's ``errors[]``: where (``body.x``, ``query.y``…), what is wrong and,
+    only when it is small and not a secret, the offending ``value`` (``None`` is a value)."""
+    error: dict[str, Any] = {"location": location, "message": message}
+    if value is not _ABSENT:
+        error["value"] = value
+    return error
+
 
 class DomainError(Exception):
     """The request is well-formed but cannot be acted on."""
@@ -82,6 +93,11 @@ class FieldValidationError(DomainError):
     def __init__(self, errors: list[dict[str, Any]], detail: str | None = None) -> None:
         super().__init__(detail)
         self.errors = errors
+
+    @classmethod
+    def at(cls, location: str, message: str, value: Any = _ABSENT) -> FieldValidationError:
+        """The 422 for one failing field (see ``field_error``)."""
+        return cls([field_error(location, message, value)])
 
 
 class UpstreamError(DomainError):
