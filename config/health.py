@@ -1,4 +1,4 @@
-"""Liveness and readiness probes (spec §1 "Operations", §4 "Health").
+"""Liveness and readiness probes.
 
 Liveness never touches the database, so a database outage cannot cause restart loops.
 Readiness runs a bounded database probe, when ``REDIS_URL`` is configured a bounded Redis probe

@@ -1,4 +1,4 @@
-"""Container health check: the liveness probe only (spec §1 "Operations: health and readiness").
+"""Container health check: the liveness probe only.
 
     python /app/healthcheck.py http://127.0.0.1:8000/api/v1/health
 

@@ -1,4 +1,4 @@
-"""Bearer API tokens and browser sessions (spec §5), with a failed-authentication rate limit."""
+"""Bearer API tokens and browser sessions, with a failed-authentication rate limit."""
 
 from __future__ import annotations
 
@@ -150,7 +150,7 @@ def check_password_within_budget(request: Any, user: User, password: str) -> Non
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
-    """``Authorization: Bearer hrld_…`` (spec §5), with the per-client budget of bad tokens.
+    """``Authorization: Bearer hrld_…``, with the per-client budget of bad tokens.
 
     A valid token always authenticates, whatever other requests from its address did. A bad
     one is answered 401 and counted; once the client has spent its budget of the minute, 429.

@@ -1,4 +1,4 @@
-"""``herald provider readiness``: the readiness projection (spec §1 rule 6)."""
+"""``herald provider readiness``: the readiness projection."""
 
 from __future__ import annotations
 

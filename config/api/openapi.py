@@ -1,4 +1,4 @@
-"""drf-spectacular extensions: the two security schemes of spec §5, strict request bodies, and
+"""drf-spectacular extensions: the two security schemes (bearer token, session), strict request bodies, and
 the view that serves the contract as JSON at ``/docs/openapi.json``."""
 
 from __future__ import annotations

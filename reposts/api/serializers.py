@@ -1,5 +1,5 @@
 """Repost automation: input bounds (every one a 422 at its exact location) and response shapes
-(spec §2 SettingsResponse, RepostAccount, RepostGrant, RepostPolicy, RepostRule)."""
+(SettingsResponse, RepostAccount, RepostGrant, RepostPolicy, RepostRule)."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from tests.contract_fuzz_support import (
 from workspaces.access import Actor
 from workspaces.web_session import SESSION_AUTHENTICATED_AT
 
-# The identity and health API (spec §4 "Health").
+# The identity and health API.
 FUZZED_PATHS = (
     "/api/v1/health",
     "/api/v1/ready",

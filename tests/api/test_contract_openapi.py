@@ -1,5 +1,5 @@
 """The served contract: ``/docs/openapi.json``, the interactive docs, and the ``$schema`` of every
-response (spec §4, §5, §7, §9).
+response.
 
 - The OpenAPI document is JSON, OpenAPI 3, validates with drf-spectacular with no warning, and
   declares every identity operation with its request and response schemas, both security

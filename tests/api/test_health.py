@@ -1,5 +1,4 @@
-"""Liveness and readiness probes (spec §1 "Operations: health and readiness", §2 "Health
-results", §4 Health, §7).
+"""Liveness and readiness probes.
 
 In-process tests cover the response shapes, authentication/throttle exemption and the object
 store check against a real S3-compatible server (moto's server mode on 127.0.0.1). The `slow`

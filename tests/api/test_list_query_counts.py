@@ -1,4 +1,4 @@
-"""List endpoints run a fixed number of queries whatever the page size (style §8: no N+1)."""
+"""List endpoints run a fixed number of queries whatever the page size (no N+1)."""
 
 from __future__ import annotations
 

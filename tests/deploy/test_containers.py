@@ -1,8 +1,8 @@
 """Static checks of the container files (Dockerfile, docker-compose.yml, docker/*).
 
 No Docker engine is needed: the files are parsed and their key properties asserted, and the
-health-check script is exercised against a throwaway HTTP server on 127.0.0.1. The rules come
-from the interface spec §1 "Operations: health and readiness": container health checks use the
+health-check script is exercised against a throwaway HTTP server on 127.0.0.1. The rules:
+container health checks use the
 liveness probe only, readiness failures must never restart anything.
 """
 

@@ -1,4 +1,4 @@
-"""Publishing list endpoints run the same number of queries for 1 row and for 30 (style §8)."""
+"""Publishing list endpoints run the same number of queries for 1 row and for 30."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The readiness decision (spec §1 "Provider readiness model", §3).
+"""The readiness decision.
 
 Table-driven: every state and every blocker code is reached from one healthy baseline by
 changing one fact; consecutive states are paired to show the precedence; the enforcement flag by
@@ -286,7 +286,7 @@ def test_a_missing_runtime_control_never_hides_configuration_or_grant_problems(
 
 
 def test_policy_mode_is_part_of_the_policy_fact() -> None:
-    """The server permits the account, the format and the policy mode (spec §1, Policy)."""
+    """The server permits the account, the format and the policy mode."""
     for restriction in ("mode:standard", "discord_webhook@standard"):
         decision = Case(
             restrictions=frozenset({restriction}), enforced=False, deployment="self_hosted"

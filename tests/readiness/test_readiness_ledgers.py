@@ -1,5 +1,4 @@
-"""The four append-only ledgers and the evidence they hold (spec §1 "Certification evidence
-ledgers"): storage-layer triggers (SQLite and PostgreSQL), Django guards, normalized outcomes
+"""The four append-only ledgers and the evidence they hold: storage-layer triggers (SQLite and PostgreSQL), Django guards, normalized outcomes
 and fingerprints only, supersession, subject binding and expiry through the real service."""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""Public claims and the ``provider-certification`` release gate (spec §1 "Public claims",
-"Release gate")."""
+"""Public claims and the ``provider-certification`` release gate."""
 
 from __future__ import annotations
 

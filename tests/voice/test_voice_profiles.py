@@ -1,4 +1,4 @@
-"""Voice profiles (spec §2 VoiceProfile, §4, §9): operations, the
+"""Voice profiles: operations, the
 default-profile rules, revision-checked replacement, assignments and the effective profile."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""GET /workspaces/{id}/access-audit (spec §4, §8): active admins only, limit 1 to 200, newest first."""
+"""GET /workspaces/{id}/access-audit: active admins only, limit 1 to 200, newest first."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Bearer tokens and browser sessions (spec §5): 401 versus 403, CSRF, one-time tokens."""
+"""Bearer tokens and browser sessions: 401 versus 403, CSRF, one-time tokens."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Sign-in, the developer settings page, the create_api_token command and the admin revoke
-action (spec §5 items 3-5)."""
+action."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Workspace deletion and its preview (spec §4, §5.9)."""
+"""Workspace deletion and its preview."""
 
 from __future__ import annotations
 
