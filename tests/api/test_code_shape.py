@@ -26,6 +26,7 @@ STATED_REASON = "Long because"
 OUTSIDE_REFERENCE = re.compile(
     r"(?:\b(?:spec|style|decisions|field-lessons)(?:\.md)?,? §\s?\d"
     r"|\binterface[- ]spec"
+    r"|\bfield[- ]lessons?\b"
     r"|\.\./shared/"
     r"|\bissues? #?\d+\b"
     r"|\bissue-?\d+\b)",
@@ -126,6 +127,7 @@ def test_nothing_cites_an_issue_number_or_an_outside_document() -> None:
         "fixed in issue #7",
         "results/delivery-issue3.json",
         "style §8: no N+1",
+        "never replaced by nothing (field lesson 6)",
     ],
 )
 def test_the_reference_rule_catches_outside_citations(line: str) -> None:
