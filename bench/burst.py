@@ -146,7 +146,7 @@ def start_standins(processes: Processes, env: dict[str, str], count: int) -> lis
 def seed(args: argparse.Namespace, standins: list[dict[str, Any]]) -> dict[str, Any]:
     import secrets
 
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
     from publishing.services.publications import publication_create
     from workspaces.access import Actor

@@ -288,7 +288,7 @@ class Seeded:
 
 
 def seed(args: argparse.Namespace, standin: dict[str, Any]) -> Seeded:
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
     from workspaces.access import Actor
     from workspaces.models import User
@@ -478,7 +478,7 @@ def thread_pool_baseline(
     """The same POST /api/v1/statuses the adapter sends, from a plain thread pool."""
     import requests
 
-    from publishing.providers.http import DEFAULT_CONNECT_TIMEOUT, USER_AGENT
+    from providers.http import DEFAULT_CONNECT_TIMEOUT, USER_AGENT
 
     local = threading.local()
     failures: list[str] = []

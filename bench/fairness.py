@@ -76,7 +76,7 @@ BENCH_EMAIL = "bench-fairness@example.invalid"
 
 
 def seed(args: argparse.Namespace, standins: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
     from publishing.services.publications import publication_create
     from workspaces.access import Actor

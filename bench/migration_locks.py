@@ -112,7 +112,7 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, Destination, ProviderApp, Publication
     from workspaces.access import Actor
     from workspaces.models import User

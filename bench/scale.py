@@ -69,7 +69,7 @@ DEEP_PAGE_CURSORS = 50
 
 def _provider_rows() -> list[tuple[int, str, str, str, bool, str]]:
     """(n, provider, account kind, granted scopes as JSON, federated, first output profile)."""
-    from publishing.providers import PROVIDERS, get_adapter
+    from providers import PROVIDERS, get_adapter
 
     rows = []
     for n, provider in enumerate(PROVIDERS):
@@ -338,7 +338,7 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import ProviderApp
     from workspaces.access import Actor
     from workspaces.models import User

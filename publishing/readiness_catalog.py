@@ -7,10 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from config.types import ModelId
-from publishing import credentials
+from providers import PROVIDERS, credentials, get_adapter
+from providers.base import describe
 from publishing.models import Account, ProviderApp
-from publishing.providers import PROVIDERS, get_adapter
-from publishing.providers.base import describe
 
 
 class _Described:  # describe() reads only ``capabilities``

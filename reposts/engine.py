@@ -38,9 +38,9 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from config.types import ModelId
+from providers import get_adapter
+from providers.base import ErrorKind, NotSupported, ProviderError, PublishResult
 from publishing.models import Account
-from publishing.providers import get_adapter
-from publishing.providers.base import ErrorKind, NotSupported, ProviderError, PublishResult
 from publishing.services.accounts import account_context, account_mark_reconnect_required
 from publishing.services.delivery import backoff_seconds
 from readiness import services as readiness

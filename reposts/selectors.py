@@ -8,9 +8,9 @@ from typing import Any
 from django.db.models import Prefetch, Q
 
 from config.types import ModelId
+from providers import PROVIDERS, get_adapter
+from providers.base import can_repost
 from publishing.models import Account
-from publishing.providers import PROVIDERS, get_adapter
-from publishing.providers.base import can_repost
 from readiness import services as readiness
 from readiness.services import Decision
 from reposts.models import (

@@ -183,7 +183,7 @@ def create_publication(
 
 def make_account(workspace: Any, provider: str, external_id: str = "1", **extra: Any) -> Any:
     """An account row without a provider round trip (validation and listing tests)."""
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
 
     app = None

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from publishing.providers import get_adapter
+from providers import get_adapter
 from readiness import ledgers
 from readiness.models import LEDGER_MODELS
 from readiness.subjects import not_applicable_allowed, required_checks
@@ -23,7 +23,7 @@ FORBIDDEN = re.compile(
 
 
 def make_account(workspace: Any, provider: str = "discord_webhook", **extra: Any) -> Any:
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
 
     caps = get_adapter(provider).capabilities

@@ -12,10 +12,9 @@ from typing import Any
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from publishing import credentials
+from providers import credentials, get_adapter
+from providers.base import PublishRequest
 from publishing.models import Account, Destination, ProviderApp, Publication
-from publishing.providers import get_adapter
-from publishing.providers.base import PublishRequest
 from publishing.services.accounts import account_context
 from reposts import engine
 from tests.providers.bluesky import ACCOUNTS as BLUESKY_ACCOUNTS

@@ -9,7 +9,7 @@ from rest_framework import serializers
 from config.api.request import StrictSerializer
 from config.api.schema import ResponseSerializer
 from discovery.services import LIMIT_DEFAULT, LIMIT_MAX, PLATFORMS_MAX
-from publishing.providers import PROVIDERS
+from providers import PROVIDERS
 from voice.api.serializers import CleanTextField
 from voice.definition import Text
 

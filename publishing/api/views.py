@@ -21,13 +21,13 @@ from config.api.responses import no_content, respond, respond_page
 from config.api.schema import problems
 from config.error_pages import error_page
 from config.errors import DomainError, NotFoundError, PermissionDeniedError
+from providers import all_adapters, get_adapter
+from providers.base import describe
 from publishing import selectors
 from publishing.api import serializers as s
 from publishing.api.idempotency import MAX_KEY_LENGTH, idempotent
 from publishing.media_files import media_file_response
 from publishing.models import Account, Publication
-from publishing.providers import all_adapters, get_adapter
-from publishing.providers.base import describe
 from publishing.services import accounts, media, publications
 from publishing.web import oauth_result_location
 from readiness.projection import provider_readiness_projection

@@ -29,7 +29,14 @@ from config.errors import (
     ServiceUnavailableError,
 )
 from config.types import ModelId
-from publishing import credentials
+from providers import PROVIDERS, credentials, feed, get_adapter
+from providers.base import (
+    AccountContext,
+    ConnectedAccount,
+    ConnectionMode,
+    ProviderError,
+    ProviderInputError,
+)
 from publishing.errors import ProviderConnectError, ReadinessBlockedError
 from publishing.models import (
     Account,
@@ -38,14 +45,6 @@ from publishing.models import (
     ProviderApp,
     Publication,
     PublicationEvent,
-)
-from publishing.providers import PROVIDERS, feed, get_adapter
-from publishing.providers.base import (
-    AccountContext,
-    ConnectedAccount,
-    ConnectionMode,
-    ProviderError,
-    ProviderInputError,
 )
 from readiness import services as readiness
 from readiness.subjects import PUBLISH_OPERATIONS

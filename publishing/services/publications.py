@@ -18,6 +18,8 @@ from django.utils import timezone
 
 from config.errors import FieldValidationError, NotFoundError, RevisionConflictError
 from config.types import ModelId
+from providers import get_adapter
+from providers.base import OutputProfile
 from publishing import tasks
 from publishing.errors import (
     MediaProcessingError,
@@ -25,8 +27,6 @@ from publishing.errors import (
     ReadinessBlockedError,
 )
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
-from publishing.providers import get_adapter
-from publishing.providers.base import OutputProfile
 from publishing.services import video_rules
 from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role

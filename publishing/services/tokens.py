@@ -42,10 +42,10 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.types import ModelId
-from publishing import credentials, tasks
+from providers import credentials, get_adapter
+from providers.base import ConnectedAccount, ErrorKind, ProviderError
+from publishing import tasks
 from publishing.models import Account
-from publishing.providers import get_adapter
-from publishing.providers.base import ConnectedAccount, ErrorKind, ProviderError
 from publishing.services.accounts import account_context, account_mark_reconnect_required
 from readiness import services as readiness
 

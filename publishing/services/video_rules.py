@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from providers.base import OutputProfile, VideoRule
 from publishing.models import Media
-from publishing.providers.base import OutputProfile, VideoRule
 
 
 def is_video(media: Media) -> bool:

@@ -365,8 +365,8 @@ def test_discovery_never_writes_a_draft_and_never_calls_a_provider(
         calls.append(repr(args[:2]))
         raise AssertionError("discovery must not make an HTTP request")
 
+    from providers.http import HttpClient
     from publishing import tasks
-    from publishing.providers.http import HttpClient
 
     monkeypatch.setattr(HttpClient, "request", refuse)
     monkeypatch.setattr(requests.Session, "send", refuse)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 
-from publishing.providers.base import MediaItem, ProviderError
+from providers.base import MediaItem, ProviderError
 
 
 def tiny_png(width: int = 3, height: int = 2, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:

@@ -167,7 +167,7 @@ def world(
     delivery_queue: Any,
     standins: StandIns,
 ) -> World:
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, Destination, ProviderApp, Publication
     from publishing.services import accounts, media, publications
     from workspaces.services import api_token_create, organization_create, workspace_create

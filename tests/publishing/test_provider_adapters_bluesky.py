@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from publishing.providers import get_adapter
-from publishing.providers.base import AccountContext, ErrorKind, ProviderError, PublishRequest
-from publishing.providers.bluesky import (
+from providers import get_adapter
+from providers.base import AccountContext, ErrorKind, ProviderError, PublishRequest
+from providers.bluesky import (
     BlueskyAdapter,
     bluesky_graphemes,
     bluesky_length,

@@ -12,12 +12,12 @@ import pytest
 import requests
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
 
-from publishing.providers import get_adapter
-from publishing.providers.base import ErrorKind, ProviderError
-from publishing.providers.http import USER_AGENT, HttpClient
-from publishing.providers.http_errors import classify, sanitize
-from publishing.providers.retry_after import parse_retry_after
-from publishing.providers.url_safety import check_public_url
+from providers import get_adapter
+from providers.base import ErrorKind, ProviderError
+from providers.http import USER_AGENT, HttpClient
+from providers.http_errors import classify, sanitize
+from providers.retry_after import parse_retry_after
+from providers.url_safety import check_public_url
 from tests.providers.telegram import TelegramStandIn
 
 

@@ -9,15 +9,15 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from publishing.providers import PROVIDERS, all_adapters, get_adapter
-from publishing.providers.base import (
+from providers import PROVIDERS, all_adapters, get_adapter
+from providers.base import (
     AccountContext,
     ErrorKind,
     NotSupported,
     ProviderError,
     PublishRequest,
 )
-from publishing.providers.mastodon import MastodonAdapter, mastodon_length
+from providers.mastodon import MastodonAdapter, mastodon_length
 from tests.providers import assert_no_secret, media_item
 from tests.providers.mastodon import FIXTURE_TOKEN, MastodonStandIn
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 import requests
 
-from publishing.providers import get_adapter
-from publishing.providers.base import AccountContext, ErrorKind, ProviderError, PublishRequest
+from providers import get_adapter
+from providers.base import AccountContext, ErrorKind, ProviderError, PublishRequest
 
 ROOT = Path(__file__).resolve().parents[2]
 

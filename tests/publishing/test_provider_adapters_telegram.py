@@ -7,15 +7,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from publishing.providers import get_adapter
-from publishing.providers.base import (
+from providers import get_adapter
+from providers.base import (
     AccountContext,
     ErrorKind,
     NotSupported,
     ProviderError,
     PublishRequest,
 )
-from publishing.providers.telegram import TelegramAdapter, telegram_length
+from providers.telegram import TelegramAdapter, telegram_length
 from tests.providers import assert_no_secret, media_item
 from tests.providers.telegram import BOT, BOT_TOKEN, CHANNEL, GROUP, PRIVATE, TelegramStandIn
 

@@ -18,10 +18,8 @@ import requests
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from publishing import credentials
-from publishing.models import Account, Destination, Publication
-from publishing.providers import PROVIDERS, get_adapter
-from publishing.providers.base import (
+from providers import PROVIDERS, credentials, get_adapter
+from providers.base import (
     AccountContext,
     ErrorKind,
     MediaItem,
@@ -30,7 +28,8 @@ from publishing.providers.base import (
     PublishRequest,
     describe,
 )
-from publishing.providers.threads import ThreadsAdapter, threads_length
+from providers.threads import ThreadsAdapter, threads_length
+from publishing.models import Account, Destination, Publication
 from publishing.services import delivery, publications
 from tests.providers import assert_no_secret, media_item, tiny_png
 from tests.providers.threads import (

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from publishing.providers import PROVIDERS, get_adapter
-from publishing.providers.base import (
+from providers import PROVIDERS, get_adapter
+from providers.base import (
     AccountContext,
     ErrorKind,
     NotSupported,
@@ -27,7 +27,7 @@ from publishing.providers.base import (
     PublishRequest,
     describe,
 )
-from publishing.providers.webhook import WebhookAdapter
+from providers.webhook import WebhookAdapter
 from tests.providers import assert_no_secret, media_item
 from tests.providers.webhook import (
     PATH_TOKEN,

@@ -16,10 +16,8 @@ import requests
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from publishing import credentials
-from publishing.models import Account, Destination, Publication
-from publishing.providers import PROVIDERS, get_adapter
-from publishing.providers.base import (
+from providers import PROVIDERS, credentials, get_adapter
+from providers.base import (
     AccountContext,
     ErrorKind,
     NotSupported,
@@ -27,7 +25,8 @@ from publishing.providers.base import (
     PublishRequest,
     describe,
 )
-from publishing.providers.x import XAdapter, x_weighted_length
+from providers.x import XAdapter, x_weighted_length
+from publishing.models import Account, Destination, Publication
 from publishing.services import delivery, publications
 from publishing.services.accounts import account_context
 from tests.providers import assert_no_secret, media_item, tiny_png

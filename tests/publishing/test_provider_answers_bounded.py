@@ -12,8 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from publishing.providers.base import ErrorKind, ProviderError
-from publishing.providers.http import MAX_ANSWER_BYTES, HttpClient
+from providers.base import ErrorKind, ProviderError
+from providers.http import MAX_ANSWER_BYTES, HttpClient
 from tests.bomb_support import answering_server, brotli_bomb, gzip_bomb, measure
 
 MAX_GROWTH = 50 * 1000 * 1000

@@ -25,10 +25,10 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from providers import get_adapter
+from providers.base import PublishRequest
+from providers.feed import MAX_ENTRIES
 from publishing.models import Account, Destination, FeedEntry
-from publishing.providers import get_adapter
-from publishing.providers.base import PublishRequest
-from publishing.providers.feed import MAX_ENTRIES
 from publishing.services import delivery
 from publishing.services.accounts import account_context
 from readiness import services as readiness

@@ -18,9 +18,8 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from publishing import credentials
+from providers import PROVIDERS, credentials
 from publishing.models import Account, OAuthState, ProviderApp
-from publishing.providers import PROVIDERS
 from publishing.services.accounts import account_context
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers.bluesky import BlueskyStandIn

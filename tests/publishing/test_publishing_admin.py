@@ -2,7 +2,7 @@
 
 import pytest
 
-from publishing import credentials
+from providers import credentials
 from publishing.models import Account
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config.errors import DomainError
+from providers import get_adapter
 from publishing.models import Account, Destination, Publication, PublicationEvent
-from publishing.providers import get_adapter
 from publishing.services import delivery, publications
 from publishing.services.accounts import account_context
 from tests.providers.bluesky import BlueskyStandIn

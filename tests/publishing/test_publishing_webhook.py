@@ -18,7 +18,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from publishing import credentials
+from providers import credentials
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
 from publishing.services import delivery, media_links
 from tests.problem_asserts import assert_invalid

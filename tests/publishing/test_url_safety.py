@@ -25,10 +25,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from publishing.providers.base import ErrorKind, ProviderError
-from publishing.providers.http import HttpClient
-from publishing.providers.http_errors import BlockedAddressError
-from publishing.providers.url_safety import GuardedAdapter, check_public_url, is_public_ip
+from providers.base import ErrorKind, ProviderError
+from providers.http import HttpClient
+from providers.http_errors import BlockedAddressError
+from providers.url_safety import GuardedAdapter, check_public_url, is_public_ip
 
 STAND_IN = "127.0.0.1"
 

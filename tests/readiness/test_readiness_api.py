@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from providers import PROVIDERS
 from publishing.models import Account, Destination, Publication
-from publishing.providers import PROVIDERS
 from publishing.services import delivery
 from readiness import ledgers
 from readiness.models import (
@@ -228,7 +228,7 @@ def _projection_queries(workspace: Any) -> int:
 def test_projection_queries_do_not_grow_with_accounts(
     owner_client: APIClient, workspace: Any, django_assert_max_num_queries: Any
 ) -> None:
-    from publishing import credentials
+    from providers import credentials
 
     make_account(workspace)
     small = _projection_queries(workspace)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from publishing.providers import get_adapter
+from providers import get_adapter
 from readiness.decisions import (
     BLOCKERS,
     CERTIFICATION_TEST,
@@ -68,7 +68,7 @@ class Case:
     policy_mode: str = "standard"
 
     def decide(self) -> Any:
-        from publishing.providers import PROVIDERS
+        from providers import PROVIDERS
 
         caps = get_adapter(self.provider).capabilities if self.provider in PROVIDERS else None
         app = app_identity(self.provider, caps)

@@ -12,7 +12,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from config.errors import DomainError
-from publishing.providers import get_adapter
+from providers import get_adapter
 from readiness import ledgers
 from readiness import services as readiness
 from readiness.models import (

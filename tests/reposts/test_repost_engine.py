@@ -13,8 +13,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from providers import get_adapter
 from publishing.models import Account
-from publishing.providers import get_adapter
 from publishing.services.accounts import account_context
 from reposts import engine, rules
 from reposts.models import RepostExecution, RepostStage

@@ -16,7 +16,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
-from publishing import credentials
+from providers import credentials
 from publishing.models import (
     Account,
     Destination,

@@ -15,13 +15,13 @@ from django.utils import timezone
 
 from config.queries import CompiledQuery, Param
 from config.types import ModelId
-from publishing import tasks
-from publishing.models import Destination, Publication
-from publishing.providers.base import (
+from providers.base import (
     ErrorKind,
     ProviderError,
     PublishResult,
 )
+from publishing import tasks
+from publishing.models import Destination, Publication
 from publishing.services.accounts import account_mark_reconnect_required
 from publishing.services.publications import event_record
 

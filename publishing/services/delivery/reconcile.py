@@ -17,14 +17,14 @@ from django.utils import timezone
 
 from config.db import release_connection
 from config.types import ModelId
-from publishing import tasks
-from publishing.models import Destination
-from publishing.providers import get_adapter
-from publishing.providers.base import (
+from providers import get_adapter
+from providers.base import (
     ErrorKind,
     NotSupported,
     ProviderError,
 )
+from publishing import tasks
+from publishing.models import Destination
 from publishing.services.accounts import account_context, account_mark_reconnect_required
 from publishing.services.delivery.outcomes import S, aggregate, backoff_seconds, publish_succeeded
 from publishing.services.delivery.politeness import host_paused_until, pause_host, provider_host

@@ -16,14 +16,14 @@ from django.utils import timezone
 from config.db import release_connection
 from config.queries import CompiledQuery, Param
 from config.types import ModelId
-from publishing.models import Destination, Media
-from publishing.providers import get_adapter
-from publishing.providers.base import (
+from providers import get_adapter
+from providers.base import (
     ErrorKind,
     MediaItem,
     ProviderError,
     PublishRequest,
 )
+from publishing.models import Destination, Media
 from publishing.services import tokens  # just-in-time token refresh before a send
 from publishing.services.accounts import account_context
 from publishing.services.delivery.outcomes import S, handle_failure, publish_succeeded, settle
