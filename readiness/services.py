@@ -29,6 +29,7 @@ from readiness.decisions import (
     AccountFacts,
     Blocker,
     Decision,
+    DecisionInputs,
     Policy,
     evaluate,
 )
@@ -174,15 +175,17 @@ def decide_many(requests: Sequence[DecisionRequest]) -> list[Decision]:
     now = timezone.now()
     return [
         evaluate(
-            subject=subject,
-            caps=caps,
-            app=app,
-            contract=contract,
-            evidence=evidence,
-            policy=policy,
-            now=now,
-            account=account_facts,
-            intent=intent,
+            DecisionInputs(
+                subject=subject,
+                caps=caps,
+                app=app,
+                contract=contract,
+                evidence=evidence,
+                policy=policy,
+                now=now,
+                account=account_facts,
+                intent=intent,
+            )
         )
         for subject, caps, app, contract, account_facts, intent in prepared
     ]

@@ -22,6 +22,7 @@ from readiness.decisions import (
     HEALTHY,
     STATES,
     AccountFacts,
+    DecisionInputs,
     Policy,
     evaluate,
 )
@@ -116,15 +117,17 @@ class Case:
             claims=self.claims,
         )
         return evaluate(
-            subject=subject,
-            caps=caps,
-            app=app,
-            contract=contract,
-            evidence=evidence,
-            policy=policy,
-            now=NOW,
-            account=self.account,
-            intent=self.intent,
+            DecisionInputs(
+                subject=subject,
+                caps=caps,
+                app=app,
+                contract=contract,
+                evidence=evidence,
+                policy=policy,
+                now=NOW,
+                account=self.account,
+                intent=self.intent,
+            )
         )
 
 
