@@ -151,6 +151,87 @@ def test_projection_reports_blocking_issues(
     assert [i["code"] for i in entries["bluesky"]["blocking_issues"]] == ["provider_disabled"]
 
 
+def test_projection_counts_issues_per_provider_connect_first(workspace: Any, settings: Any) -> None:
+    """Each provider's blocking issues: every blocker of its connect decision and of its accounts'
+    immediate and scheduled decisions, counted by code (sorted), each with the first detail
+    seen: the connect decision's."""
+    settings.HERALD_DISABLED_PROVIDERS = ["mastodon"]
+    make_account(workspace, "x")  # no operator app: the connect and every account decision
+    make_account(workspace, "mastodon", app=None)
+    entries = {
+        e["provider"]: e
+        for e in provider_readiness_projection(workspace_id=workspace.pk)["providers"]
+    }
+    assert entries["x"]["blocking_issues"] == [
+        {"code": "app_missing", "detail": "The provider app is not configured.", "count": 5}
+    ]
+    assert entries["linkedin"]["blocking_issues"] == [
+        {"code": "app_missing", "detail": "The provider app is not configured.", "count": 1}
+    ]
+    assert entries["mastodon"]["blocking_issues"] == [
+        {
+            "code": "app_missing",
+            "detail": "The account's provider app registration is missing.",
+            "count": 2,
+        },
+        {
+            "code": "provider_disabled",
+            "detail": "mastodon is disabled on this instance.",
+            "count": 3,
+        },
+    ]
+    assert list(entries["x"]) == [
+        "provider",
+        "display_name",
+        "state",
+        "executable",
+        "connectable",
+        "publishable",
+        "advertisable",
+        "intent",
+        "facts",
+        "blockers",
+        "contract_digest",
+        "subject_digest",
+        "subject",
+        "configured_app_state",
+        "connected_accounts",
+        "blocking_issues",
+        "profiles",
+    ]
+
+
+def test_projection_narrows_to_the_given_accounts_and_one_profile(workspace: Any) -> None:
+    """Capability resolution: every provider's connect decision, and profiles (and account
+    counts) of the given accounts only, in one output profile when one is named."""
+    bot = make_account(workspace, "telegram")
+    other_bot = make_account(workspace, "telegram")
+    hook = make_account(workspace)
+    entries = {
+        e["provider"]: e
+        for e in provider_readiness_projection(
+            workspace_id=workspace.pk, accounts=[bot, hook], content_profile="telegram.photo"
+        )["providers"]
+    }
+    assert list(entries) == list(PROVIDERS)
+    telegram = entries["telegram"]
+    assert [(p["account_id"], p["output_profile"]) for p in telegram["profiles"]] == [
+        (str(bot.pk), "telegram.photo")
+    ]
+    assert telegram["connected_accounts"] == 1
+    assert entries["discord_webhook"]["profiles"] == []  # no telegram.photo there
+    assert entries["discord_webhook"]["connected_accounts"] == 1
+    every = {
+        e["provider"]: e
+        for e in provider_readiness_projection(workspace_id=workspace.pk)["providers"]
+    }
+    assert [(p["account_id"], p["output_profile"]) for p in every["telegram"]["profiles"]] == [
+        (str(account.pk), profile)
+        for account in sorted((bot, other_bot), key=lambda a: (a.created_at, a.pk))
+        for profile in ("telegram.message", "telegram.photo")
+    ]
+
+
 def test_projection_under_enforcement(
     owner_client: APIClient, workspace: Any, settings: Any
 ) -> None:
