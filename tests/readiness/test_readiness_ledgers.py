@@ -370,29 +370,26 @@ def test_each_certification_refusal_names_its_field(admin_user: Any, workspace: 
 def test_a_run_is_bound_to_its_named_instance_and_expires_after_its_retest_days(
     admin_user: Any, settings: Any
 ) -> None:
+    def connect_run(provider: str, **extra: Any) -> Any:
+        return ledgers.certification_append(
+            operator=admin_user,
+            kind="local",
+            provider=provider,
+            operation="connect",
+            checks=checks_for(provider, "connect"),
+            **extra,
+        )
+
     tested = timezone.now() - timedelta(days=2)
-    run = ledgers.certification_append(
-        operator=admin_user,
-        kind="local",
-        provider="mastodon",
-        operation="connect",
-        checks=checks_for("mastodon", "connect"),
-        instance_url="https://mastodon.example",
-        tested_at=tested,
-        retest_days=7,
+    run = connect_run(
+        "mastodon", instance_url="https://mastodon.example", tested_at=tested, retest_days=7
     )
     assert run.instance_fingerprint.startswith("instance:sha256:")
     assert run.account_kind == get_adapter("mastodon").capabilities.account_kind
     assert (run.account_fingerprint, run.external_result_fingerprint) == ("", "")
     assert run.granted_scopes == []
     assert (run.tested_at, run.expires_at) == (tested, tested + timedelta(days=7))
-    later = ledgers.certification_append(
-        operator=admin_user,
-        kind="local",
-        provider="bluesky",
-        operation="connect",
-        checks=checks_for("bluesky", "connect"),
-    )
+    later = connect_run("bluesky")
     assert later.expires_at - later.tested_at == timedelta(
         days=settings.HERALD_CERTIFICATION_RETEST_DAYS
     )
