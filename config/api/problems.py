@@ -15,7 +15,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from config.api.schema_urls import schema_url
-from config.errors import DomainError, FieldValidationError, RateLimitedError
+from config.errors import DomainError, FieldValidationError, RateLimitedError, field_error
 from config.outages import log_outage, outage_dependency
 
 logger = logging.getLogger(__name__)
@@ -104,14 +104,14 @@ def flatten_errors(data: Any, location: str) -> list[dict[str, Any]]:
         elif isinstance(node, list):
             if node and all(not isinstance(item, (dict, list)) for item in node):
                 for item in node:
-                    flat.append({"location": path, "message": str(item)})
+                    flat.append(field_error(path, str(item)))
             else:
                 for index, child in enumerate(node):
                     if child in ({}, [], None):
                         continue
                     walk(child, f"{path}[{index}]")
         else:
-            flat.append({"location": path, "message": str(node)})
+            flat.append(field_error(path, str(node)))
 
     walk(data, location)
     return flat
