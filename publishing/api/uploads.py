@@ -76,9 +76,7 @@ class _TusView(APIView):
         except ValueError:
             length = -1
         if length < 0:
-            raise FieldValidationError(
-                [{"location": "header.Content-Length", "message": "Not a number of bytes."}]
-            )
+            raise FieldValidationError.at("header.Content-Length", "Not a number of bytes.")
         if length > settings.HERALD_MAX_VIDEO_BYTES:
             raise UploadTooLargeError()
         return uploads.upload_append(

@@ -27,6 +27,7 @@ from config.errors import (
     PermissionDeniedError,
     PlanLimitError,
     ServiceUnavailableError,
+    field_error,
 )
 from config.types import ModelId
 from providers import PROVIDERS, credentials, feed, get_adapter
@@ -131,14 +132,8 @@ def normalize_instance_url(url: str) -> str:
 
 def _require_provider(provider: str, instance_url: str = "") -> None:
     if provider not in PROVIDERS:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.provider",
-                    "message": f"Unknown provider; one of {', '.join(PROVIDERS)}.",
-                    "value": provider,
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.provider", f"Unknown provider; one of {', '.join(PROVIDERS)}.", value=provider
         )
     _require_connectable(provider, instance_url)
 
@@ -169,7 +164,7 @@ def _input_invalid(exc: ProviderInputError) -> FieldValidationError:
     """The adapter's own check of the user's input failed: a 422 at that input (no value echoed,
     it may be a secret), not a 502, since no provider was asked."""
     location = "body.instance_url" if exc.field == "instance_url" else f"body.fields.{exc.field}"
-    return FieldValidationError([{"location": location, "message": exc.message}])
+    return FieldValidationError.at(location, exc.message)
 
 
 def account_connect(
@@ -202,10 +197,7 @@ def account_connect(
     missing = [name for name in caps.credential_fields if not (fields or {}).get(name)]
     if missing:
         raise FieldValidationError(
-            [
-                {"location": f"body.fields.{name}", "message": "This field is required."}
-                for name in missing
-            ]
+            [field_error(f"body.fields.{name}", "This field is required.") for name in missing]
         )
     connect_fields = dict(fields or {})
     if provider == feed.PROVIDER:
@@ -246,9 +238,7 @@ def _oauth_begin(
     """Store the pending connect; returns its state."""
     adapter = get_adapter(provider)
     if adapter.capabilities.federated and not instance_url:
-        raise FieldValidationError(
-            [{"location": "body.instance_url", "message": "The account's server URL is required."}]
-        )
+        raise FieldValidationError.at("body.instance_url", "The account's server URL is required.")
     instance_url = normalize_instance_url(instance_url)
     # One app registration per instance and callback URL: a registration is bound to its
     # redirect URI, so a second public origin needs (and gets) its own.

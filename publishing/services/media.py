@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from PIL import Image, UnidentifiedImageError
 
-from config.errors import FieldValidationError, NotFoundError
+from config.errors import FieldValidationError, NotFoundError, field_error
 from config.types import ModelId
 from publishing import tasks
 from publishing.errors import MediaInUseError
@@ -65,22 +65,15 @@ def media_upload(
     access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     size = upload.size or 0
     if size <= 0:
-        raise FieldValidationError([{"location": "body.file", "message": "The file is empty."}])
+        raise FieldValidationError.at("body.file", "The file is empty.")
     if size > limit:
-        raise FieldValidationError(
-            [{"location": "body.file", "message": f"At most {limit} bytes."}]
-        )
+        raise FieldValidationError.at("body.file", f"At most {limit} bytes.")
     upload.seek(0)
     head = upload.read(32)
     mime = sniff_mime_type(head)
     if mime is None:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.file",
-                    "message": "Unsupported file type (PNG, JPEG, GIF, WebP, MP4, MOV or WebM).",
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.file", "Unsupported file type (PNG, JPEG, GIF, WebP, MP4, MOV or WebM)."
         )
     width = height = None
     if mime.startswith("image/"):
@@ -165,10 +158,8 @@ def _image_dimensions(upload: UploadedFile[bytes]) -> tuple[int, int]:
     limit = settings.HERALD_MAX_IMAGE_PIXELS
     if Image.MAX_IMAGE_PIXELS:
         limit = min(limit, Image.MAX_IMAGE_PIXELS)
-    too_many = [
-        {"location": "body.file", "message": f"The image has too many pixels; at most {limit}."}
-    ]
-    damaged = [{"location": "body.file", "message": "The image is damaged or not decodable."}]
+    too_many = [field_error("body.file", f"The image has too many pixels; at most {limit}.")]
+    damaged = [field_error("body.file", "The image is damaged or not decodable.")]
     try:
         upload.seek(0)
         with Image.open(upload) as image:
@@ -197,7 +188,7 @@ def _check_video(upload: UploadedFile[bytes], mime: str) -> None:
         upload.seek(0)
         check_mp4_video(upload, mime)
     except VideoRefused as exc:
-        raise FieldValidationError([{"location": "body.file", "message": str(exc)}]) from exc
+        raise FieldValidationError.at("body.file", str(exc)) from exc
     finally:
         upload.seek(0)
 

@@ -73,7 +73,7 @@ def parse_length(value: str | None, header: str) -> int:
 
 
 def _header_error(header: str, message: str) -> FieldValidationError:
-    return FieldValidationError([{"location": f"header.{header}", "message": message}])
+    return FieldValidationError.at(f"header.{header}", message)
 
 
 def upload_create(*, actor: Actor, length: int, metadata: dict[str, str]) -> Upload:

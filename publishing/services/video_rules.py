@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from config.errors import field_error
 from providers.base import OutputProfile, VideoRule
 from publishing.models import Media
 
@@ -29,31 +30,27 @@ def destination_video_errors(
     if rule is None or not rule.delivers:
         network = rule.network if rule is not None else profile.key.split(".", 1)[0].title()
         return [
-            {"location": location, "message": f"{network}: video is not supported yet."}
+            field_error(location, f"{network}: video is not supported yet.")
             for location, _ in videos
         ]
     errors: list[dict[str, Any]] = []
     if len(videos) > rule.max_count:
         for location, _ in videos[rule.max_count :]:
             errors.append(
-                {
-                    "location": location,
-                    "message": f"{rule.network}: at most {rule.max_count} video(s) per post.",
-                }
+                field_error(
+                    location, f"{rule.network}: at most {rule.max_count} video(s) per post."
+                )
             )
     if not rule.mixes_with_images and len(videos) < len(items):
         for location, _ in videos:
             errors.append(
-                {
-                    "location": location,
-                    "message": f"{rule.network}: a video cannot share a post with images; "
-                    "post it alone.",
-                }
+                field_error(
+                    location,
+                    f"{rule.network}: a video cannot share a post with images; post it alone.",
+                )
             )
     for location, media in videos:
-        errors.extend(
-            {"location": location, "message": message} for message in video_messages(rule, media)
-        )
+        errors.extend(field_error(location, message) for message in video_messages(rule, media))
     return errors
 
 
