@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from config.errors import FieldValidationError, PermissionDeniedError
+from config.errors import FieldValidationError, PermissionDeniedError, field_error
 from config.types import ModelId
 from readiness.catalog import catalog
 from readiness.models import (
@@ -65,14 +65,8 @@ def _require_admin(operator: Any) -> None:
 def _capabilities(provider: str, location: str = "body.provider") -> Any:
     catalogue = catalog()
     if provider not in catalogue.providers():
-        raise FieldValidationError(
-            [
-                {
-                    "location": location,
-                    "message": f"One of {', '.join(catalogue.providers())}.",
-                    "value": provider,
-                }
-            ]
+        raise FieldValidationError.at(
+            location, f"One of {', '.join(catalogue.providers())}.", value=provider
         )
     return catalogue.capabilities(provider)
 
@@ -80,9 +74,7 @@ def _capabilities(provider: str, location: str = "body.provider") -> Any:
 def _check_profile(caps: Any, output_profile: str, location: str = "body.output_profile") -> None:
     if output_profile and caps.profile(output_profile) is None:
         keys = ", ".join(p.key for p in caps.profiles)
-        raise FieldValidationError(
-            [{"location": location, "message": f"One of {keys}.", "value": output_profile}]
-        )
+        raise FieldValidationError.at(location, f"One of {keys}.", value=output_profile)
 
 
 def _app(provider: str, caps: Any) -> Any:
@@ -105,35 +97,17 @@ def approval_review_append(
     _require_admin(operator)
     caps = _capabilities(provider)
     if operations is not None and not operations:  # permits nothing: that is a rejection, say so
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.operations",
-                    "message": "Name at least one operation, or leave it out for all.",
-                    "value": [],
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.operations", "Name at least one operation, or leave it out for all.", value=[]
         )
     now = timezone.now()
     if reviewed_at is not None and reviewed_at > now + timedelta(minutes=5):
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.reviewed_at",
-                    "message": "Must not be in the future.",
-                    "value": reviewed_at.isoformat(),
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.reviewed_at", "Must not be in the future.", value=reviewed_at.isoformat()
         )
     if expires_at is not None and expires_at <= (reviewed_at or now):
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.expires_at",
-                    "message": "Must be after the review time.",
-                    "value": expires_at.isoformat(),
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.expires_at", "Must be after the review time.", value=expires_at.isoformat()
         )
     return ApprovalReview.objects.create(
         provider=provider,
@@ -163,14 +137,10 @@ def runtime_control_append(
     _check_profile(caps, output_profile)
     if output_profile and operation and operation not in PUBLISH_OPERATIONS:
         # Only publish subjects have an output profile: such a control would cover nothing.
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.output_profile",
-                    "message": f"A {operation} control covers the whole provider; leave it blank.",
-                    "value": output_profile,
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.output_profile",
+            f"A {operation} control covers the whole provider; leave it blank.",
+            value=output_profile,
         )
     return RuntimeControl.objects.create(
         provider=provider,
@@ -193,41 +163,32 @@ def _run_outcome(caps: Any, operation: str, checks: list[dict[str, str]]) -> str
         location = f"body.checks[{index}]"
         if check["name"] not in required:
             errors.append(
-                {
-                    "location": f"{location}.name",
-                    "message": f"Not a check of {operation}; required: {', '.join(required)}.",
-                    "value": check["name"],
-                }
+                field_error(
+                    f"{location}.name",
+                    f"Not a check of {operation}; required: {', '.join(required)}.",
+                    value=check["name"],
+                )
             )
         elif names.count(check["name"]) > 1:
-            errors.append(
-                {
-                    "location": f"{location}.name",
-                    "message": "Each check once.",
-                    "value": check["name"],
-                }
-            )
+            errors.append(field_error(f"{location}.name", "Each check once.", value=check["name"]))
         if check["outcome"] == "not_applicable":
             reasons = allowed.get(check["name"], ())
             if check.get("reason", "") not in reasons:
                 errors.append(
-                    {
-                        "location": f"{location}.reason",
-                        "message": "Not applicable is allowed only with a contract-approved reason"
+                    field_error(
+                        f"{location}.reason",
+                        "Not applicable is allowed only with a contract-approved reason"
                         + (f": {', '.join(reasons)}." if reasons else "; this check has none."),
-                        "value": check.get("reason", ""),
-                    }
+                        value=check.get("reason", ""),
+                    )
                 )
         elif check.get("reason"):
             errors.append(
-                {
-                    "location": f"{location}.reason",
-                    "message": "Only a not-applicable result has a reason.",
-                }
+                field_error(f"{location}.reason", "Only a not-applicable result has a reason.")
             )
     for name in required:
         if name not in names:
-            errors.append({"location": "body.checks", "message": f"The {name} check is missing."})
+            errors.append(field_error("body.checks", f"The {name} check is missing."))
     if errors:
         raise FieldValidationError(errors)
     return "passed" if all(check["outcome"] != "failed" for check in checks) else "failed"

@@ -66,14 +66,8 @@ def require_intent_allowed(*, user: Any, intent: str) -> None:
     """Only an instance administrator (superuser) may select ``certification_test`` when
     scheduling or publishing now; it bypasses only prior local and live evidence."""
     if intent not in INTENTS:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.execution_intent",
-                    "message": f"One of {', '.join(INTENTS)}.",
-                    "value": intent,
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.execution_intent", f"One of {', '.join(INTENTS)}.", value=intent
         )
     if intent == CERTIFICATION_TEST and not (user is not None and user.is_superuser):
         raise PermissionDeniedError(
