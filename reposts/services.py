@@ -21,6 +21,7 @@ from config.errors import (
     NotFoundError,
     PermissionDeniedError,
     RevisionConflictError,
+    field_error,
 )
 from config.types import ModelId
 from publishing.models import Account
@@ -115,7 +116,7 @@ def _account_errors(
     errors: list[dict[str, Any]] = []
 
     def fail(location: str, message: str, value: Any) -> None:
-        errors.append({"location": location, "message": message, "value": value})
+        errors.append(field_error(location, message, value=value))
 
     for i, policy in enumerate(policies):
         min_views = int((policy.get("rule") or {}).get("min_views") or 0)
@@ -185,11 +186,11 @@ def repost_settings_replace(
             for p in RepostPolicy.objects.select_for_update().filter(workspace=workspace)
         }
         id_errors = [
-            {
-                "location": f"body.policies[{i}].id",
-                "message": "No policy of this workspace has this ID.",
-                "value": incoming["id"],
-            }
+            field_error(
+                f"body.policies[{i}].id",
+                "No policy of this workspace has this ID.",
+                value=incoming["id"],
+            )
             for i, incoming in enumerate(policies)
             if incoming.get("id") and _canonical(incoming["id"]) not in existing
         ]
@@ -303,24 +304,16 @@ def repost_grant_create(
         raise NotFoundError(f"No account with ID {account_pk}.")
     require_workspace(actor, account.workspace_id, role=WorkspaceMembership.Role.ADMIN)
     if account.workspace_id == source.pk:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.target_account_id",
-                    "message": "The account belongs to the source workspace; it needs no grant.",
-                    "value": str(target_account_id),
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.target_account_id",
+            "The account belongs to the source workspace; it needs no grant.",
+            value=str(target_account_id),
         )
     if account.provider not in supported_platforms():
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.target_account_id",
-                    "message": f"{account.provider} accounts cannot repost.",
-                    "value": str(target_account_id),
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.target_account_id",
+            f"{account.provider} accounts cannot repost.",
+            value=str(target_account_id),
         )
     try:
         with transaction.atomic():
