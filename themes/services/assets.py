@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
-from config.errors import FieldValidationError, NotFoundError
+from config.errors import FieldValidationError, NotFoundError, field_error
 from config.types import ModelId
 from themes.errors import ThemeAssetInUseError
 from themes.models import ThemeAsset
@@ -69,10 +69,9 @@ def sniff_media_type(head: bytes) -> str | None:
 
 
 def _invalid(location: str, message: str, value: Any = None) -> FieldValidationError:
-    error: dict[str, Any] = {"location": f"body.{location}", "message": message}
-    if value is not None:
-        error["value"] = value
-    return FieldValidationError([error])
+    if value is None:  # no value to show (a None value is never echoed here)
+        return FieldValidationError.at(f"body.{location}", message)
+    return FieldValidationError.at(f"body.{location}", message, value=value)
 
 
 @dataclass(frozen=True)
@@ -197,10 +196,7 @@ def theme_asset_upload(
         ]
         if missing:
             raise FieldValidationError(
-                [
-                    {"location": f"body.{field}", "message": "Required for a font."}
-                    for field in missing
-                ]
+                [field_error(f"body.{field}", "Required for a font.") for field in missing]
             )
         if not license_acknowledged:
             raise _invalid(
