@@ -110,14 +110,8 @@ def workspace_delete(
     if not recent and not password_confirmed:
         raise RecentAuthenticationRequiredError()
     if confirm_name != workspace.name:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.confirm_name",
-                    "message": "Must equal the workspace's exact name.",
-                    "value": confirm_name,
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.confirm_name", "Must equal the workspace's exact name.", value=confirm_name
         )
     blockers = workspace_deletion_blockers(workspace)
     if blockers:

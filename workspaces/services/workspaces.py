@@ -44,14 +44,8 @@ def _check_timezone(timezone_name: str) -> str:
     try:
         zoneinfo.ZoneInfo(timezone_name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError) as exc:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.timezone",
-                    "message": "Unknown IANA time zone.",
-                    "value": timezone_name,
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.timezone", "Unknown IANA time zone.", value=timezone_name
         ) from exc
     return timezone_name
 
@@ -117,7 +111,7 @@ def workspace_create(
             organization=organization, user=first_admin, role__in=ORG_ADMIN_ROLES
         ).exists():
             message = "Must be an owner or admin of the organization."
-            raise FieldValidationError([{"location": "body.first_admin", "message": message}])
+            raise FieldValidationError.at("body.first_admin", message)
     name = name_or_invalid(name, max_length=WORKSPACE_NAME_MAX)
     _check_timezone(timezone_name)
     plan = _ensure_default_plan()
@@ -178,9 +172,7 @@ def workspace_update(
         require_instance_admin(actor)
         plan = Plan.objects.filter(pk=plan_code).first()
         if plan is None:
-            raise FieldValidationError(
-                [{"location": "body.plan", "message": "Unknown plan.", "value": plan_code}]
-            )
+            raise FieldValidationError.at("body.plan", "Unknown plan.", value=plan_code)
         workspace.plan = plan
     try:
         with transaction.atomic():
