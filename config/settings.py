@@ -452,6 +452,11 @@ HERALD_MAX_IMAGE_PIXELS = env_int("HERALD_MAX_IMAGE_PIXELS", 50_000_000)
 # unfinished upload may sit idle before the cleanup task removes it and its spool file.
 HERALD_MAX_VIDEO_BYTES = env_int("HERALD_MAX_VIDEO_BYTES", 1024 * 1024 * 1024)
 HERALD_UPLOAD_EXPIRY_SECONDS = max(60, env_int("HERALD_UPLOAD_EXPIRY_SECONDS", 24 * 3600))
+# With S3 storage a resumable upload goes to the bucket as multipart parts of this size as its
+# bytes arrive (S3 takes no part below 5 MiB but the last).
+HERALD_S3_UPLOAD_PART_BYTES = max(
+    5 * 1024 * 1024, env_int("HERALD_S3_UPLOAD_PART_BYTES", 8 * 1024 * 1024)
+)
 # Lifetime of the signed public media URLs (/media/<token>/<name>) that providers fetch from;
 # with S3 storage the redirect to the object store's presigned URL has the same lifetime.
 HERALD_MEDIA_URL_SECONDS = max(60, env_int("HERALD_MEDIA_URL_SECONDS", 3600))

@@ -23,6 +23,17 @@ logger = logging.getLogger(__name__)
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEMS_PATH = "/docs/problems/"
 
+# Statuses outside the HTTP registry that a protocol Herald speaks defines: tus's checksum
+# extension answers a PATCH whose bytes do not match their Upload-Checksum with 460.
+EXTENSION_STATUS_PHRASES = {460: "Checksum Mismatch"}
+
+
+def status_phrase(status: int) -> str:
+    """The reason phrase of ``status``, the protocol extensions' own included."""
+    if status in EXTENSION_STATUS_PHRASES:
+        return EXTENSION_STATUS_PHRASES[status]
+    return HTTPStatus(status).phrase
+
 
 class RequestValidationError(exceptions.ValidationError):
     """A DRF validation error that knows where the input came from (body, query, path, header)."""
@@ -44,7 +55,7 @@ def _problem_body(
     body: dict[str, Any] = {
         "$schema": schema_url("ErrorModel", request),
         "type": "about:blank" if code in {"error"} else f"{_origin(request)}{PROBLEMS_PATH}{code}",
-        "title": HTTPStatus(status).phrase,
+        "title": status_phrase(status),
         "status": status,
         "detail": detail,
         "instance": request.path if request is not None else "",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Callable
 from functools import partial
 
 from django.conf import settings
@@ -58,9 +59,12 @@ def media_upload(
     upload: UploadedFile[bytes],
     alt_text: str = "",
     max_bytes: int | None = None,
+    place: Callable[[str, str], str] | None = None,
 ) -> Media:
     """Store ``upload`` as a media item once its bytes say what it is; ``max_bytes`` (default
-    ``HERALD_MAX_MEDIA_BYTES``) lets resumable uploads take files up to their own limit."""
+    ``HERALD_MAX_MEDIA_BYTES``) lets resumable uploads take files up to their own limit, and
+    ``place(name, mime_type)`` puts bytes already in the store at the item's name (an S3
+    multipart upload, copied inside the bucket) and answers the name used."""
     limit = settings.HERALD_MAX_MEDIA_BYTES if max_bytes is None else max_bytes
     access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     size = upload.size or 0
@@ -68,23 +72,12 @@ def media_upload(
         raise FieldValidationError.at("body.file", "The file is empty.")
     if size > limit:
         raise FieldValidationError.at("body.file", f"At most {limit} bytes.")
-    upload.seek(0)
-    head = upload.read(32)
-    mime = sniff_mime_type(head)
-    if mime is None:
-        raise FieldValidationError.at(
-            "body.file", "Unsupported file type (PNG, JPEG, GIF, WebP, MP4, MOV or WebM)."
-        )
+    mime = _sniffed(upload)
     width = height = None
     if mime.startswith("image/"):
         width, height = _image_dimensions(upload)
     else:
         _check_video(upload, mime)
-    digest = hashlib.sha256()
-    upload.seek(0)
-    for chunk in upload.chunks():
-        digest.update(chunk)
-    upload.seek(0)
     name = (upload.name or "upload")[-200:]
     media = Media(
         workspace=access.workspace,
@@ -93,13 +86,13 @@ def media_upload(
         size_bytes=size,
         width=width,
         height=height,
-        checksum_sha256=digest.hexdigest(),
+        checksum_sha256=_sha256(upload),
         alt_text=alt_text,
         created_by=actor.user,
         # A video is parsed now (a 422 when it is not one) and probed fully by a worker.
         status=Media.Status.READY if mime.startswith("image/") else Media.Status.PROCESSING,
     )
-    media.file.save(f"{media.pk}{_extension(mime)}", upload, save=False)
+    _store_file(media, upload, place)
     try:
         media.save()
     except Exception:
@@ -108,6 +101,36 @@ def media_upload(
     if media.status == Media.Status.PROCESSING:
         transaction.on_commit(partial(tasks.nudge, tasks.media_probe, str(media.pk)))
     return media
+
+
+def _store_file(
+    media: Media, upload: UploadedFile[bytes], place: Callable[[str, str], str] | None
+) -> None:
+    name = f"{media.pk}{_extension(media.mime_type)}"
+    if place is None:
+        media.file.save(name, upload, save=False)
+    else:
+        media.file.name = place(media.file.field.generate_filename(media, name), media.mime_type)
+
+
+def _sniffed(upload: UploadedFile[bytes]) -> str:
+    """The type the file's first bytes say; a 422 at ``body.file`` for any other."""
+    upload.seek(0)
+    mime = sniff_mime_type(upload.read(32))
+    if mime is None:
+        raise FieldValidationError.at(
+            "body.file", "Unsupported file type (PNG, JPEG, GIF, WebP, MP4, MOV or WebM)."
+        )
+    return mime
+
+
+def _sha256(upload: UploadedFile[bytes]) -> str:
+    digest = hashlib.sha256()
+    upload.seek(0)
+    for chunk in upload.chunks():
+        digest.update(chunk)
+    upload.seek(0)
+    return digest.hexdigest()
 
 
 def media_probe(*, media_id: ModelId) -> Media | None:
