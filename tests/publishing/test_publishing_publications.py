@@ -876,6 +876,22 @@ def test_every_failing_field_is_listed_once_in_request_order(
     assert not Publication.objects.exists()
 
 
+def test_create_settles_profile_and_options_without_changing_the_callers_destinations(
+    workspace: Any, user: User
+) -> None:
+    from publishing.services.publications import publication_create
+
+    masto = make_account(workspace, "mastodon")
+    destinations = [{"account_id": str(masto.pk), "options": {"language": "de"}}]
+    publication = publication_create(
+        actor=Actor(user=user), workspace_id=workspace.pk, text="x", destinations=destinations
+    )
+    assert destinations == [{"account_id": str(masto.pk), "options": {"language": "de"}}]
+    stored = publication.destinations.get()
+    assert stored.profile == "mastodon.post"
+    assert stored.options == {"language": "de", "visibility": "public"}
+
+
 def test_an_account_refusal_wins_over_every_field_error(
     owner_client: APIClient, workspace: Any, make_user: Callable[..., User]
 ) -> None:
