@@ -345,6 +345,22 @@ def connect(
             echo("Then check with: herald account list")
         return
     _offer_browser(url, browser=browser)
+    connected = _wait_for_connection(
+        client, workspace_id, provider, before, interval=interval, timeout=timeout
+    )
+    _emit_connected(hx, connected, {"account": connected, "authorization_url": url})
+
+
+def _wait_for_connection(
+    client: HeraldClient,
+    workspace_id: str,
+    provider: str,
+    before: dict[str, str],
+    *,
+    interval: float,
+    timeout: float,
+) -> dict[str, Any]:
+    """The account that appears after ``before``; exit 1 when none does in time."""
     echo(f"Waiting up to {timeout:.0f} s for the account (Ctrl-C stops waiting)…", err=True)
     connected = wait_for_account(
         client, workspace_id, provider, before, interval=interval, timeout=timeout
@@ -356,7 +372,7 @@ def connect(
             err=True,
         )
         raise click.exceptions.Exit(EXIT_FAILED)
-    _emit_connected(hx, connected, {"account": connected, "authorization_url": url})
+    return connected
 
 
 def _emit_connected(hx: HeraldContext, account: dict[str, Any], document: dict[str, Any]) -> None:

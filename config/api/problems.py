@@ -262,26 +262,32 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if outage is not None:
         return outage
     if isinstance(exc, DomainError):
-        headers: dict[str, str] = {}
-        if isinstance(exc, RateLimitedError):
-            headers["Retry-After"] = str(exc.retry_after)
-        response = Response(status=exc.status, headers=headers)
-        errors = exc.errors if isinstance(exc, FieldValidationError) else None
-        response = _finish(response, request, exc.code, exc.detail, errors)
-        # Extension members (RFC 9457 §3.2), e.g. the readiness decision that blocked a queue
-        # action; they never replace the standard members.
-        for name, value in getattr(exc, "extra", {}).items():
-            response.data.setdefault(name, value)
-        return response
-
+        return _domain_problem(exc, request)
     api_exc = _as_api_exception(exc)
     if api_exc is None:
         return None  # unexpected: Django's handler500 renders a detail-free problem
     handled = drf_exception_handler(api_exc, context)
     if handled is None:
         return None
-    response = handled
+    return _drf_problem(api_exc, handled, request)
 
+
+def _domain_problem(exc: DomainError, request: Any) -> Response:
+    headers: dict[str, str] = {}
+    if isinstance(exc, RateLimitedError):
+        headers["Retry-After"] = str(exc.retry_after)
+    response = Response(status=exc.status, headers=headers)
+    errors = exc.errors if isinstance(exc, FieldValidationError) else None
+    response = _finish(response, request, exc.code, exc.detail, errors)
+    # Extension members, e.g. the readiness decision that blocked a queue action; they never
+    # replace the standard members.
+    for name, value in getattr(exc, "extra", {}).items():
+        response.data.setdefault(name, value)
+    return response
+
+
+def _drf_problem(api_exc: exceptions.APIException, response: Response, request: Any) -> Response:
+    """DRF's answer to ``api_exc`` as a problem: 422 for validation, 401 for authentication."""
     if isinstance(api_exc, exceptions.ValidationError):
         response.status_code = 422
         location = getattr(api_exc, "location", "body")
