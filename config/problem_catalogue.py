@@ -138,8 +138,8 @@ OTHER_PROBLEMS: tuple[ProblemType, ...] = (
         "role_too_low",
         403,
         "Role too low",
-        "The caller's workspace or organization role is too low for this operation; the README's "
-        "role matrix lists which role each operation needs.",
+        "The caller's workspace or organization role is too low for this operation; the role "
+        "matrix of docs/people-and-roles.md lists which role each operation needs.",
     ),
     _p(
         "instance_admin_required",

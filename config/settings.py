@@ -1,4 +1,4 @@
-"""Herald settings: one module, every value from the environment (see README "Configuration")."""
+"""Herald settings: one module, every value from the environment (see docs/operations.md "Configuration")."""
 
 from __future__ import annotations
 
@@ -481,7 +481,7 @@ HERALD_DELIVERY_DEADLINE_SECONDS = env_int("HERALD_DELIVERY_DEADLINE_SECONDS", 6
 # indexed queries.
 HERALD_DISPATCH_INTERVAL_SECONDS = env_float("HERALD_DISPATCH_INTERVAL_SECONDS", 1.0)
 HERALD_DISPATCH_STALE_SECONDS = env_int("HERALD_DISPATCH_STALE_SECONDS", 30)
-# Politeness and fairness (README "Delivery"): provider calls in flight at once per
+# Politeness and fairness (docs/operations.md "Delivery: politeness and fairness"): provider calls in flight at once per
 # connected account and per provider host (a send waits up to the slot wait for a free slot,
 # then goes back to the queue without counting an attempt); a slot's lease frees it when a
 # worker dies holding it. The dispatcher lets at most this many destinations of one workspace

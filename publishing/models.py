@@ -57,7 +57,7 @@ class Account(models.Model):
     username = models.CharField(max_length=200)
     display_name = models.CharField(max_length=200, blank=True, default="")
     avatar_url = models.CharField(max_length=500, blank=True, default="")
-    # The account's public page on its provider; empty when there is none (README "Providers").
+    # The account's public page on its provider; empty when there is none (docs/architecture.md "Providers").
     # db_default: the previous release inserts accounts without naming this column.
     profile_url = models.CharField(max_length=500, blank=True, default="", db_default="")
     instance_url = models.CharField(max_length=300, blank=True, default="")

@@ -526,7 +526,7 @@ def account_get(*, actor: Actor, account_id: ModelId) -> Account:
 
 
 def account_disconnect(*, actor: Actor, account_id: ModelId) -> None:
-    """Admin-only (README "Roles"): a connected account belongs to the workspace and every
+    """Admin-only (docs/people-and-roles.md "Roles"): a connected account belongs to the workspace and every
     member publishes through it, so an editor may not take it away from the others."""
     account = _get_account(actor, account_id)
     require_workspace_role(

@@ -480,7 +480,7 @@ def publication_replace(
 @transaction.atomic
 def publication_delete(*, actor: Actor, publication_id: ModelId) -> None:
     """Editors delete drafts and publications that never published; once a destination has
-    published, deleting the record of it is admin-only (README "Roles")."""
+    published, deleting the record of it is admin-only (docs/people-and-roles.md "Roles")."""
     publication = _lock(actor, publication_id)
     if publication.destinations.filter(status=S.PUBLISHED).exists():
         require_workspace_role(

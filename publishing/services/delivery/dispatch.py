@@ -51,7 +51,7 @@ def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
     """Move up to ``batch`` due scheduled destinations to ``queued``, round-robin by workspace;
     their ids in that order, and whether a workspace's cap held some of its due work back.
 
-    Fairness (README "Delivery"): each workspace's due work is ranked by due time, and the batch
+    Fairness (docs/operations.md "Delivery: politeness and fairness"): each workspace's due work is ranked by due time, and the batch
     takes every workspace's first, then every workspace's second, and so on, so one workspace's
     burst never goes into the (FIFO) queue ahead of another's single due destination. A
     workspace has at most HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE destinations queued (ready) or

@@ -1,4 +1,4 @@
-"""Politeness (README "Delivery"): in-flight caps per account and per provider host, and the
+"""Politeness (docs/operations.md "Delivery: politeness and fairness"): in-flight caps per account and per provider host, and the
 pause of a host after a 429 or Retry-After. A send without a free slot gives its claim back."""
 
 from __future__ import annotations
