@@ -71,6 +71,7 @@ from bench._common import (  # noqa: E402
     loadavg,
     machine,
     process_tree_cpu_seconds,
+    seconds_after,
     write_results,
 )
 from bench.delivery import (  # noqa: E402
@@ -638,7 +639,7 @@ def run(
             publication__workspace=workspace, publication__scheduled_at__isnull=False
         ).values_list("publication__scheduled_at", "published_at")
     )
-    lags = [(published - due).total_seconds() for due, published in rows if published is not None]
+    lags = [seconds_after(due, published) for due, published in rows if published is not None]
     last = Destination.objects.filter(publication__workspace=workspace).aggregate(
         last=Max("published_at")
     )["last"]

@@ -72,6 +72,7 @@ from bench._common import (  # noqa: E402  (after the path set-up above)
     machine,
     percentile,
     process_tree_cpu_seconds,
+    seconds_after,
     write_results,
 )
 
@@ -396,9 +397,10 @@ def lag_workspaces(args: argparse.Namespace) -> int:
     from django.conf import settings
 
     cap = settings.HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE
-    if cap <= 1 or not args.lag_publications:
+    publications: int = args.lag_publications
+    if cap <= 1 or not publications:
         return 1
-    return math.ceil(args.lag_publications / (cap - 1))
+    return math.ceil(publications / (cap - 1))
 
 
 def lag_workspace_ids(seeded: Seeded) -> list[Any]:
@@ -647,14 +649,15 @@ def lag_phase(
     dispatch, start, published_lags, missing_probe = [], [], [], 0
     for pk, due, claimed, published, _ in rows:
         at = enqueued.get(str(pk))
+        assert due is not None, "a measured destination has its due time"
         if at is None:
             missing_probe += 1
         else:
             dispatch.append(at - due.timestamp())
         if claimed is not None:
-            start.append((claimed - due).total_seconds())
+            start.append(seconds_after(due, claimed))
         if published is not None:
-            published_lags.append((published - due).total_seconds())
+            published_lags.append(seconds_after(due, published))
     last_published = max((r[3] for r in rows if r[3] is not None), default=None)
     span = (last_published - due_second).total_seconds() if last_published else None
     return {

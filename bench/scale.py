@@ -554,7 +554,8 @@ def child(mode: str, url: str, args: argparse.Namespace, output: Path) -> dict[s
         str(args.audit_per_workspace),
     ]
     subprocess.run(command, check=True, cwd=ROOT)
-    return json.loads(output.read_text())
+    result: dict[str, Any] = json.loads(output.read_text())
+    return result
 
 
 def seeded(url: str) -> bool:
@@ -630,7 +631,7 @@ def main() -> int:
                     cpu[label].setdefault(name, []).extend(values)
                     db_cpu[label].setdefault(name, []).extend(result["db_cpu_ms"][name])
                 queries[label] = result["queries"]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in cpu["large"]:
         large, small = statistics.median(cpu["large"][name]), statistics.median(cpu["small"][name])
         rows.append(
