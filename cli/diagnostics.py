@@ -184,9 +184,9 @@ def _authenticated(
         workspace_id = str(workspaces[0].get("id"))
         workspace_source = "the only workspace the token reaches"
     if workspace_id is not None:
-        report["workspace"] = _workspace(
-            client, workspaces, workspace_id, workspace_source, problems
-        )
+        names = {str(w.get("id")): w.get("name") for w in workspaces}
+        entry = {"id": workspace_id, "source": workspace_source, "name": names.get(workspace_id)}
+        report["workspace"] = _workspace(client, entry, problems)
     catalogue_workspace = workspace_id or (str(workspaces[0]["id"]) if workspaces else None)
     if catalogue_workspace is not None:
         _account_providers(client, report, problems, catalogue_workspace, provider)
@@ -212,17 +212,10 @@ def _identity(report: dict[str, Any], me: dict[str, Any]) -> None:
     }
 
 
-def _workspace(
-    client: HeraldClient,
-    workspaces: list[dict[str, Any]],
-    workspace_id: str,
-    source: str,
-    problems: list[str],
-) -> dict[str, Any]:
-    """The active workspace with its plan, limits and usage (what the instance would refuse)."""
-    entry: dict[str, Any] = {"id": workspace_id, "source": source}
-    names = {str(w.get("id")): w.get("name") for w in workspaces}
-    entry["name"] = names.get(workspace_id)
+def _workspace(client: HeraldClient, entry: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    """The active workspace ``entry`` with its plan, limits and usage (what the instance would
+    refuse)."""
+    workspace_id = entry["id"]
     try:
         usage = client.workspace_usage(workspace_id)
     except HeraldError as exc:

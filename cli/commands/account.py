@@ -344,27 +344,18 @@ def connect(
         else:
             echo("Then check with: herald account list")
         return
-    _offer_browser(url, browser=browser)
-    connected = _wait_for_connection(
+    _offer_browser(url, browser=browser, timeout=timeout)
+    appeared = wait_for_account(
         client, workspace_id, provider, before, interval=interval, timeout=timeout
     )
+    connected = _require_connected(appeared, provider, timeout)
     _emit_connected(hx, connected, {"account": connected, "authorization_url": url})
 
 
-def _wait_for_connection(
-    client: HeraldClient,
-    workspace_id: str,
-    provider: str,
-    before: dict[str, str],
-    *,
-    interval: float,
-    timeout: float,
+def _require_connected(
+    connected: dict[str, Any] | None, provider: str, timeout: float
 ) -> dict[str, Any]:
-    """The account that appears after ``before``; exit 1 when none does in time."""
-    echo(f"Waiting up to {timeout:.0f} s for the account (Ctrl-C stops waiting)…", err=True)
-    connected = wait_for_account(
-        client, workspace_id, provider, before, interval=interval, timeout=timeout
-    )
+    """The account that appeared; exit 1 when none did in time."""
     if connected is None:
         echo(
             f"herald: no {printable(provider)} account appeared within {timeout:.0f} s; finish "
@@ -395,12 +386,13 @@ def _authorization_url(client: HeraldClient, result: dict[str, Any]) -> str:
     return url
 
 
-def _offer_browser(url: str, *, browser: bool) -> None:
+def _offer_browser(url: str, *, browser: bool, timeout: float) -> None:
     if browser and _browser_available() and _open_browser(url):
         echo("Opened it in your browser.", err=True)
     else:
         echo("Open it in a browser; this command waits for you.", err=True)
     echo("Do not share this link: whoever confirms it connects their own account here.", err=True)
+    echo(f"Waiting up to {timeout:.0f} s for the account (Ctrl-C stops waiting)…", err=True)
 
 
 # --- disconnect --------------------------------------------------------------------------------
