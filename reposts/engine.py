@@ -37,6 +37,7 @@ from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from config.nudge import nudge
 from config.types import ModelId
 from providers import get_adapter
 from providers.base import ErrorKind, NotSupported, ProviderError, PublishResult
@@ -95,7 +96,7 @@ def engine_tick(
     if due:
         lease = timedelta(seconds=settings.HERALD_REPOST_LEASE_SECONDS)
         RepostExecution.objects.filter(pk__in=due).update(next_check_at=now + lease)
-    send = dispatch or partial(tasks.nudge, tasks.execution_advance)
+    send = dispatch or partial(nudge, tasks.execution_advance)
     for execution_id in due:
         send(str(execution_id))
     return {"created": created, "dispatched": len(due)}

@@ -15,6 +15,7 @@ from django.db import transaction
 from PIL import Image, UnidentifiedImageError
 
 from config.errors import FieldValidationError, NotFoundError, field_error
+from config.nudge import nudge
 from config.types import ModelId
 from publishing import tasks
 from publishing.errors import MediaInUseError
@@ -99,7 +100,7 @@ def media_upload(
         media.file.delete(save=False)  # nothing orphaned in the store
         raise
     if media.status == Media.Status.PROCESSING:
-        transaction.on_commit(partial(tasks.nudge, tasks.media_probe, str(media.pk)))
+        transaction.on_commit(partial(nudge, tasks.media_probe, str(media.pk)))
     return media
 
 

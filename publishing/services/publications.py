@@ -24,6 +24,7 @@ from config.errors import (
     RevisionConflictError,
     field_error,
 )
+from config.nudge import nudge
 from config.types import ModelId
 from providers import get_adapter
 from providers.base import OptionSpec, OutputProfile
@@ -642,7 +643,7 @@ def publication_publish_now(
     )
     event_record(publication_id=publication.pk, kind="publication.queued", status=P.PUBLISHING)
     for destination_id in publication.destinations.values_list("pk", flat=True):
-        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination_id)))
+        transaction.on_commit(partial(nudge, tasks.delivery_send, str(destination_id)))
     return publication
 
 
@@ -694,5 +695,5 @@ def publication_retry_failed(*, actor: Actor, publication_id: ModelId) -> Public
         data={"destinations": [str(i) for i in ids]},
     )
     for destination_id in ids:
-        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination_id)))
+        transaction.on_commit(partial(nudge, tasks.delivery_send, str(destination_id)))
     return publication

@@ -41,6 +41,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.nudge import nudge
 from config.types import ModelId
 from providers import credentials, get_adapter
 from providers.base import ConnectedAccount, ErrorKind, ProviderError
@@ -248,9 +249,7 @@ def account_tokens_refresh_due() -> dict[str, int]:
             continue  # readiness reports it; nothing to refresh with
         if adapter.can_refresh(credentials=stored):
             if _expires_soon(account, now):
-                transaction.on_commit(
-                    partial(tasks.nudge, tasks.account_token_refresh, str(account.pk))
-                )
+                transaction.on_commit(partial(nudge, tasks.account_token_refresh, str(account.pk)))
                 counts["refresh_queued"] += 1
         elif account.token_expires_at is not None and account.token_expires_at <= now + warning:
             reason = _expiry_reason(account, adapter.capabilities.display_name)

@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.db import release_connection
+from config.nudge import nudge
 from config.types import ModelId
 from providers import get_adapter
 from providers.base import (
@@ -188,7 +189,7 @@ def _requeue_absent(destination: Destination) -> None:
             kind="destination.reconciled_absent",
             status=S.QUEUED,
         )
-        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination.pk)))
+        transaction.on_commit(partial(nudge, tasks.delivery_send, str(destination.pk)))
 
 
 def _reconcile_later(
