@@ -339,10 +339,7 @@ def connect(
     )
     echo(f"  {url}", err=hx.json)
     if not wait:
-        if hx.json:
-            emit_json(result)
-        else:
-            echo("Then check with: herald account list")
+        _emit_started(hx, result)
         return
     _offer_browser(url, browser=browser, timeout=timeout)
     appeared = wait_for_account(
@@ -372,6 +369,14 @@ def _emit_connected(hx: HeraldContext, account: dict[str, Any], document: dict[s
         emit_json(document)
     else:
         _report_connected(account)
+
+
+def _emit_started(hx: HeraldContext, result: dict[str, Any]) -> None:
+    """An authorization handed to the user without waiting for it (--no-wait)."""
+    if hx.json:
+        emit_json(result)
+    else:
+        echo("Then check with: herald account list")
 
 
 def _authorization_url(client: HeraldClient, result: dict[str, Any]) -> str:
