@@ -451,6 +451,11 @@ HERALD_MAX_IMAGE_PIXELS = env_int("HERALD_MAX_IMAGE_PIXELS", 50_000_000)
 # Resumable (tus) uploads at /api/v1/uploads: the largest file (413 above), and how long an
 # unfinished upload may sit idle before the cleanup task removes it and its spool file.
 HERALD_MAX_VIDEO_BYTES = env_int("HERALD_MAX_VIDEO_BYTES", 1024 * 1024 * 1024)
+# The probe worker converts a video to MP4 (H.264/AAC) when it is in another container or codec
+# (publishing/services/video_convert.py): a conversion stops after this many seconds or when its
+# output passes this size, and the video then stays as uploaded.
+HERALD_TRANSCODE_MAX_SECONDS = max(1, env_int("HERALD_TRANSCODE_MAX_SECONDS", 300))
+HERALD_TRANSCODE_MAX_BYTES = env_int("HERALD_TRANSCODE_MAX_BYTES", HERALD_MAX_VIDEO_BYTES)
 HERALD_UPLOAD_EXPIRY_SECONDS = max(60, env_int("HERALD_UPLOAD_EXPIRY_SECONDS", 24 * 3600))
 # With S3 storage a resumable upload goes to the bucket as multipart parts of this size as its
 # bytes arrive (S3 takes no part below 5 MiB but the last).

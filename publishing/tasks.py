@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
 
 @shared_task(
@@ -31,8 +32,9 @@ def delivery_reconcile(destination_id: str) -> None:
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
-    soft_time_limit=60,  # above the probe's own wall-clock budget (services.video.MAX_SECONDS)
-    time_limit=90,
+    # Above the budgets of two probes (services.video.MAX_SECONDS) and of a conversion.
+    soft_time_limit=settings.HERALD_TRANSCODE_MAX_SECONDS + 60,
+    time_limit=settings.HERALD_TRANSCODE_MAX_SECONDS + 90,
 )
 def media_probe(media_id: str) -> None:
     from publishing.services import media

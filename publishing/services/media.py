@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import tempfile
 from collections.abc import Callable
 from functools import partial
+from pathlib import Path
 
 from django.conf import settings
-from django.core.files.base import ContentFile
+from django.core.files.base import ContentFile, File
 from django.core.files.storage import Storage
 from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
@@ -22,6 +24,7 @@ from publishing.errors import MediaInUseError
 from publishing.models import Destination, Media, Publication
 from publishing.services import media_links
 from publishing.services.video import VideoRefused, check_mp4_video, probe_video
+from publishing.services.video_convert import convert_probed
 from workspaces.access import Actor, parse_id, require_workspace
 from workspaces.models import WorkspaceMembership
 
@@ -136,40 +139,81 @@ def _sha256(upload: UploadedFile[bytes]) -> str:
 
 def media_probe(*, media_id: ModelId) -> Media | None:
     """Probe a ``processing`` video: ``ready`` with its facts and a JPEG poster, or ``failed``
-    with the reason. Idempotent: an item already decided (or deleted) is left as it is."""
+    with the reason; a video in another container or codec than MP4 (H.264/AAC) is converted
+    first when that fits the bounds (``publishing.services.video_convert``). Idempotent: an
+    item already decided (or deleted) is left as it is."""
     media = Media.objects.filter(pk=media_id).first()
     if media is None or media.status != Media.Status.PROCESSING:
         return media
-    try:
-        with media.file.open("rb") as handle:
-            probe = probe_video(handle, media.mime_type)
-    except VideoRefused as exc:
-        return _probe_settle(media, status=Media.Status.FAILED, reason=str(exc))
-    except OSError:
-        logger.warning("media %s: the stored file cannot be read", media.pk)
-        return _probe_settle(
-            media, status=Media.Status.FAILED, reason="The stored file cannot be read."
-        )
+    with tempfile.TemporaryDirectory(
+        prefix="herald-convert-", dir=settings.FILE_UPLOAD_TEMP_DIR
+    ) as folder:
+        try:
+            with media.file.open("rb") as handle:
+                probe = probe_video(handle, media.mime_type)
+                probe, converted = convert_probed(handle, media.mime_type, probe, Path(folder))
+        except VideoRefused as exc:
+            return _probe_settle(media, status=Media.Status.FAILED, reason=str(exc))
+        except OSError:
+            logger.warning("media %s: the stored file cannot be read", media.pk)
+            return _probe_settle(
+                media, status=Media.Status.FAILED, reason="The stored file cannot be read."
+            )
+        replaced = _replace_file(media, converted) if converted is not None else None
     media.poster.save(f"{media.pk}-poster.jpg", ContentFile(probe.poster_jpeg), save=False)
     media.width, media.height = probe.facts["width"], probe.facts["height"]
-    return _probe_settle(media, status=Media.Status.READY, reason="", facts=probe.facts)
+    return _probe_settle(
+        media, status=Media.Status.READY, reason="", facts=probe.facts, replaced=replaced
+    )
+
+
+def _replace_file(media: Media, converted: Path) -> str:
+    """Store the converted MP4 as the item's file; the name of the file it replaces."""
+    replaced = str(media.file.name)
+    digest = hashlib.sha256()
+    with converted.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1024 * 1024), b""):
+            digest.update(chunk)
+        handle.seek(0)
+        media.file.save(f"{media.pk}.mp4", File(handle), save=False)
+    media.mime_type = "video/mp4"
+    media.size_bytes = converted.stat().st_size
+    media.checksum_sha256 = digest.hexdigest()
+    return replaced
 
 
 def _probe_settle(
-    media: Media, *, status: str, reason: str, facts: dict[str, object] | None = None
+    media: Media,
+    *,
+    status: str,
+    reason: str,
+    facts: dict[str, object] | None = None,
+    replaced: str | None = None,
 ) -> Media:
-    """Record the outcome unless another run already did (the row is re-checked under lock)."""
+    """Record the outcome unless another run already did (the row is re-checked under lock);
+    the file a conversion ``replaced`` is deleted once the new one is recorded."""
     with transaction.atomic():
         current = Media.objects.select_for_update().filter(pk=media.pk).first()
         if current is None or current.status != Media.Status.PROCESSING:
-            if media.poster and (current is None or current.poster.name != media.poster.name):
-                media.poster.delete(save=False)
+            _drop_unrecorded(media, current, replaced)
             return current or media
         media.status = status
         media.failure_reason = reason[:500]
         media.probe = facts
-        media.save(update_fields=["status", "failure_reason", "probe", "poster", "width", "height"])
+        fields = ["status", "failure_reason", "probe", "poster", "width", "height"]
+        if replaced is not None:
+            fields += ["file", "mime_type", "size_bytes", "checksum_sha256"]
+            transaction.on_commit(partial(_delete_stored, media.file.storage, [replaced]))
+        media.save(update_fields=fields)
     return media
+
+
+def _drop_unrecorded(media: Media, current: Media | None, replaced: str | None) -> None:
+    """Files this run stored that another run's outcome does not use."""
+    if media.poster and (current is None or current.poster.name != media.poster.name):
+        media.poster.delete(save=False)
+    if replaced is not None and (current is None or current.file.name != media.file.name):
+        media.file.delete(save=False)
 
 
 def _image_dimensions(upload: UploadedFile[bytes]) -> tuple[int, int]:

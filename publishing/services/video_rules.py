@@ -3,7 +3,8 @@
 Checked when a publication is created or replaced (a ``processing`` video passes what its probe
 cannot tell yet) and again when it is scheduled or published (every video must then be
 ``ready``). Each broken rule is one message, in words, naming the network, the limit and what
-to change: Herald does not transcode.
+to change. The probe worker already converted what it cheaply could to MP4 (H.264/AAC)
+(``publishing.services.video_convert``); a video whose conversion stopped at its bounds says so.
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ def video_messages(rule: VideoRule, media: Media) -> list[str]:
     facts = media.probe or {}
     if not facts:
         return out
+    before_format = len(out)
     container = facts.get("container")
     if rule.containers and container not in rule.containers:
         out.append(
@@ -86,6 +88,8 @@ def video_messages(rule: VideoRule, media: Media) -> list[str]:
             f"{n}: sound encoded as {_names(rule.audio_codecs)}; this one is {audio}. "
             "Re-encode the sound as AAC."
         )
+    if len(out) > before_format and facts.get("conversion_stopped"):
+        out.append(f"Herald did not convert it: {facts['conversion_stopped']}")
     out.extend(_duration(rule, facts.get("duration_seconds")))
     out.extend(_picture(rule, facts))
     return out
