@@ -81,6 +81,91 @@ def errors_of(response: Any) -> str:
     return response.content.decode()
 
 
+# --- How the admin writes: one service call, kept only if the page saves ------------------------
+
+
+def test_every_admin_that_writes_through_services_is_a_service_admin() -> None:
+    """One mechanism (config.admin): the identity pages and the readiness ledgers."""
+    from django.contrib import admin
+
+    from config.admin import ServiceAdmin
+
+    assert {
+        model._meta.label_lower
+        for model, model_admin in admin.site._registry.items()
+        if isinstance(model_admin, ServiceAdmin)
+    } == {
+        "workspaces.organization",
+        "workspaces.workspace",
+        "workspaces.workspacemembership",
+        "readiness.approvalreview",
+        "readiness.runtimecontrol",
+        "readiness.certificationrun",
+        "readiness.certificationcheck",
+    }
+
+
+def test_a_save_calls_the_service_once(
+    admin_client: Client,
+    workspace: Workspace,
+    make_user: Callable[..., User],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[dict[str, Any]] = []
+    real = services.workspace_member_add
+
+    def counted(**kwargs: Any) -> WorkspaceMembership:
+        calls.append(kwargs)
+        return real(**kwargs)
+
+    monkeypatch.setattr(services, "workspace_member_add", counted)
+    newcomer = make_user("newcomer@example.com")
+    response = admin_client.post(
+        url("workspaces_workspacemembership_add"),
+        {"workspace": workspace.pk, "user": newcomer.pk, "role": "viewer"},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert [call["user_id"] for call in calls] == [newcomer.pk]
+
+
+def test_the_admin_goes_on_with_the_row_the_service_saved(
+    admin_client: Client, root: User, user: User
+) -> None:
+    """The success message links to, and the admin log records, the row the service wrote."""
+    from django.contrib.admin.models import ADDITION, LogEntry
+
+    response = admin_client.post(
+        url("workspaces_organization_add"),
+        {"name": "\uff22eta", "owner": "owner@example.com"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    organization = Organization.objects.get(name="Beta")  # as the service normalized it
+    [message] = [str(m) for m in response.context["messages"]]
+    assert url("workspaces_organization_change", organization.pk) in message
+    assert "Beta" in message
+    [entry] = LogEntry.objects.filter(user=root)
+    assert (entry.action_flag, entry.object_id, entry.object_repr) == (
+        ADDITION,
+        str(organization.pk),
+        str(organization),
+    )
+
+
+def test_a_page_that_fails_after_its_form_keeps_no_write(
+    admin_client: Client, workspace: Workspace
+) -> None:
+    """The form is valid and its service call wrote, but the page's inline data is missing: the
+    page shows the error and the write is rolled back."""
+    response = admin_client.post(
+        url("workspaces_workspace_change", workspace.pk),
+        {"name": "Renamed", "timezone": "Asia/Tokyo", "plan": "self_hosted"},
+    )
+    assert "ManagementForm data is missing" in errors_of(response)
+    workspace.refresh_from_db()
+    assert (workspace.name, workspace.timezone) == ("Main", "UTC")
+
+
 # --- Workspace memberships ----------------------------------------------------------------
 
 
