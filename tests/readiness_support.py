@@ -104,6 +104,23 @@ def certify(
     return runs
 
 
+def run_form_fields(account: Any, **changes: str) -> dict[str, str]:
+    """The admin add form of a local publish_immediate run of ``account`` (a webhook)."""
+    fields = {
+        "kind": "local",
+        "provider": "discord_webhook",
+        "operation": "publish_immediate",
+        "output_profile": "discord_webhook.message",
+        "account_id": str(account.pk),
+        "external_result_reference": "message 1234",
+        **changes,
+    }
+    for check in checks_for("discord_webhook", "publish_immediate"):
+        fields[f"check_{check['name']}"] = check["outcome"]
+        fields[f"reason_{check['name']}"] = check.get("reason", "")
+    return fields
+
+
 def approve_and_enable(operator: Any, provider: str, *, outcome: str = "approved") -> None:
     ledgers.approval_review_append(
         operator=operator,

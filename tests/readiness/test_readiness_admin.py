@@ -7,15 +7,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from django.contrib.admin.models import ADDITION, LogEntry
 from django.test import Client
 from django.urls import reverse
 
 from readiness import ledgers
 from readiness.models import CertificationRun, RuntimeControl
+from tests.admin_support import assert_addition_logged, record_calls
 from tests.readiness_support import (  # noqa: F401  (scan_ledgers: autouse fixture)
-    checks_for,
     make_account,
+    run_form_fields,
     scan_ledgers,
 )
 
@@ -44,14 +44,7 @@ def client(admin_user: Any) -> Client:
 def test_an_append_calls_the_ledger_service_once(
     client: Client, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[dict[str, Any]] = []
-    real = ledgers.runtime_control_append
-
-    def counted(**kwargs: Any) -> RuntimeControl:
-        calls.append(kwargs)
-        return real(**kwargs)
-
-    monkeypatch.setattr(ledgers, "runtime_control_append", counted)
+    calls = record_calls(monkeypatch, ledgers, "runtime_control_append")
     response = client.post(reverse("admin:readiness_runtimecontrol_add"), CONTROL)
     assert response.status_code == 302, response.content.decode()[:2000]
     assert [call["mode"] for call in calls] == ["disabled"]
@@ -66,29 +59,13 @@ def test_the_admin_goes_on_with_the_appended_row(client: Client, admin_user: Any
     [message] = [str(m) for m in response.context["messages"]]
     assert f"“{control}” was added" in message
     assert f"#{control.pk}" in str(control)
-    [entry] = LogEntry.objects.filter(user=admin_user)
-    assert (entry.action_flag, entry.object_id, entry.object_repr) == (
-        ADDITION,
-        str(control.pk),
-        str(control),
-    )
+    assert_addition_logged(admin_user, control)
 
 
 def test_a_refusal_shows_at_the_field_it_names_or_above_the_form(
     client: Client, workspace: Any
 ) -> None:
-    account = make_account(workspace)
-    fields = {
-        "kind": "local",
-        "provider": "discord_webhook",
-        "operation": "publish_immediate",
-        "output_profile": "discord_webhook.poll",
-        "account_id": str(account.pk),
-        "external_result_reference": "message 1234",
-    }
-    for check in checks_for("discord_webhook", "publish_immediate"):
-        fields[f"check_{check['name']}"] = check["outcome"]
-        fields[f"reason_{check['name']}"] = check.get("reason", "")
+    fields = run_form_fields(make_account(workspace), output_profile="discord_webhook.poll")
     add = reverse("admin:readiness_certificationrun_add")
     response = client.post(add, fields)
     assert response.status_code == 200

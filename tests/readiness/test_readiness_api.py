@@ -37,6 +37,7 @@ from tests.readiness_support import (  # noqa: F401  (scan_ledgers: autouse fixt
     enforce,
     ledger_values,
     make_account,
+    run_form_fields,
     scan_ledgers,
 )
 
@@ -820,18 +821,7 @@ def test_admin_pages_are_add_only(admin_user: Any, workspace: Any) -> None:
     assert ApprovalReview.objects.latest("id").operations == sorted(
         OPERATIONS
     )  # none selected: all
-    account = make_account(workspace)
-    fields = {
-        "kind": "local",
-        "provider": "discord_webhook",
-        "operation": "publish_immediate",
-        "output_profile": "discord_webhook.message",
-        "account_id": str(account.pk),
-        "external_result_reference": "message 1234",
-    }
-    for check in checks_for("discord_webhook", "publish_immediate"):
-        fields[f"check_{check['name']}"] = check["outcome"]
-        fields[f"reason_{check['name']}"] = check.get("reason", "")
+    fields = run_form_fields(make_account(workspace))
     response = client.post("/admin/readiness/certificationrun/add/", fields)
     assert response.status_code == 302, response.content.decode()[:3000]
     run = CertificationRun.objects.get()

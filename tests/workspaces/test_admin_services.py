@@ -26,6 +26,7 @@ from publishing.models import (
     PublicationEvent,
     SchedulerHeartbeat,
 )
+from tests.admin_support import assert_addition_logged, record_calls
 from voice.models import VoiceProfile
 from workspaces import services
 from workspaces.access import Actor
@@ -111,14 +112,7 @@ def test_a_save_calls_the_service_once(
     make_user: Callable[..., User],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    calls: list[dict[str, Any]] = []
-    real = services.workspace_member_add
-
-    def counted(**kwargs: Any) -> WorkspaceMembership:
-        calls.append(kwargs)
-        return real(**kwargs)
-
-    monkeypatch.setattr(services, "workspace_member_add", counted)
+    calls = record_calls(monkeypatch, services, "workspace_member_add")
     newcomer = make_user("newcomer@example.com")
     response = admin_client.post(
         url("workspaces_workspacemembership_add"),
@@ -132,7 +126,6 @@ def test_the_admin_goes_on_with_the_row_the_service_saved(
     admin_client: Client, root: User, user: User
 ) -> None:
     """The success message links to, and the admin log records, the row the service wrote."""
-    from django.contrib.admin.models import ADDITION, LogEntry
 
     response = admin_client.post(
         url("workspaces_organization_add"),
@@ -144,12 +137,7 @@ def test_the_admin_goes_on_with_the_row_the_service_saved(
     [message] = [str(m) for m in response.context["messages"]]
     assert url("workspaces_organization_change", organization.pk) in message
     assert "Beta" in message
-    [entry] = LogEntry.objects.filter(user=root)
-    assert (entry.action_flag, entry.object_id, entry.object_repr) == (
-        ADDITION,
-        str(organization.pk),
-        str(organization),
-    )
+    assert_addition_logged(root, organization)
 
 
 def test_a_page_that_fails_after_its_form_keeps_no_write(
