@@ -17,14 +17,17 @@ from django.core.exceptions import ImproperlyConfigured
 
 T = TypeVar("T")
 
-# Every key: its declaring module and what registers its value. docs/architecture.md lists them.
+# Every key, named after the package that declares it: what it holds, one value or many, and the
+# apps that fill it. docs/architecture.md lists them with their types.
 KEYS: dict[str, str] = {
-    "workspaces.data_summary": "what each app would delete with a workspace (many)",
-    "workspaces.blocker_check": "what keeps a workspace from being deleted (many)",
-    "workspaces.created": "what runs inside workspace_create's transaction (many)",
-    "providers.feed_entries": "where the built-in feed stores its entries (one, publishing)",
-    "readiness.accounts": "the connected accounts and OAuth apps readiness reads (one, publishing)",
-    "publishing.voice_override": "where a publication's voice override is stored (one, voice)",
+    "config.readiness_checks": "what else /api/v1/ready checks (many: publishing)",
+    "workspaces.data_summary": "what each app would delete with a workspace (many: publishing, "
+    "voice, reposts)",
+    "workspaces.blocker_check": "what keeps a workspace from being deleted (many: publishing)",
+    "workspaces.created": "what runs inside workspace_create's transaction (many: voice)",
+    "providers.feed_entries": "where the built-in feed stores its entries (one: publishing)",
+    "readiness.accounts": "the accounts and OAuth apps readiness reads (one: publishing)",
+    "publishing.voice_override": "where a publication's voice override is stored (one: voice)",
 }
 
 _values: dict[str, list[object]] = {name: [] for name in KEYS}
@@ -82,5 +85,5 @@ class Many(_Key[T]):
 
 
 def filled() -> dict[str, int]:
-    """How many values each key holds (for tests and the system check of a complete start)."""
+    """How many values each key holds (the tests check that start-up filled every key)."""
     return {name: len(values) for name, values in _values.items()}

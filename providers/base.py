@@ -417,7 +417,12 @@ def describe_video(rule: VideoRule | None) -> dict[str, Any]:
 
 def describe(adapter: ProviderAdapter) -> dict[str, Any]:
     """Capability metadata as plain JSON (catalogue and capability resolution)."""
-    caps = adapter.capabilities
+    return describe_capabilities(adapter.capabilities)
+
+
+def describe_capabilities(caps: Capabilities) -> dict[str, Any]:
+    """``describe`` of the adapter whose capability metadata this is (readiness's contract
+    digest describes the capabilities it decided over)."""
     return {
         "provider": caps.provider,
         "display_name": caps.display_name,

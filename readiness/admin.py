@@ -14,8 +14,8 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from config.admin import ServiceAdmin, ServiceForm
+from providers import PROVIDERS
 from readiness import ledgers
-from readiness.catalog import catalog
 from readiness.models import (
     OPERATIONS,
     ApprovalReview,
@@ -29,7 +29,7 @@ OPTIONAL_OPERATION_CHOICES = [("", "every operation"), *OPERATION_CHOICES]
 
 
 def _provider_choices() -> list[tuple[str, str]]:
-    return [(p, p) for p in catalog().providers()]
+    return [(p, p) for p in PROVIDERS]
 
 
 class LedgerAddForm(ServiceForm):

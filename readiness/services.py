@@ -20,7 +20,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from config.errors import FieldValidationError, PermissionDeniedError
-from readiness.catalog import catalog
+from providers import PROVIDERS, get_adapter
+from providers.base import Capabilities
+from readiness.catalog import ACCOUNTS, AccountRecord, credentials_readable
 from readiness.claims import advertised_claims
 from readiness.decisions import (
     CERTIFICATION_TEST,
@@ -99,23 +101,22 @@ class DecisionRequest:
     intent: str = NORMAL
 
 
-def _capabilities(provider: str) -> Any:
-    catalogue = catalog()
-    return catalogue.capabilities(provider) if provider in catalogue.providers() else None
+def _capabilities(provider: str) -> Capabilities | None:
+    return get_adapter(provider).capabilities if provider in PROVIDERS else None
 
 
-def provider_app(provider: str, caps: Any) -> AppIdentity:
+def provider_app(provider: str, caps: Capabilities | None) -> AppIdentity:
     """The effective provider app of this deployment (one query only for a registered OAuth app)."""
     needs_app_row = caps is not None and str(caps.connection) == "oauth2" and not caps.federated
     return app_identity(
         provider,
         caps,
-        database_app=catalog().has_registered_app(provider) if needs_app_row else None,
+        database_app=ACCOUNTS.get().has_registered_app(provider) if needs_app_row else None,
     )
 
 
-def _account_facts(account: Any) -> AccountFacts:
-    readable = not account.credentials_encrypted or catalog().credentials_readable(account)
+def _account_facts(account: AccountRecord) -> AccountFacts:
+    readable = not account.credentials_encrypted or credentials_readable(account)
     return AccountFacts(
         status=str(account.status),
         has_credentials=bool(account.credentials_encrypted),

@@ -13,7 +13,6 @@ from functools import partial
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
@@ -25,6 +24,7 @@ from config.errors import (
     field_error,
 )
 from config.nudge import nudge
+from config.registry import One
 from config.types import ModelId
 from providers import get_adapter
 from providers.base import OptionSpec, OutputProfile
@@ -51,21 +51,14 @@ class VoiceOverrideSetter(Protocol):
     def __call__(self, *, publication: Publication, voice_profile_id: ModelId | None) -> None: ...
 
 
-_voice_override_setter: VoiceOverrideSetter | None = None
-
-
-def register_voice_override_setter(setter: VoiceOverrideSetter) -> None:
-    """A publication's voice override lives in the voice app, which depends on publishing: it
-    registers its setter here (``VoiceConfig.ready``), so publishing never imports voice. The
-    setter runs inside the publishing service's transaction, after its access checks."""
-    global _voice_override_setter  # set once, at start-up
-    _voice_override_setter = setter
+# A publication's voice override lives in the voice app, which depends on publishing: it
+# registers its setter here (``VoiceConfig.ready``), so publishing never imports voice. The
+# setter runs inside the publishing service's transaction, after its access checks.
+VOICE_OVERRIDE: One[VoiceOverrideSetter] = One("publishing.voice_override")
 
 
 def _voice_override_set(publication: Publication, voice_profile_id: ModelId | None) -> None:
-    if _voice_override_setter is None:
-        raise ImproperlyConfigured("No voice override setter: the voice app is not installed.")
-    _voice_override_setter(publication=publication, voice_profile_id=voice_profile_id)
+    VOICE_OVERRIDE.get()(publication=publication, voice_profile_id=voice_profile_id)
 
 
 def event_record(

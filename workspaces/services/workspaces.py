@@ -3,12 +3,13 @@ change."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
 
 from config.errors import ConflictError, FieldValidationError, NotFoundError
 from config.names import name_or_invalid
+from config.registry import Many
 from config.types import ModelId
 from workspaces.access import (
     ORG_ADMIN_ROLES,
@@ -27,6 +28,10 @@ from workspaces.models import (
     WorkspaceMembership,
 )
 from workspaces.services.audit import audit_record, require_instance_admin
+
+# Apps that seed per-workspace data (the voice app's "Default voice") register here; each hook
+# runs inside workspace_create's transaction, after the first admin's membership is written.
+WORKSPACE_CREATED: Many[Callable[[Workspace], object]] = Many("workspaces.created")
 
 Role = WorkspaceMembership.Role
 Status = WorkspaceMembership.Status
@@ -133,18 +138,9 @@ def workspace_create(
         role=Role.ADMIN,
         status=Status.ACTIVE,
     )
-    for hook in _workspace_created_hooks:
+    for hook in WORKSPACE_CREATED.all():
         hook(workspace)
     return workspace
-
-
-_workspace_created_hooks: list[Any] = []
-
-
-def register_workspace_created(hook: Any) -> None:
-    """Apps that seed per-workspace data (e.g. the default voice profile) register here."""
-    if hook not in _workspace_created_hooks:
-        _workspace_created_hooks.append(hook)
 
 
 @transaction.atomic
