@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import IO, Any, BinaryIO
+from typing import IO, Any
 
 
 class ConnectionMode(enum.StrEnum):
@@ -382,11 +382,6 @@ def can_repost(adapter: ProviderAdapter) -> bool:
         and cls.find_repost is not ProviderAdapter.find_repost
         and cls.unrepost is not ProviderAdapter.unrepost
     )
-
-
-def iter_chunks(stream: BinaryIO, size: int = 64 * 1024) -> Iterator[bytes]:
-    while chunk := stream.read(size):
-        yield chunk
 
 
 def describe_video(rule: VideoRule | None) -> dict[str, Any]:
