@@ -8,7 +8,7 @@ delivered by the shipped worker and beat commands to a provider stand-in answeri
 
 On the production path (PostgreSQL, Redis broker), like bench/delivery.py (whose set-up it
 reuses): a fresh database ``herald_bench_burst``, its own Redis database (flushed), the
-stand-in Mastodon (``python -m tests.providers.mastodon``, a ``ThreadingHTTPServer``) answering
+stand-in Mastodon (``python -m tests.providers.mastodon.standin``, a ``ThreadingHTTPServer``) answering
 every request after ``--delay-ms``; ``--destinations`` publications with one destination each
 (spread over ``--accounts`` accounts), seeded as drafts through the services. Then:
 
@@ -129,7 +129,7 @@ def start_standins(processes: Processes, env: dict[str, str], count: int) -> lis
     for k in range(count):
         process = processes.start(
             f"standin{k}",
-            [sys.executable, "-m", "tests.providers.mastodon", "--port", "0"],
+            [sys.executable, "-m", "tests.providers.mastodon.standin", "--port", "0"],
             env,
             stdout=subprocess.PIPE,
         )

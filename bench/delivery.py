@@ -8,7 +8,7 @@ What it does (details in bench/README.md), on the production path (PostgreSQL, R
 
 1. creates the PostgreSQL database ``herald_bench_delivery`` (dropped and re-created), migrates
    it, flushes its own Redis database, starts the stand-in Mastodon
-   (``python -m tests.providers.mastodon``) answering every request after ``--delay-ms`` (300 ms),
+   (``python -m tests.providers.mastodon.standin``) answering every request after ``--delay-ms`` (300 ms),
    and seeds through the services: a user, an organization, workspaces, ``--accounts`` connected
    Mastodon accounts with a registered app, and every publication as a draft;
 2. starts ``--workers`` Celery worker processes (``--pool``, ``--concurrency`` each) and Celery
@@ -235,7 +235,7 @@ class Processes:
 def start_standin(processes: Processes, env: dict[str, str]) -> dict[str, Any]:
     process = processes.start(
         "standin",
-        [sys.executable, "-m", "tests.providers.mastodon", "--port", "0"],
+        [sys.executable, "-m", "tests.providers.mastodon.standin", "--port", "0"],
         env,
         stdout=subprocess.PIPE,
     )

@@ -17,9 +17,9 @@ from providers.base import PublishRequest
 from publishing.models import Account, Destination, ProviderApp, Publication
 from publishing.services.accounts import account_context
 from reposts import engine
-from tests.providers.bluesky import ACCOUNTS as BLUESKY_ACCOUNTS
-from tests.providers.bluesky import REPOST, BlueskyStandIn
-from tests.providers.mastodon import FIXTURE_TOKEN, MastodonStandIn
+from tests.providers.bluesky.standin import ACCOUNTS as BLUESKY_ACCOUNTS
+from tests.providers.bluesky.standin import REPOST, BlueskyStandIn
+from tests.providers.mastodon.standin import FIXTURE_TOKEN, MastodonStandIn
 
 API = "/api/v1"
 FRIEND_TOKEN = "mastodon-friend-token-0123456789abcdef"

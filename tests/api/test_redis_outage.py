@@ -32,7 +32,7 @@ from config.nudge import nudge, reset_broker_backoff
 from config.outages import OutageLogFilter, reset_outage_log
 from publishing.models import Destination, Publication
 from tests.problem_asserts import assert_problem
-from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.publishing_support import make_account
 from tests.worker_harness import (
     BIN,

@@ -33,10 +33,10 @@ from publishing.services import delivery
 from publishing.services.accounts import account_context
 from readiness import services as readiness
 from tests.providers import tiny_png
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.mastodon import MastodonStandIn
-from tests.providers.telegram import TelegramStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
+from tests.providers.telegram.standin import TelegramStandIn
 from tests.publishing_support import (
     API,
     connect,

@@ -19,8 +19,8 @@ from publishing.models import Destination, IdempotencyRecord, Publication
 from publishing.services import delivery
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers import tiny_png
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.telegram import TelegramStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.telegram.standin import TelegramStandIn
 from tests.publishing_support import (
     API,
     connect,

@@ -22,7 +22,7 @@ from providers import credentials
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
 from publishing.services import delivery, media_links
 from tests.problem_asserts import assert_invalid
-from tests.providers.webhook import PATH_TOKEN, SECRET, WebhookReceiverStandIn
+from tests.providers.webhook.standin import PATH_TOKEN, SECRET, WebhookReceiverStandIn
 from tests.publishing_support import API, create_publication, ok, upload
 
 pytestmark = pytest.mark.django_db

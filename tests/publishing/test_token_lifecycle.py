@@ -39,7 +39,7 @@ from publishing.services.accounts import (
     account_disconnect,
 )
 from readiness import services as readiness
-from tests.providers.bluesky import BlueskyStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
 from tests.providers.standin import Reply, Request
 from workspaces.access import Actor
 

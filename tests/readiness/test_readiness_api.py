@@ -27,7 +27,7 @@ from readiness.models import (
 )
 from readiness.projection import provider_readiness_projection
 from tests.problem_asserts import assert_invalid, assert_problem
-from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.publishing_support import API, connect, create_publication, ok
 from tests.readiness_support import (  # noqa: F401  (scan_ledgers: autouse fixture)
     FORBIDDEN,

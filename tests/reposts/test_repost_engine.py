@@ -24,9 +24,9 @@ from publishing.services.accounts import account_context
 from reposts import engine, rules
 from reposts.models import RepostExecution, RepostStage
 from tests.openapi_support import SchemaChecker
-from tests.providers.bluesky import ACCOUNTS as BLUESKY_ACCOUNTS
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.bluesky.standin import ACCOUNTS as BLUESKY_ACCOUNTS
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.publishing_support import make_account
 from tests.repost_support import (
     API,

@@ -7,7 +7,7 @@ an image it cannot fetch makes the container ERROR), publish, permalink, the use
 cursor paging, insights, delete, and Graph API error objects (code 190 for a bad token, code 4
 for rate limits, code 100/33 for a missing object).
 
-Run alone: ``python -m tests.providers.threads --port 8406`` (app credentials in the fixtures).
+Run alone: ``python -m tests.providers.threads.standin --port 8406`` (app credentials in the fixtures).
 """
 
 from __future__ import annotations

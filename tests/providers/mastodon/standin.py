@@ -1,7 +1,7 @@
 """Stand-in Mastodon instance: apps, OAuth (auto-approving authorize, PKCE S256), accounts,
 media (202 + polling), statuses with Idempotency-Key dedupe, boosts, search.
 
-Run alone: ``python -m tests.providers.mastodon --port 8401``.
+Run alone: ``python -m tests.providers.mastodon.standin --port 8401``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Stand-in Telegram Bot API: ``/bot<token>/<method>`` with getMe, getChat, getUpdates,
 sendMessage and sendPhoto, answering ``{"ok": ...}`` envelopes like the real API.
 
-Run alone: ``python -m tests.providers.telegram --port 8404``.
+Run alone: ``python -m tests.providers.telegram.standin --port 8404``.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from providers.base import (
 )
 from providers.mastodon import MastodonAdapter, mastodon_length
 from tests.providers import assert_no_secret, media_item
-from tests.providers.mastodon import FIXTURE_TOKEN, MastodonStandIn
+from tests.providers.mastodon.standin import FIXTURE_TOKEN, MastodonStandIn
 
 REDIRECT = "https://herald.example/api/v1/accounts/oauth/callback"
 
@@ -64,7 +64,7 @@ def test_registry_knows_the_four_providers(settings) -> None:
     assert PROVIDERS[:4] == ("mastodon", "bluesky", "discord_webhook", "telegram")
     assert (
         "webhook" in PROVIDERS
-    )  # the generic signed webhook (tests/publishing/test_provider_adapters_webhook.py)
+    )  # the generic signed webhook (tests/providers/webhook/test_webhook_adapter.py)
     assert "feed" in PROVIDERS  # the built-in Herald feed (tests/publishing/test_provider_feed.py)
     assert [a.capabilities.provider for a in all_adapters()] == list(PROVIDERS)
     with pytest.raises(KeyError):

@@ -15,7 +15,7 @@ from providers.bluesky import (
     record_key_for,
 )
 from tests.providers import assert_no_secret, media_item, tiny_png
-from tests.providers.bluesky import ACCOUNTS, BlueskyStandIn
+from tests.providers.bluesky.standin import ACCOUNTS, BlueskyStandIn
 
 HERALD = ACCOUNTS["herald.test"]
 FRIEND = ACCOUNTS["friend.test"]

@@ -29,7 +29,7 @@ from providers.base import (
 )
 from providers.webhook import WebhookAdapter
 from tests.providers import assert_no_secret, media_item
-from tests.providers.webhook import (
+from tests.providers.webhook.standin import (
     PATH_TOKEN,
     SECRET,
     WebhookReceiverStandIn,
@@ -281,12 +281,12 @@ def test_secret_never_logged(adapter, server, account, caplog) -> None:
 
 
 def test_receiver_runs_as_a_process(settings) -> None:
-    """``python -m tests.providers.webhook`` prints its URL and secret and obeys the control API."""
+    """``python -m tests.providers.webhook.standin`` prints its URL and secret and obeys the control API."""
     settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = True
     settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 2.0
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.providers.webhook", "--port", "0"],
-        cwd=Path(__file__).resolve().parents[2],
+        [sys.executable, "-m", "tests.providers.webhook.standin", "--port", "0"],
+        cwd=Path(__file__).resolve().parents[3],
         stdout=subprocess.PIPE,
         text=True,
     )

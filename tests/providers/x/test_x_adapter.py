@@ -30,7 +30,7 @@ from publishing.models import Account, Destination, Publication
 from publishing.services import delivery, publications
 from publishing.services.accounts import account_context
 from tests.providers import assert_no_secret, media_item, tiny_png
-from tests.providers.x import CLIENT_SECRET, USER, XStandIn, weighted_length
+from tests.providers.x.standin import CLIENT_SECRET, USER, XStandIn, weighted_length
 from tests.publishing_support import API, confirm_start, follow_authorization, gif_bytes
 from workspaces.access import Actor
 from workspaces.models import User

@@ -29,7 +29,7 @@ from providers.linkedin import LinkedInAdapter, escape_little
 from publishing.models import Account, Destination, Publication
 from publishing.services import delivery, publications, tokens
 from tests.providers import assert_no_secret, media_item, tiny_png
-from tests.providers.linkedin import CLIENT_SECRET, MEMBER, ORGANIZATION, LinkedInStandIn
+from tests.providers.linkedin.standin import CLIENT_SECRET, MEMBER, ORGANIZATION, LinkedInStandIn
 from tests.publishing_support import API, confirm_start, follow_authorization
 from workspaces.access import Actor
 from workspaces.models import User

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def process(request) -> Iterator[dict[str, Any]]:
     proc = subprocess.Popen(
-        [sys.executable, "-m", f"tests.providers.{request.param}", "--port", "0"],
+        [sys.executable, "-m", f"tests.providers.{request.param}.standin", "--port", "0"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

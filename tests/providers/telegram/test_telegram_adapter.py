@@ -17,7 +17,14 @@ from providers.base import (
 )
 from providers.telegram import TelegramAdapter, telegram_length
 from tests.providers import assert_no_secret, media_item
-from tests.providers.telegram import BOT, BOT_TOKEN, CHANNEL, GROUP, PRIVATE, TelegramStandIn
+from tests.providers.telegram.standin import (
+    BOT,
+    BOT_TOKEN,
+    CHANNEL,
+    GROUP,
+    PRIVATE,
+    TelegramStandIn,
+)
 
 OTHER_TOKEN = "987654321:AAnotTheRightTokenButWellFormed_123456"
 

@@ -4,7 +4,7 @@ rotating refresh tokens, revoke), users/me, the v2 chunked media upload (initial
 finalize, STATUS polling, metadata), posts (create, lookup, delete, the user's timeline with
 t.co links), 429 with ``x-rate-limit-reset`` and X's error shapes.
 
-Run alone: ``python -m tests.providers.x --port 8405`` (app credentials in the fixtures).
+Run alone: ``python -m tests.providers.x.standin --port 8405`` (app credentials in the fixtures).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Duplicate record keys answer HTTP 500 ``InternalServerError``, as current PDS ve
 Extra fault key: ``{"expire_tokens": true}`` expires every access token issued so far (the next
 authenticated call answers 400 ``ExpiredToken``).
 
-Run alone: ``python -m tests.providers.bluesky --port 8402``.
+Run alone: ``python -m tests.providers.bluesky.standin --port 8402``.
 """
 
 from __future__ import annotations

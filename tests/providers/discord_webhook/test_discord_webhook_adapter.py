@@ -17,7 +17,7 @@ from providers.base import (
 )
 from providers.discord_webhook import DiscordWebhookAdapter
 from tests.providers import assert_no_secret, media_item
-from tests.providers.discord_webhook import (
+from tests.providers.discord_webhook.standin import (
     CHANNEL_ID,
     GUILD_ID,
     WEBHOOK_ID,

@@ -9,7 +9,7 @@ posts (create answering the URN in ``x-restli-id``, get, delete, by author with
 socialActions; 429 and LinkedIn's error shape ``{"status", "serviceErrorCode", "code",
 "message"}``. Commentary is stored as sent (little format); :meth:`plain_text` unescapes it.
 
-Run alone: ``python -m tests.providers.linkedin --port 8406``.
+Run alone: ``python -m tests.providers.linkedin.standin --port 8406``.
 """
 
 from __future__ import annotations

@@ -32,13 +32,13 @@ from providers.threads import ThreadsAdapter, threads_length
 from publishing.models import Account, Destination, Publication
 from publishing.services import delivery, publications
 from tests.providers import assert_no_secret, media_item, tiny_png
-from tests.providers.threads import (
+from tests.providers.threads.standin import (
     CLIENT_SECRET,
     USER,
     MediaHost,
     ThreadsStandIn,
 )
-from tests.providers.threads import (
+from tests.providers.threads.standin import (
     threads_length as standin_length,
 )
 from tests.publishing_support import API, confirm_start, follow_authorization, upload

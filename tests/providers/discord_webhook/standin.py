@@ -2,7 +2,7 @@
 ``payload_json`` + ``files[n]``, ``?wait=true``), get message.
 
 Webhook URLs look like ``<url>/api/webhooks/<id>/<token>`` (``/api/v10/...`` also accepted).
-Run alone: ``python -m tests.providers.discord_webhook --port 8403``.
+Run alone: ``python -m tests.providers.discord_webhook.standin --port 8403``.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ page, so the example is what the tests run), a bad signature is a 401, and a rep
 deliveries are recorded (parsed body, raw bytes, headers) and answered ``200 {"id": "rcv-<n>"}``
 (``204`` without a body after ``set_faults(reply_id=False)``). The usual stand-in faults apply.
 
-Run alone: ``python -m tests.providers.webhook --port 8405`` (prints the URL and the secret).
+Run alone: ``python -m tests.providers.webhook.standin --port 8405`` (prints the URL and the secret).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tests.providers.standin import Reply, Request, Route, StandIn, serve_main
 SECRET = "fixture-webhook-secret-0123456789abcdef"
 PATH = "/hooks/herald"
 PATH_TOKEN = "path-token-9f8e7d6c5b4a39281706"  # a token in the URL's query, never shown
-DOCS_PAGE = Path(__file__).resolve().parents[2] / "docs" / "providers" / "webhook.md"
+DOCS_PAGE = Path(__file__).resolve().parents[3] / "docs" / "providers" / "webhook.md"
 
 SignatureCheck = Callable[[bytes, str, str], bool]
 

@@ -18,7 +18,7 @@ from providers.http import USER_AGENT, HttpClient
 from providers.http_errors import classify, sanitize
 from providers.retry_after import parse_retry_after
 from providers.url_safety import check_public_url
-from tests.providers.telegram import TelegramStandIn
+from tests.providers.telegram.standin import TelegramStandIn
 
 
 def response(
