@@ -71,21 +71,12 @@ def media_upload(
     multipart upload, copied inside the bucket) and answers the name used."""
     limit = settings.HERALD_MAX_MEDIA_BYTES if max_bytes is None else max_bytes
     access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
-    size = upload.size or 0
-    if size <= 0:
-        raise FieldValidationError.at("body.file", "The file is empty.")
-    if size > limit:
-        raise FieldValidationError.at("body.file", f"At most {limit} bytes.")
+    size = _checked_size(upload, limit)
     mime = _sniffed(upload)
-    width = height = None
-    if mime.startswith("image/"):
-        width, height = _image_dimensions(upload)
-    else:
-        _check_video(upload, mime)
-    name = (upload.name or "upload")[-200:]
+    width, height = _checked_content(upload, mime)
     media = Media(
         workspace=access.workspace,
-        name=name,
+        name=(upload.name or "upload")[-200:],
         mime_type=mime,
         size_bytes=size,
         width=width,
@@ -105,6 +96,24 @@ def media_upload(
     if media.status == Media.Status.PROCESSING:
         transaction.on_commit(partial(nudge, tasks.media_probe, str(media.pk)))
     return media
+
+
+def _checked_size(upload: UploadedFile[bytes], limit: int) -> int:
+    size = upload.size or 0
+    if size <= 0:
+        raise FieldValidationError.at("body.file", "The file is empty.")
+    if size > limit:
+        raise FieldValidationError.at("body.file", f"At most {limit} bytes.")
+    return size
+
+
+def _checked_content(upload: UploadedFile[bytes], mime: str) -> tuple[int | None, int | None]:
+    """An image's width and height, once it decodes within the pixel limit; a video's container
+    is parsed (its dimensions come from the probe)."""
+    if mime.startswith("image/"):
+        return _image_dimensions(upload)
+    _check_video(upload, mime)
+    return None, None
 
 
 def _store_file(
