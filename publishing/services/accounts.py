@@ -440,8 +440,8 @@ def _store_account(
     connected: ConnectedAccount,
     app: ProviderApp | None,
 ) -> Account:
-    """Create the account, or refresh a live connection of the same external account. A stored
-    refresh token is never overwritten with an empty one (field lesson 6)."""
+    """Create the account, or refresh a live connection of the same external account (its
+    stored refresh token kept when the provider sends none)."""
     instance_url = connected.instance_url.rstrip("/")
     account = (
         Account.objects.select_for_update()
@@ -461,19 +461,43 @@ def _store_account(
             credentials.decrypt(account.credentials_encrypted), new_credentials
         )
     else:
-        # Checked again here: an OAuth connect was checked when it started, and other connects
-        # may have filled the plan since.
-        live = Account.objects.filter(workspace=workspace).exclude(
-            status=Account.Status.DISCONNECTED
-        )
-        plan_check_current(workspace=workspace, metric="connected_accounts", current=live.count())
-        account = Account(
+        account = _new_account(
+            actor=actor,
             workspace=workspace,
             provider=provider,
             instance_url=instance_url,
             external_id=connected.external_id,
-            connected_by=actor.user,
         )
+    _apply_connection(account, connected, new_credentials, app)
+    _save_account(account)
+    if reconnected:
+        _destinations_release(account_id=account.pk)
+    return account
+
+
+def _new_account(
+    *, actor: Actor, workspace: Any, provider: str, instance_url: str, external_id: str
+) -> Account:
+    """An unsaved account, once the plan has room for it: checked again here, since an OAuth
+    connect was checked when it started and other connects may have filled the plan since."""
+    live = Account.objects.filter(workspace=workspace).exclude(status=Account.Status.DISCONNECTED)
+    plan_check_current(workspace=workspace, metric="connected_accounts", current=live.count())
+    return Account(
+        workspace=workspace,
+        provider=provider,
+        instance_url=instance_url,
+        external_id=external_id,
+        connected_by=actor.user,
+    )
+
+
+def _apply_connection(
+    account: Account,
+    connected: ConnectedAccount,
+    new_credentials: dict[str, str],
+    app: ProviderApp | None,
+) -> None:
+    """The provider's answer on the account row: profile, grant, credentials, active again."""
     account.username = connected.username
     account.display_name = connected.display_name
     account.avatar_url = connected.avatar_url
@@ -487,6 +511,9 @@ def _store_account(
     account.status = Account.Status.ACTIVE
     account.status_reason = ""
     account.refresh_lease_until = None
+
+
+def _save_account(account: Account) -> None:
     try:
         with transaction.atomic():
             account.save()
@@ -502,9 +529,6 @@ def _store_account(
             code="dependency_unavailable",
             failing=["database"],
         ) from exc
-    if reconnected:
-        _destinations_release(account_id=account.pk)
-    return account
 
 
 def _get_account(
