@@ -1,4 +1,4 @@
-"""Discovery request and response shapes (spec §2 DiscoveryResult)."""
+"""Discovery request and response shapes (the request and the DiscoveryResult)."""
 
 from __future__ import annotations
 
