@@ -28,9 +28,6 @@ class Palette:
     def tone(self, hue: Hue, lightness: float, chroma_scale: float = 1.0) -> css.Rgba:
         return css.oklch_in_gamut(lightness, hue.chroma * chroma_scale * self.scale, hue.hue)
 
-    def n(self, lightness: float, chroma_scale: float = 1.0) -> css.Rgba:
-        return self.tone(self.recipe.neutral, lightness, chroma_scale)
-
     def solve(
         self,
         hue: Hue,
