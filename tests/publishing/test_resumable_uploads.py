@@ -23,9 +23,10 @@ from PIL import Image
 from rest_framework.test import APIClient
 
 from publishing.models import Media, Upload
+from publishing.services import media as media_service
 from publishing.services import uploads
 from tests.topology_support import free_port
-from tests.video_support import mp4_video
+from tests.video_support import make_video, mp4_video
 from workspaces.models import WorkspaceMembership
 
 TUS = {"HTTP_TUS_RESUMABLE": "1.0.0"}
@@ -558,3 +559,26 @@ def test_termination_and_expiry_abort_the_multipart_upload(
     assert keys(s3) == []
     assert list((tmp_path / "uploads").iterdir()) == []
     assert not Upload.objects.exists()
+
+
+def test_an_s3_upload_of_a_mov_is_remuxed_in_the_bucket_by_the_probe(
+    client: APIClient, workspace: Any, s3: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    data = make_video("mov", seconds=2, audio=True)
+    url = create(client, workspace, len(data))["Location"]
+    item_id = patch(client, url, 0, data)["Herald-Media-Id"]
+    uploaded = Media.objects.get(pk=item_id).file.name
+    assert uploaded.endswith(".mov")
+    with django_capture_on_commit_callbacks(execute=True):
+        media_service.media_probe(media_id=item_id)
+    item = Media.objects.get(pk=item_id)
+    assert (item.status, item.mime_type, item.probe["conversion"]) == (
+        "ready",
+        "video/mp4",
+        "remux",
+    )
+    stored = s3.get_object(Bucket=s3.herald_bucket, Key=f"herald/{item.file.name}")
+    assert stored["ContentType"] == "video/mp4"
+    assert hashlib.sha256(stored["Body"].read()).hexdigest() == item.checksum_sha256
+    assert sorted(keys(s3)) == sorted(f"herald/{n}" for n in (item.file.name, item.poster.name))
+    assert f"herald/{uploaded}" not in keys(s3)  # the MOV is gone
