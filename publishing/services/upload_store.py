@@ -19,7 +19,7 @@ import io
 import os
 import shutil
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Protocol
 
@@ -57,17 +57,25 @@ class Patch(Protocol):
 
 
 class UploadStore(Protocol):
-    def start(self, upload: Upload) -> None: ...
-
-    def patch(self, upload: Upload) -> Any:  # a context manager of a Patch
+    def start(self, upload: Upload) -> None:
+        """Prepare a new upload's store (before the row is saved)."""
         ...
 
-    def complete(self, upload: Upload) -> None: ...
-
-    def finished(self, upload: Upload) -> Any:  # a context manager of (file, Placer | None)
+    def patch(self, upload: Upload) -> AbstractContextManager[Patch]:
+        """One PATCH's writer, under the upload's lock; what is not kept is dropped on exit."""
         ...
 
-    def remove(self, upload: Upload) -> None: ...
+    def complete(self, upload: Upload) -> None:
+        """After the last byte: make the stored bytes one file (S3: complete the upload)."""
+        ...
+
+    def finished(self, upload: Upload) -> AbstractContextManager[tuple[IO[bytes], Placer | None]]:
+        """The finished file to read, and how to put it at a media item's name."""
+        ...
+
+    def remove(self, upload: Upload) -> None:
+        """Drop every byte the store holds for the upload; safe to run again."""
+        ...
 
 
 def spool_dir() -> Path:
