@@ -30,9 +30,12 @@ from urllib3 import exceptions as urllib3_exceptions
 
 from config.errors import ServiceUnavailableError, UpstreamError, UpstreamTimeoutError
 from discovery.cards import (
+    ANGLE_KEYS,
     LIMITS,
     MAX_ANGLES,
     MIN_ANGLES,
+    OPPORTUNITY_KEYS,
+    TREATMENT_KEYS,
     CardError,
     scrub_cards,
     stable_id,
@@ -83,15 +86,7 @@ REPLY_SCHEMA: dict[str, Any] = {
             "items": {
                 "type": "object",
                 "additionalProperties": False,
-                "required": [
-                    "title",
-                    "hook",
-                    "signal_date",
-                    "why_it_fits",
-                    "why_now",
-                    "angles",
-                    "platform_treatments",
-                ],
+                "required": [k for k in OPPORTUNITY_KEYS if k != "id"],
                 "properties": {
                     "title": _text("title"),
                     "hook": _text("hook"),
@@ -105,7 +100,7 @@ REPLY_SCHEMA: dict[str, Any] = {
                         "items": {
                             "type": "object",
                             "additionalProperties": False,
-                            "required": ["label", "thesis", "approach"],
+                            "required": [k for k in ANGLE_KEYS if k != "id"],
                             "properties": {
                                 "label": _text("label"),
                                 "thesis": _text("thesis"),
@@ -120,7 +115,7 @@ REPLY_SCHEMA: dict[str, Any] = {
                         "items": {
                             "type": "object",
                             "additionalProperties": False,
-                            "required": ["platform", "format", "media", "objective", "rationale"],
+                            "required": list(TREATMENT_KEYS),
                             "properties": {
                                 "platform": {"type": "string", "enum": None},  # requested
                                 "format": {"type": "string", "enum": None},  # theirs

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from config.errors import DomainError, UpstreamError, UpstreamTimeoutError
-from discovery.cards import LIMITS
+from discovery.cards import LIMITS, OPPORTUNITY_KEYS
 from discovery.context import Voice
 from discovery.engines import llm
 from discovery.engines.llm import LlmEngine, completions_url, reply_schema
@@ -50,16 +50,9 @@ def test_the_reply_schema_bounds_cards_angles_platforms_and_formats() -> None:
     assert (cards["type"], cards["minItems"], cards["maxItems"]) == ("array", 1, 4)
     card = cards["items"]
     assert card["additionalProperties"] is False
-    assert card["required"] == [
-        "title",
-        "hook",
-        "signal_date",
-        "why_it_fits",
-        "why_now",
-        "angles",
-        "platform_treatments",
-    ]
-    assert set(card["properties"]) == set(card["required"])  # ids are Herald's, not the model's
+    # Every member of a card but its id, which is Herald's, not the model's.
+    assert card["required"] == [k for k in OPPORTUNITY_KEYS if k != "id"]
+    assert set(card["properties"]) == set(card["required"])
     assert card["properties"]["signal_date"] == {
         "type": "string",
         "pattern": r"^\d{4}-\d{2}-\d{2}$",
