@@ -301,3 +301,27 @@ def test_an_angle_label_emptied_by_a_forbidden_phrase_gets_a_spare_label() -> No
         "Story from the work",
         "Myth vs. reality",
     ]
+
+
+def test_a_card_whose_angles_the_forbidden_phrases_gutted_is_dropped() -> None:
+    """Two whole theses forbidden leave the card two angles: it is dropped, never sent with
+    fewer than three (and a result can then be empty)."""
+    gutting = [
+        "Say plainly where you stand on incident response and why.",
+        "A concrete, repeatable way to handle incident response, taken from how you work.",
+    ]
+    definition = {"expertise": ["Incident response"], "forbidden_phrases": gutting}
+    assert BuiltinEngine().discover(context(definition, limit=1)).opportunities == []
+    cards = BuiltinEngine().discover(context(definition, limit=2)).opportunities
+    assert [c["title"] for c in cards] == ["What Acme Ops is here for"]
+
+
+def test_a_hook_scrubbed_to_nothing_gets_a_neutral_stand_in() -> None:
+    definition = {
+        "expertise": ["Incident response"],
+        "forbidden_phrases": [
+            "What I wish someone had told me about incident response much earlier."
+        ],
+    }
+    [card] = BuiltinEngine().discover(context(definition, limit=1)).opportunities
+    assert card["hook"] == "A post about Incident response."
