@@ -313,7 +313,7 @@ class HeraldClient:
         return self.get("/account-providers", workspace_id=workspace_id)
 
     def provider_readiness(self, workspace_id: str) -> JSON:
-        """The readiness projection (spec §1 rule 6), exactly as the API returns it."""
+        """The readiness projection, exactly as the API returns it."""
         return self.get("/provider-readiness", workspace_id=workspace_id)
 
     def accounts(

@@ -21,7 +21,7 @@ other provider (:func:`providers.http_errors.classify`): 429 rate limited with R
 
 An arbitrary receiver cannot be asked whether a delivery arrived, so reconcile raises
 ``CannotReconcile``: an ambiguous destination stays ``ambiguous`` for a person, and Herald never
-re-sends it on its own (field lesson 1), even though receivers are asked to deduplicate on
+re-sends it on its own (docs/decisions/0007-delivery-guarantees.md), even though receivers are asked to deduplicate on
 ``X-Herald-Delivery``. ``delete`` keeps the base ``NotSupported`` (a receiver cannot be asked to
 remove a post), and there is no refresh or revoke: disconnecting forgets the URL and the secret.
 """

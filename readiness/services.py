@@ -1,4 +1,4 @@
-"""The readiness service: may this exact operation run now? (spec §1, docs/decisions/0008-readiness-and-certification.md)
+"""The readiness service: may this exact operation run now? (docs/decisions/0008-readiness-and-certification.md)
 
 Every caller asks here — connect, queue actions, the delivery worker before each provider call,
 the catalogue, capability resolution and ``GET /provider-readiness`` — and all of them go
@@ -58,7 +58,7 @@ __all__ = [
 
 def enforcement_applies() -> bool:
     """Evidence, approval, runtime-control and scope gaps block only on a cloud deployment with
-    ``SERVICE_PROVIDER_CERTIFICATION_ENFORCED`` true (spec §1 "Enforcement flag")."""
+    ``SERVICE_PROVIDER_CERTIFICATION_ENFORCED`` true."""
     return settings.HERALD_DEPLOYMENT == "cloud" and bool(
         settings.SERVICE_PROVIDER_CERTIFICATION_ENFORCED
     )

@@ -28,7 +28,7 @@ PUBLISH_OPERATIONS = ("publish_immediate", "publish_scheduled")
 ACCOUNT_KIND_ANY = ""
 
 # Provider kinds without a public hosted claim: never advertised, whatever the ledger says
-# (spec §1 "Public claims"). Discord incoming webhooks (``discord_webhook``) are a separate
+# (docs/decisions/0008-readiness-and-certification.md). Discord incoming webhooks (``discord_webhook``) are a separate
 # built-in connection mode and stay supported.
 NEVER_ADVERTISED = frozenset({"pinterest", "telegram", "discord"})
 
@@ -179,7 +179,7 @@ BASE_CHECKS = ("connect", "account_authorization")
 
 
 def required_checks(operation: str) -> tuple[str, ...]:
-    """The checks a run must record (spec §1 "Certification evidence ledgers")."""
+    """The checks a run must record."""
     if operation in PUBLISH_OPERATIONS:
         return (*BASE_CHECKS, "provider_result", "reconciled_outcome", "refresh", "revoke")
     if operation == "connect":

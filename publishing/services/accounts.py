@@ -100,7 +100,7 @@ def account_context(account: Account) -> AccountContext:
 
 def account_credentials_store(new_credentials: dict[str, str], *, account_id: ModelId) -> None:
     """Persist rotated credentials (e.g. a Bluesky session refreshed mid-call). A refresh token
-    is never replaced by an empty one (field lesson 6)."""
+    is never replaced by an empty one (docs/decisions/0012-credentials-encryption.md)."""
     with transaction.atomic():
         account = Account.objects.select_for_update().filter(pk=account_id).first()
         if account is None or account.status == Account.Status.DISCONNECTED:
@@ -114,7 +114,7 @@ def account_credentials_store(new_credentials: dict[str, str], *, account_id: Mo
 
 
 def _merge_credentials(old: dict[str, str], new: dict[str, str]) -> dict[str, str]:
-    """A stored refresh token is never overwritten with an empty one (field lesson 6)."""
+    """A stored refresh token is never overwritten with an empty one (docs/decisions/0012-credentials-encryption.md)."""
     merged = dict(new)
     for key, value in old.items():
         if key.startswith("refresh") and not merged.get(key):

@@ -9,7 +9,7 @@ stored atomically, and ``reconnect_required`` when the grant is gone.
 * **Rotation.** The provider's reply is written in one UPDATE, under the row lock, in the same
   transaction as the new access token: access token, rotated refresh token and expiry are
   committed together or not at all, and nothing else (no profile read) runs between the reply
-  and the commit. A refresh token is never replaced by an empty one (field lesson 6).
+  and the commit. A refresh token is never replaced by an empty one.
   Should the process die in that window (after the provider replied, before the commit), the
   database still holds the previous, consistent pair: the previous access token stays valid
   until its expiry (refreshes run ``HERALD_TOKEN_REFRESH_AHEAD_SECONDS`` early), and the next
