@@ -8,6 +8,7 @@ import json
 import os
 import platform
 import subprocess
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -154,6 +155,13 @@ def backends_cpu_since(database: str, before: dict[int, float]) -> float:
 
 
 # --- Figures and report --------------------------------------------------------------------
+
+
+def seconds_after(due: datetime | None, at: datetime) -> float:
+    """Seconds from a measured row's due time to ``at`` (every measured row is scheduled, so
+    its due time is set)."""
+    assert due is not None, "a measured destination has its due time"
+    return (at - due).total_seconds()
 
 
 def percentile(values: list[float], fraction: float) -> float:

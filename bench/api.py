@@ -529,7 +529,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="also load /api/v1/health (DRF, no auth, no DB) and the audit page with limit=1",
     )
     parser.add_argument(
-        "--min-ratio", type=float, default=0.20, help="audit page (200 rows) / bare view floor"
+        "--min-ratio", type=float, default=0.15, help="audit page (200 rows) / bare view floor"
     )
     parser.add_argument(
         "--min-workspaces-ratio",

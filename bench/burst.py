@@ -8,7 +8,7 @@ delivered by the shipped worker and beat commands to a provider stand-in answeri
 
 On the production path (PostgreSQL, Redis broker), like bench/delivery.py (whose set-up it
 reuses): a fresh database ``herald_bench_burst``, its own Redis database (flushed), the
-stand-in Mastodon (``python -m tests.providers.mastodon``, a ``ThreadingHTTPServer``) answering
+stand-in Mastodon (``python -m tests.providers.mastodon.standin``, a ``ThreadingHTTPServer``) answering
 every request after ``--delay-ms``; ``--destinations`` publications with one destination each
 (spread over ``--accounts`` accounts), seeded as drafts through the services. Then:
 
@@ -71,6 +71,7 @@ from bench._common import (  # noqa: E402
     loadavg,
     machine,
     process_tree_cpu_seconds,
+    seconds_after,
     write_results,
 )
 from bench.delivery import (  # noqa: E402
@@ -128,7 +129,7 @@ def start_standins(processes: Processes, env: dict[str, str], count: int) -> lis
     for k in range(count):
         process = processes.start(
             f"standin{k}",
-            [sys.executable, "-m", "tests.providers.mastodon", "--port", "0"],
+            [sys.executable, "-m", "tests.providers.mastodon.standin", "--port", "0"],
             env,
             stdout=subprocess.PIPE,
         )
@@ -146,7 +147,7 @@ def start_standins(processes: Processes, env: dict[str, str], count: int) -> lis
 def seed(args: argparse.Namespace, standins: list[dict[str, Any]]) -> dict[str, Any]:
     import secrets
 
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
     from publishing.services.publications import publication_create
     from workspaces.access import Actor
@@ -638,7 +639,7 @@ def run(
             publication__workspace=workspace, publication__scheduled_at__isnull=False
         ).values_list("publication__scheduled_at", "published_at")
     )
-    lags = [(published - due).total_seconds() for due, published in rows if published is not None]
+    lags = [seconds_after(due, published) for due, published in rows if published is not None]
     last = Destination.objects.filter(publication__workspace=workspace).aggregate(
         last=Max("published_at")
     )["last"]

@@ -8,7 +8,7 @@ What it does (details in bench/README.md), on the production path (PostgreSQL, R
 
 1. creates the PostgreSQL database ``herald_bench_delivery`` (dropped and re-created), migrates
    it, flushes its own Redis database, starts the stand-in Mastodon
-   (``python -m tests.providers.mastodon``) answering every request after ``--delay-ms`` (300 ms),
+   (``python -m tests.providers.mastodon.standin``) answering every request after ``--delay-ms`` (300 ms),
    and seeds through the services: a user, an organization, workspaces, ``--accounts`` connected
    Mastodon accounts with a registered app, and every publication as a draft;
 2. starts ``--workers`` Celery worker processes (``--pool``, ``--concurrency`` each) and Celery
@@ -72,6 +72,7 @@ from bench._common import (  # noqa: E402  (after the path set-up above)
     machine,
     percentile,
     process_tree_cpu_seconds,
+    seconds_after,
     write_results,
 )
 
@@ -234,7 +235,7 @@ class Processes:
 def start_standin(processes: Processes, env: dict[str, str]) -> dict[str, Any]:
     process = processes.start(
         "standin",
-        [sys.executable, "-m", "tests.providers.mastodon", "--port", "0"],
+        [sys.executable, "-m", "tests.providers.mastodon.standin", "--port", "0"],
         env,
         stdout=subprocess.PIPE,
     )
@@ -288,7 +289,7 @@ class Seeded:
 
 
 def seed(args: argparse.Namespace, standin: dict[str, Any]) -> Seeded:
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
     from workspaces.access import Actor
     from workspaces.models import User
@@ -396,9 +397,10 @@ def lag_workspaces(args: argparse.Namespace) -> int:
     from django.conf import settings
 
     cap = settings.HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE
-    if cap <= 1 or not args.lag_publications:
+    publications: int = args.lag_publications
+    if cap <= 1 or not publications:
         return 1
-    return math.ceil(args.lag_publications / (cap - 1))
+    return math.ceil(publications / (cap - 1))
 
 
 def lag_workspace_ids(seeded: Seeded) -> list[Any]:
@@ -478,7 +480,7 @@ def thread_pool_baseline(
     """The same POST /api/v1/statuses the adapter sends, from a plain thread pool."""
     import requests
 
-    from publishing.providers.http import DEFAULT_CONNECT_TIMEOUT, USER_AGENT
+    from providers.http import DEFAULT_CONNECT_TIMEOUT, USER_AGENT
 
     local = threading.local()
     failures: list[str] = []
@@ -647,14 +649,15 @@ def lag_phase(
     dispatch, start, published_lags, missing_probe = [], [], [], 0
     for pk, due, claimed, published, _ in rows:
         at = enqueued.get(str(pk))
+        assert due is not None, "a measured destination has its due time"
         if at is None:
             missing_probe += 1
         else:
             dispatch.append(at - due.timestamp())
         if claimed is not None:
-            start.append((claimed - due).total_seconds())
+            start.append(seconds_after(due, claimed))
         if published is not None:
-            published_lags.append((published - due).total_seconds())
+            published_lags.append(seconds_after(due, published))
     last_published = max((r[3] for r in rows if r[3] is not None), default=None)
     span = (last_published - due_second).total_seconds() if last_published else None
     return {

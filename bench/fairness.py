@@ -53,6 +53,7 @@ from bench._common import (  # noqa: E402  (after the path set-up above)
     git_revision,
     loadavg,
     machine,
+    seconds_after,
     write_results,
 )
 from bench.delivery import (  # noqa: E402
@@ -76,7 +77,7 @@ BENCH_EMAIL = "bench-fairness@example.invalid"
 
 
 def seed(args: argparse.Namespace, standins: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
     from publishing.services.publications import publication_create
     from workspaces.access import Actor
@@ -218,8 +219,8 @@ def lags(workspace: Any) -> dict[str, Any]:
             "publication__scheduled_at", "claimed_at", "published_at", "attempts", "status"
         )
     )
-    start = [(claimed - due).total_seconds() for due, claimed, _, _, _ in rows if claimed]
-    published = [(at - due).total_seconds() for due, _, at, _, _ in rows if at]
+    start = [seconds_after(due, claimed) for due, claimed, _, _, _ in rows if claimed]
+    published = [seconds_after(due, at) for due, _, at, _, _ in rows if at]
     return {
         "destinations": len(rows),
         "start_lag_s": summary(start),

@@ -112,7 +112,7 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, Destination, ProviderApp, Publication
     from workspaces.access import Actor
     from workspaces.models import User
@@ -181,7 +181,7 @@ class Watch:
         self.url = url
         self.stop = threading.Event()
         self.current = "(start)"
-        self.locks: dict[tuple[Any, ...], list[float]] = {}  # key -> [first, last]
+        self.locks: dict[tuple[Any, ...], list[Any]] = {}  # key -> [first, last, migration]
         self.probe_waits: dict[tuple[str, str, str], float] = {}  # (migration, table, kind)
         with psycopg.connect(psql_url(url), autocommit=True) as conn:
             self.tables = {
@@ -301,7 +301,7 @@ def measure(source: Path, url: str) -> dict[str, Any]:
         for kind, modes in (("blocks_reads", BLOCKS_READS), ("blocks_writes", BLOCKS_WRITES)):
             if mode in modes and held > entry[kind][0]:
                 entry[kind] = [round(held, 3), f"{table} {mode}"]
-    probes: dict[str, dict[str, float]] = {}
+    probes: dict[str, dict[str, Any]] = {}
     for (migration, table, kind), waited in watch.probe_waits.items():
         if migration == "(start)":
             continue

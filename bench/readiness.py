@@ -89,9 +89,8 @@ def configure(args: argparse.Namespace) -> None:
 
 
 def seed(args: argparse.Namespace) -> dict[str, Any]:
-    from publishing import credentials
+    from providers import PROVIDERS, credentials, get_adapter
     from publishing.models import Account, ProviderApp
-    from publishing.providers import PROVIDERS, get_adapter
     from readiness import ledgers
     from workspaces.access import Actor
     from workspaces.models import User

@@ -69,7 +69,7 @@ DEEP_PAGE_CURSORS = 50
 
 def _provider_rows() -> list[tuple[int, str, str, str, bool, str]]:
     """(n, provider, account kind, granted scopes as JSON, federated, first output profile)."""
-    from publishing.providers import PROVIDERS, get_adapter
+    from providers import PROVIDERS, get_adapter
 
     rows = []
     for n, provider in enumerate(PROVIDERS):
@@ -338,7 +338,7 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
     from django.db import connection, transaction
     from django.utils import timezone
 
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import ProviderApp
     from workspaces.access import Actor
     from workspaces.models import User
@@ -554,7 +554,8 @@ def child(mode: str, url: str, args: argparse.Namespace, output: Path) -> dict[s
         str(args.audit_per_workspace),
     ]
     subprocess.run(command, check=True, cwd=ROOT)
-    return json.loads(output.read_text())
+    result: dict[str, Any] = json.loads(output.read_text())
+    return result
 
 
 def seeded(url: str) -> bool:
@@ -630,7 +631,7 @@ def main() -> int:
                     cpu[label].setdefault(name, []).extend(values)
                     db_cpu[label].setdefault(name, []).extend(result["db_cpu_ms"][name])
                 queries[label] = result["queries"]
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in cpu["large"]:
         large, small = statistics.median(cpu["large"][name]), statistics.median(cpu["small"][name])
         rows.append(

@@ -9,7 +9,7 @@ to the instance it belongs to, and never appears in an exception message.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlsplit, urlunsplit
@@ -147,21 +147,14 @@ class HeraldClient:
     ) -> requests.Response:
         """``data`` is a raw body (a tus PATCH); ``url`` an absolute address on the instance
         (a tus upload's Location) instead of ``path`` under the API root."""
-        request_headers = dict(headers or {})
-        if authenticated:
-            if not self._token:
-                raise NotSignedIn()
-            request_headers["Authorization"] = f"Bearer {self._token}"
-        if url is None:
-            url = self.api_root + path
-        elif not url.startswith(self.instance + "/"):
-            raise UnexpectedResponse(f"{self.instance} named an upload URL elsewhere: {url[:200]}")
+        request_headers = self._headers(headers, authenticated=authenticated)
+        target = self._target(path, url)
         clean = {k: v for k, v in (params or {}).items() if v is not None and v != ""}
 
         def send() -> requests.Response:
             return self.session.request(
                 method,
-                url,
+                target,
                 params=clean,
                 json=body,
                 data=data,
@@ -171,33 +164,45 @@ class HeraldClient:
             )
 
         try:
-            try:
-                return send()
-            except requests.exceptions.ConnectionError as exc:
-                # A kept-alive connection the server closed just as it was reused (gunicorn
-                # and proxies close idle ones after a few seconds, and polling runs at that
-                # pace) is reset; a read is safe to send once more, on a fresh connection.
-                refused = (requests.exceptions.Timeout, requests.exceptions.SSLError)
-                if method not in _SAFE_TO_RESEND or isinstance(exc, refused):
-                    raise
-                return send()
-        except requests.exceptions.SSLError as exc:
-            raise TLSFailed(
+            return _send_resending_reads(method, send)
+        except requests.exceptions.RequestException as exc:
+            raise self._transport_error(exc) from None
+
+    def _headers(self, headers: dict[str, str] | None, *, authenticated: bool) -> dict[str, str]:
+        request_headers = dict(headers or {})
+        if authenticated:
+            if not self._token:
+                raise NotSignedIn()
+            request_headers["Authorization"] = f"Bearer {self._token}"
+        return request_headers
+
+    def _target(self, path: str, url: str | None) -> str:
+        """The API root and ``path``, or ``url`` when it is on this instance (never elsewhere:
+        the token goes with it)."""
+        if url is None:
+            return self.api_root + path
+        if not url.startswith(self.instance + "/"):
+            raise UnexpectedResponse(f"{self.instance} named an upload URL elsewhere: {url[:200]}")
+        return url
+
+    def _transport_error(self, exc: requests.exceptions.RequestException) -> HeraldError:
+        """The one-line error a failed request becomes (no traceback, no request details)."""
+        if isinstance(exc, requests.exceptions.SSLError):
+            return TLSFailed(
                 f"TLS failure talking to {self.instance}: {_reason(exc)}. Check the URL and the "
                 "instance's certificate (a private CA can be trusted with REQUESTS_CA_BUNDLE)."
-            ) from None
-        except requests.exceptions.Timeout as exc:
-            raise TimedOut(
+            )
+        if isinstance(exc, requests.exceptions.Timeout):
+            return TimedOut(
                 f"{self.instance} did not answer in time ({_reason(exc)}); it may be overloaded "
                 "or behind a firewall."
-            ) from None
-        except requests.exceptions.ConnectionError as exc:
-            raise ConnectionFailed(
+            )
+        if isinstance(exc, requests.exceptions.ConnectionError):
+            return ConnectionFailed(
                 f"Cannot reach {self.instance}: {_reason(exc)}. Check the URL and that the "
                 "instance is running."
-            ) from None
-        except requests.exceptions.RequestException as exc:
-            raise ConnectionFailed(f"Request to {self.instance} failed: {_reason(exc)}.") from None
+            )
+        return ConnectionFailed(f"Request to {self.instance} failed: {_reason(exc)}.")
 
     @staticmethod
     def _body(response: requests.Response) -> JSON | None:
@@ -308,7 +313,7 @@ class HeraldClient:
         return self.get("/account-providers", workspace_id=workspace_id)
 
     def provider_readiness(self, workspace_id: str) -> JSON:
-        """The readiness projection (spec §1 rule 6), exactly as the API returns it."""
+        """The readiness projection, exactly as the API returns it."""
         return self.get("/provider-readiness", workspace_id=workspace_id)
 
     def accounts(
@@ -494,3 +499,18 @@ def _segment(value: str) -> str:
 
 def _idempotency(key: str | None) -> dict[str, str]:
     return {"Idempotency-Key": key} if key else {}
+
+
+def _send_resending_reads(method: str, send: Callable[[], requests.Response]) -> requests.Response:
+    """``send()``, once more when a read met a connection reset.
+
+    A kept-alive connection the server closed just as it was reused (gunicorn and proxies close
+    idle ones after a few seconds, and polling runs at that pace) is reset; a read is safe to
+    send once more, on a fresh connection."""
+    try:
+        return send()
+    except requests.exceptions.ConnectionError as exc:
+        refused = (requests.exceptions.Timeout, requests.exceptions.SSLError)
+        if method not in _SAFE_TO_RESEND or isinstance(exc, refused):
+            raise
+        return send()

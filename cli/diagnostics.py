@@ -1,4 +1,4 @@
-"""``herald instance diagnostics``: a support snapshot (spec §1 "Command-line tool").
+"""``herald instance diagnostics``: a support snapshot.
 
 Contents: CLI version, OS and architecture, profile, instance URL, configuration paths, liveness,
 readiness and database status, token presence and source, the authenticated user and workspace
@@ -78,30 +78,8 @@ def collect_diagnostics(
     provider: str | None = None,
     logs_file: Path | None = None,
 ) -> dict[str, Any]:
-    problems: list[str] = []
-    report: dict[str, Any] = {
-        "generated_at": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-        "cli_version": cli_version(),
-        "python_version": platform.python_version(),
-        "os": {
-            "system": platform.system(),
-            "release": platform.release(),
-            "architecture": platform.machine(),
-        },
-        "deployment": deployment,
-        "config": {
-            "directory": str(hx.store.directory),
-            "profiles_file": _file(hx.store.config_path),
-            "credentials_file": _file(hx.store.credentials_path),
-        },
-    }
-    for entry in ("profiles_file", "credentials_file"):
-        mode = report["config"][entry]["mode"]
-        if mode is not None and int(mode, 8) & 0o077:
-            problems.append(
-                f"{report['config'][entry]['path']} has mode {mode}; it should be 0600."
-            )
-
+    report = _local_report(hx, deployment)
+    problems = _file_mode_problems(report["config"])
     try:
         profile = hx.profile_setting
         report["profile"] = {"name": profile.value, "source": profile.source}
@@ -123,19 +101,54 @@ def collect_diagnostics(
         return report
 
     client = HeraldClient(instance.value, token.value)
+    reachable = _probe(client, report, problems)
+    if token.is_set and reachable:
+        _authenticated(client, report, problems, workspace.value, workspace.source, provider)
+    elif provider:
+        report["provider"] = {"name": provider, "status": "unknown (needs a token)"}
+    _finish(report, problems, logs_file)
+    return report
+
+
+def _local_report(hx: HeraldContext, deployment: str | None) -> dict[str, Any]:
+    """What the machine itself tells: versions, OS, the deployment as given, the config files."""
+    return {
+        "generated_at": datetime.now(UTC).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+        "cli_version": cli_version(),
+        "python_version": platform.python_version(),
+        "os": {
+            "system": platform.system(),
+            "release": platform.release(),
+            "architecture": platform.machine(),
+        },
+        "deployment": deployment,
+        "config": {
+            "directory": str(hx.store.directory),
+            "profiles_file": _file(hx.store.config_path),
+            "credentials_file": _file(hx.store.credentials_path),
+        },
+    }
+
+
+def _file_mode_problems(config: dict[str, Any]) -> list[str]:
+    """A profiles or credentials file that others may read."""
+    problems: list[str] = []
+    for entry in ("profiles_file", "credentials_file"):
+        mode = config[entry]["mode"]
+        if mode is not None and int(mode, 8) & 0o077:
+            problems.append(f"{config[entry]['path']} has mode {mode}; it should be 0600.")
+    return problems
+
+
+def _probe(client: HeraldClient, report: dict[str, Any], problems: list[str]) -> bool:
+    """Liveness, readiness and the running version into ``report``; whether it answered."""
     liveness, readiness = client.health(), client.ready()
     report["probes"] = health_report(client.instance, liveness, readiness)
     report["server_version"] = _server_version(liveness.body if liveness.ok else {})
     problems.extend(
         f"{probe.name}: {probe.error}" for probe in (liveness, readiness) if not probe.ok
     )
-
-    if token.is_set and liveness.reachable:
-        _authenticated(client, report, problems, workspace.value, workspace.source, provider)
-    elif provider:
-        report["provider"] = {"name": provider, "status": "unknown (needs a token)"}
-    _finish(report, problems, logs_file)
-    return report
+    return liveness.reachable
 
 
 def _server_version(liveness: dict[str, Any]) -> dict[str, str] | None:
@@ -164,6 +177,23 @@ def _authenticated(
         report["token"]["accepted"] = False
         problems.append(f"API token refused: {exc}")
         return
+    _identity(report, me)
+    workspaces = me.get("workspaces") or []
+    if workspace_id is None and len(workspaces) == 1:
+        # Like every other command: the only workspace the token reaches is the active one.
+        workspace_id = str(workspaces[0].get("id"))
+        workspace_source = "the only workspace the token reaches"
+    if workspace_id is not None:
+        names = {str(w.get("id")): w.get("name") for w in workspaces}
+        entry = {"id": workspace_id, "source": workspace_source, "name": names.get(workspace_id)}
+        report["workspace"] = _workspace(client, entry, problems)
+    catalogue_workspace = workspace_id or (str(workspaces[0]["id"]) if workspaces else None)
+    if catalogue_workspace is not None:
+        _account_providers(client, report, problems, catalogue_workspace, provider)
+
+
+def _identity(report: dict[str, Any], me: dict[str, Any]) -> None:
+    """The accepted token, its user and what they reach, from ``GET /me``."""
     token_info = me.get("token") or {}
     report["token"].update(
         {
@@ -175,54 +205,55 @@ def _authenticated(
         }
     )
     user = me.get("user") or {}
-    workspaces = me.get("workspaces") or []
     report["user"] = {"id": user.get("id"), "is_instance_admin": user.get("is_instance_admin")}
     report["counts"] = {
         "organizations": len(me.get("organizations") or []),
-        "workspaces": len(workspaces),
+        "workspaces": len(me.get("workspaces") or []),
     }
 
-    if workspace_id is None and len(workspaces) == 1:
-        # Like every other command: the only workspace the token reaches is the active one.
-        workspace_id = str(workspaces[0].get("id"))
-        workspace_source = "the only workspace the token reaches"
-    if workspace_id is not None:
-        entry: dict[str, Any] = {"id": workspace_id, "source": workspace_source}
-        names = {str(w.get("id")): w.get("name") for w in workspaces}
-        entry["name"] = names.get(workspace_id)
-        try:
-            usage = client.workspace_usage(workspace_id)
-            entry.update(
-                {
-                    "plan": usage.get("plan"),
-                    "limits": usage.get("limits"),
-                    "usage": usage.get("usage"),
-                    "period_start": usage.get("period_start"),
-                    "period_end": usage.get("period_end"),
-                }
-            )
-        except HeraldError as exc:
-            problems.append(f"workspace {workspace_id}: {exc}")
-        report["workspace"] = entry
 
-    catalogue_workspace = workspace_id or (str(workspaces[0]["id"]) if workspaces else None)
-    if catalogue_workspace is None:
-        return
+def _workspace(client: HeraldClient, entry: dict[str, Any], problems: list[str]) -> dict[str, Any]:
+    """The active workspace ``entry`` with its plan, limits and usage (what the instance would
+    refuse)."""
+    workspace_id = entry["id"]
     try:
-        catalogue = client.account_providers(catalogue_workspace).get("providers") or []
+        usage = client.workspace_usage(workspace_id)
+    except HeraldError as exc:
+        problems.append(f"workspace {workspace_id}: {exc}")
+        return entry
+    entry.update(
+        {
+            "plan": usage.get("plan"),
+            "limits": usage.get("limits"),
+            "usage": usage.get("usage"),
+            "period_start": usage.get("period_start"),
+            "period_end": usage.get("period_end"),
+        }
+    )
+    return entry
+
+
+def _account_providers(
+    client: HeraldClient,
+    report: dict[str, Any],
+    problems: list[str],
+    workspace_id: str,
+    provider: str | None,
+) -> None:
+    """Counts of the account providers by readiness state, and the asked provider's status."""
+    try:
+        catalogue = client.account_providers(workspace_id).get("providers") or []
     except HeraldError as exc:
         problems.append(f"account providers: {exc}")
         return
     states = Counter(_state(entry) for entry in catalogue)
     report["account_providers"] = {
-        "workspace_id": catalogue_workspace,
+        "workspace_id": workspace_id,
         "total": len(catalogue),
         "states": dict(sorted(states.items())),
     }
     if provider:
-        report["provider"] = _provider_status(
-            client, catalogue, catalogue_workspace, provider, problems
-        )
+        report["provider"] = _provider_status(client, catalogue, workspace_id, provider, problems)
 
 
 def _state(entry: dict[str, Any]) -> str:
@@ -333,88 +364,120 @@ def _mode_text(entry: dict[str, Any]) -> str:
 
 
 def render_diagnostics(report: dict[str, Any]) -> str:
+    pairs = [
+        *_system_pairs(report),
+        *_probe_pairs(report),
+        *_token_pairs(report.get("token")),
+        *_user_pairs(report),
+        *_workspace_pairs(report.get("workspace")),
+        *_provider_pairs(report),
+    ]
+    lines = [f"Herald diagnostics, {report['generated_at']}", fields(pairs)]
+    if report["problems"]:
+        lines.append("Problems:")
+        lines.extend(f"  - {problem}" for problem in report["problems"])
+    if logs := report.get("logs"):
+        lines.append(f"Log tail: {logs['file']} (last {len(logs['lines'])} lines, redacted)")
+        lines.extend(f"  {line}" for line in logs["lines"])
+    return "\n".join(lines)
+
+
+def _system_pairs(report: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The CLI, the machine, the deployment, the profile and where the CLI keeps its files."""
     os_info = report["os"]
-    pairs: list[tuple[str, Any]] = [
+    profile = report.get("profile") or {}
+    instance = report.get("instance") or {}
+    config = report["config"]
+    return [
         ("CLI version", f"{report['cli_version']} (Python {report['python_version']})"),
         (
             "OS / architecture",
             f"{os_info['system']} {os_info['release']} / {os_info['architecture']}",
         ),
         ("Deployment", report.get("deployment") or "not given (--deployment)"),
-    ]
-    profile = report.get("profile") or {}
-    pairs.append(
-        ("Profile", f"{profile.get('name') or 'none'} ({profile.get('source', 'not set')})")
-    )
-    instance = report.get("instance") or {}
-    pairs.append(
-        ("Instance URL", f"{instance.get('url') or 'none'} ({instance.get('source', 'not set')})")
-    )
-    config = report["config"]
-    pairs += [
+        ("Profile", f"{profile.get('name') or 'none'} ({profile.get('source', 'not set')})"),
+        ("Instance URL", f"{instance.get('url') or 'none'} ({instance.get('source', 'not set')})"),
         ("Config directory", config["directory"]),
         ("Profiles file", _mode_text(config["profiles_file"])),
         ("Credentials file", _mode_text(config["credentials_file"])),
     ]
+
+
+def _probe_pairs(report: dict[str, Any]) -> list[tuple[str, Any]]:
     probes = report.get("probes")
-    if probes:
-        running = report.get("server_version")
+    if not probes:
+        return []
+    running = report.get("server_version")
+    pairs: list[tuple[str, Any]] = [
+        (
+            "Herald version",
+            f"{running['release']} (source {running['source_revision']})"
+            if running
+            else "not reported (a release before 0.2.0, or the instance is down)",
+        ),
+        ("Liveness", probes["liveness"]),
+        ("Readiness", probes["readiness"]),
+        ("Database", probes["database"]),
+    ]
+    if "storage" in probes:
+        pairs.append(("Storage", probes["storage"]))
+    return pairs
+
+
+def _token_pairs(token: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    if token is None:
+        return []
+    text = f"present ({token['source']})" if token["present"] else "absent"
+    if token.get("accepted") is True:
+        text += ", accepted"
+    elif token.get("accepted") is False:
+        text += ", refused by the instance"
+    pairs: list[tuple[str, Any]] = [("Token", text)]
+    if token.get("accepted"):
+        scope = token.get("workspace_id") or "all of the user's workspaces"
         pairs.append(
             (
-                "Herald version",
-                f"{running['release']} (source {running['source_revision']})"
-                if running
-                else "not reported (a release before 0.2.0, or the instance is down)",
+                "Token scope",
+                f"{', '.join(token.get('permissions') or [])}; {scope}; "
+                f"expires {token.get('expires_at') or 'never'}",
             )
         )
-        pairs += [
-            ("Liveness", probes["liveness"]),
-            ("Readiness", probes["readiness"]),
-            ("Database", probes["database"]),
-        ]
-        if "storage" in probes:
-            pairs.append(("Storage", probes["storage"]))
-    token = report.get("token")
-    if token is not None:
-        text = f"present ({token['source']})" if token["present"] else "absent"
-        if token.get("accepted") is True:
-            text += ", accepted"
-        elif token.get("accepted") is False:
-            text += ", refused by the instance"
-        pairs.append(("Token", text))
-        if token.get("accepted"):
-            scope = token.get("workspace_id") or "all of the user's workspaces"
-            pairs.append(
-                (
-                    "Token scope",
-                    f"{', '.join(token.get('permissions') or [])}; {scope}; "
-                    f"expires {token.get('expires_at') or 'never'}",
-                )
-            )
+    return pairs
+
+
+def _user_pairs(report: dict[str, Any]) -> list[tuple[str, Any]]:
+    pairs: list[tuple[str, Any]] = []
     if user := report.get("user"):
         admin = "yes" if user.get("is_instance_admin") else "no"
         pairs.append(("User", f"{user.get('id')} (instance administrator: {admin})"))
     if counts := report.get("counts"):
         pairs.append(("Organizations", counts["organizations"]))
         pairs.append(("Workspaces", counts["workspaces"]))
-    if workspace := report.get("workspace"):
-        name = f" {workspace['name']!r}" if workspace.get("name") else ""
-        pairs.append(("Active workspace", f"{workspace['id']}{name} ({workspace['source']})"))
-        if plan := workspace.get("plan"):
-            pairs.append(("Plan", f"{plan.get('name')} ({plan.get('code')})"))
-        if (usage := workspace.get("usage")) is not None:
-            limits = workspace.get("limits") or {}
-            used = ", ".join(
-                f"{metric} {count}/{limits.get(metric) if limits.get(metric) is not None else '∞'}"
-                for metric, count in sorted(usage.items())
-            )
-            pairs.append(
-                (
-                    "Usage",
-                    f"{used or 'none'} ({workspace.get('period_start')} to "
-                    f"{workspace.get('period_end')})",
-                )
-            )
+    return pairs
+
+
+def _workspace_pairs(workspace: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    if not workspace:
+        return []
+    name = f" {workspace['name']!r}" if workspace.get("name") else ""
+    pairs: list[tuple[str, Any]] = [
+        ("Active workspace", f"{workspace['id']}{name} ({workspace['source']})")
+    ]
+    if plan := workspace.get("plan"):
+        pairs.append(("Plan", f"{plan.get('name')} ({plan.get('code')})"))
+    if (usage := workspace.get("usage")) is not None:
+        limits = workspace.get("limits") or {}
+        used = ", ".join(
+            f"{metric} {count}/{limits.get(metric) if limits.get(metric) is not None else '∞'}"
+            for metric, count in sorted(usage.items())
+        )
+        period = f"({workspace.get('period_start')} to {workspace.get('period_end')})"
+        pairs.append(("Usage", f"{used or 'none'} {period}"))
+    return pairs
+
+
+def _provider_pairs(report: dict[str, Any]) -> list[tuple[str, Any]]:
+    pairs: list[tuple[str, Any]] = []
     if providers := report.get("account_providers"):
         states = ", ".join(f"{state} {count}" for state, count in providers["states"].items())
         pairs.append(
@@ -431,14 +494,7 @@ def render_diagnostics(report: dict[str, Any]) -> str:
         if blockers:
             text += "; blockers: " + "; ".join(f"{b['code']} ({b['detail']})" for b in blockers)
         pairs.append((f"Provider {provider['name']}", text))
-    lines = [f"Herald diagnostics, {report['generated_at']}", fields(pairs)]
-    if report["problems"]:
-        lines.append("Problems:")
-        lines.extend(f"  - {problem}" for problem in report["problems"])
-    if logs := report.get("logs"):
-        lines.append(f"Log tail: {logs['file']} (last {len(logs['lines'])} lines, redacted)")
-        lines.extend(f"  {line}" for line in logs["lines"])
-    return "\n".join(lines)
+    return pairs
 
 
 def _count(value: Any) -> Any:

@@ -8,22 +8,30 @@ Resumption: the upload URL is remembered in ``uploads.json`` of the CLI's config
 under the file's absolute path, size and modification time (and the instance and workspace), so
 running the same command again after an interruption HEADs the upload and sends only the rest.
 A changed file (other size or mtime) starts a new upload.
+
+Integrity: every PATCH carries ``Upload-Checksum: sha256 …`` (tus's checksum extension); the
+instance discards bytes that arrive damaged (460) and the client sends that chunk again, up to
+:data:`CHECKSUM_RETRIES` times.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import requests
+
 from cli.client import HeraldClient, UnexpectedResponse
 from cli.config import config_dir
 
 CHUNK_BYTES = 8 * 1024 * 1024  # one PATCH: short requests, little lost on an interruption
 STATE_FILE = "uploads.json"
+CHECKSUM_RETRIES = 3  # a chunk damaged this many times in a row is not a passing fault
 
 
 def _metadata(values: dict[str, str]) -> str:
@@ -99,15 +107,7 @@ def upload_file(
         while True:
             handle.seek(offset)
             chunk = handle.read(CHUNK_BYTES)
-            response = client.tus(
-                "PATCH",
-                url=url,
-                headers={
-                    "Upload-Offset": str(offset),
-                    "Content-Type": "application/offset+octet-stream",
-                },
-                data=chunk,
-            )
+            response = _patch(client, url, offset, chunk)
             if response.status_code in (404, 410):
                 state.forget(key)
                 raise UnexpectedResponse("The upload expired on the instance; run again.")
@@ -122,6 +122,29 @@ def upload_file(
                 return media_id
             if offset >= size:
                 raise UnexpectedResponse("The instance took every byte but named no media item.")
+
+
+def _patch(client: HeraldClient, url: str, offset: int, chunk: bytes) -> requests.Response:
+    """PATCH ``chunk`` at ``offset`` with its SHA-256; a chunk the instance received damaged
+    (460: discarded, the offset unchanged) is sent again."""
+    digest = base64.b64encode(hashlib.sha256(chunk).digest()).decode()
+    for _ in range(CHECKSUM_RETRIES):
+        response = client.tus(
+            "PATCH",
+            url=url,
+            headers={
+                "Upload-Offset": str(offset),
+                "Upload-Checksum": f"sha256 {digest}",
+                "Content-Type": "application/offset+octet-stream",
+            },
+            data=chunk,
+            passthrough=(404, 409, 410, 460),
+        )
+        if response.status_code != 460:
+            return response
+    raise UnexpectedResponse(
+        f"The bytes at offset {offset} arrived damaged {CHECKSUM_RETRIES} times; run again."
+    )
 
 
 def _resume(client: HeraldClient, state: UploadState, key: str) -> tuple[str | None, int]:

@@ -17,6 +17,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -36,6 +37,7 @@ from config.api.responses import respond
 from config.api.schema import ResponseSerializer, problems
 from config.errors import ServiceUnavailableError
 from config.outages import log_outage
+from config.registry import Many
 
 logger = logging.getLogger(__name__)
 
@@ -66,15 +68,20 @@ class HealthVersionSerializer(serializers.Serializer[Any]):
 
 # --- Checks of the apps ----------------------------------------------------------------------
 
-# name -> a callable that raises when the instance is not ready (installed by an app's
-# AppConfig.ready: config imports no app). Each runs on the database probe's pool, bounded by its
-# time limit, and closes the connections it opened.
-_app_checks: dict[str, tuple[Callable[[], None], str]] = {}
+
+@dataclass(frozen=True)
+class ReadinessCheck:
+    """``check`` raises when the instance is not ready; ``/ready`` then fails with ``name``, and
+    the 503's detail adds ``reason``. It runs on the database probe's pool, bounded by its time
+    limit, and closes the connections it opened."""
+
+    name: str
+    check: Callable[[], None]
+    reason: str
 
 
-def register_readiness_check(name: str, check: Callable[[], None], reason: str) -> None:
-    """``reason``: the sentence the 503's detail adds when ``name`` fails."""
-    _app_checks[name] = (check, reason)
+# Registered by the apps in their AppConfig.ready (config imports no app).
+READINESS_CHECKS: Many[ReadinessCheck] = Many("config.readiness_checks")
 
 
 class LivenessSerializer(ResponseSerializer):
@@ -241,7 +248,7 @@ def readiness() -> tuple[dict[str, str], list[str]]:
         if storage_cached is None:
             storage_future = _storage_executor.submit(_probe_storage, storage_timeout)
 
-    app_futures = {name: _db_executor.submit(check) for name, (check, _) in _app_checks.items()}
+    app_futures = {app.name: _db_executor.submit(app.check) for app in READINESS_CHECKS.all()}
 
     result: dict[str, str] = {"status": "ready"}
     failing: list[str] = []
@@ -311,7 +318,8 @@ class ReadinessView(APIView):
     def get(self, request: Request) -> Response:
         result, failing = readiness()
         if failing:
-            reasons = [_app_checks[name][1] for name in failing if name in _app_checks]
+            reason_of = {app.name: app.reason for app in READINESS_CHECKS.all()}
+            reasons = [reason_of[name] for name in failing if name in reason_of]
             exc = DependencyUnavailable(
                 " ".join([f"Not ready: {', '.join(failing)} unavailable.", *reasons])
             )

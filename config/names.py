@@ -70,7 +70,7 @@ def name_or_invalid(value: Any, *, max_length: int, location: str = "body.name")
     try:
         return clean_name(value, max_length=max_length)
     except InvalidName as exc:
-        raise FieldValidationError([{"location": location, "message": str(exc)}]) from None
+        raise FieldValidationError.at(location, str(exc)) from None
 
 
 # --- Display names ---------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def display_name_or_invalid(value: Any, *, location: str = "body.name") -> str:
     try:
         return clean_display_name(value)
     except InvalidName as exc:
-        raise FieldValidationError([{"location": location, "message": str(exc)}]) from None
+        raise FieldValidationError.at(location, str(exc)) from None
 
 
 def quoted(text: str) -> str:

@@ -1,5 +1,5 @@
 """The operator's OAuth 2 app registration per provider (X, LinkedIn, Threads), read from the
-environment for ``settings.PROVIDER_OAUTH_APPS`` (README "Configuration", docs/oauth-and-tokens.md).
+environment for ``settings.PROVIDER_OAUTH_APPS`` (docs/operations.md "Configuration", docs/oauth-and-tokens.md).
 
 ``HERALD_<P>_CLIENT_ID`` / ``_CLIENT_SECRET`` (both accept ``_FILE``); the API, authorize, token
 and revoke URLs default to the real services and can be overridden (tests point them at stand-ins

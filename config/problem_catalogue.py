@@ -14,10 +14,10 @@ import importlib
 import importlib.util
 import inspect
 from dataclasses import dataclass
-from http import HTTPStatus
 
 from django.apps import apps
 
+from config.api.problems import status_phrase
 from config.errors import DomainError
 
 
@@ -30,7 +30,7 @@ class ProblemType:
 
     @property
     def status_phrase(self) -> str:
-        return HTTPStatus(self.status).phrase
+        return status_phrase(self.status)
 
 
 def _p(code: str, status: int, title: str, description: str) -> ProblemType:
@@ -138,8 +138,8 @@ OTHER_PROBLEMS: tuple[ProblemType, ...] = (
         "role_too_low",
         403,
         "Role too low",
-        "The caller's workspace or organization role is too low for this operation; the README's "
-        "role matrix lists which role each operation needs.",
+        "The caller's workspace or organization role is too low for this operation; the role "
+        "matrix of docs/people-and-roles.md lists which role each operation needs.",
     ),
     _p(
         "instance_admin_required",

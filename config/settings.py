@@ -1,4 +1,4 @@
-"""Herald settings: one module, every value from the environment (see README "Configuration")."""
+"""Herald settings: one module, every value from the environment (see docs/operations.md "Configuration")."""
 
 from __future__ import annotations
 
@@ -248,7 +248,7 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+# CELERY_BEAT_SCHEDULE is declared once, under "Periodic tasks", after the intervals it reads.
 
 # --- Storage -------------------------------------------------------------------------------
 MEDIA_ROOT = DATA_DIR / "media"
@@ -451,7 +451,17 @@ HERALD_MAX_IMAGE_PIXELS = env_int("HERALD_MAX_IMAGE_PIXELS", 50_000_000)
 # Resumable (tus) uploads at /api/v1/uploads: the largest file (413 above), and how long an
 # unfinished upload may sit idle before the cleanup task removes it and its spool file.
 HERALD_MAX_VIDEO_BYTES = env_int("HERALD_MAX_VIDEO_BYTES", 1024 * 1024 * 1024)
+# The probe worker converts a video to MP4 (H.264/AAC) when it is in another container or codec
+# (publishing/services/video_convert.py): a conversion stops after this many seconds or when its
+# output passes this size, and the video then stays as uploaded.
+HERALD_TRANSCODE_MAX_SECONDS = max(1, env_int("HERALD_TRANSCODE_MAX_SECONDS", 300))
+HERALD_TRANSCODE_MAX_BYTES = env_int("HERALD_TRANSCODE_MAX_BYTES", HERALD_MAX_VIDEO_BYTES)
 HERALD_UPLOAD_EXPIRY_SECONDS = max(60, env_int("HERALD_UPLOAD_EXPIRY_SECONDS", 24 * 3600))
+# With S3 storage a resumable upload goes to the bucket as multipart parts of this size as its
+# bytes arrive (S3 takes no part below 5 MiB but the last).
+HERALD_S3_UPLOAD_PART_BYTES = max(
+    5 * 1024 * 1024, env_int("HERALD_S3_UPLOAD_PART_BYTES", 8 * 1024 * 1024)
+)
 # Lifetime of the signed public media URLs (/media/<token>/<name>) that providers fetch from;
 # with S3 storage the redirect to the object store's presigned URL has the same lifetime.
 HERALD_MEDIA_URL_SECONDS = max(60, env_int("HERALD_MEDIA_URL_SECONDS", 3600))
@@ -476,7 +486,7 @@ HERALD_DELIVERY_DEADLINE_SECONDS = env_int("HERALD_DELIVERY_DEADLINE_SECONDS", 6
 # indexed queries.
 HERALD_DISPATCH_INTERVAL_SECONDS = env_float("HERALD_DISPATCH_INTERVAL_SECONDS", 1.0)
 HERALD_DISPATCH_STALE_SECONDS = env_int("HERALD_DISPATCH_STALE_SECONDS", 30)
-# Politeness and fairness (README "Delivery"): provider calls in flight at once per
+# Politeness and fairness (docs/operations.md "Delivery: politeness and fairness"): provider calls in flight at once per
 # connected account and per provider host (a send waits up to the slot wait for a free slot,
 # then goes back to the queue without counting an attempt); a slot's lease frees it when a
 # worker dies holding it. The dispatcher lets at most this many destinations of one workspace
@@ -508,21 +518,6 @@ HERALD_RECONNECT_WARNING_DAYS = env_int("HERALD_RECONNECT_WARNING_DAYS", 7)
 HERALD_TOKEN_REFRESH_LEASE_SECONDS = env_int(
     "HERALD_TOKEN_REFRESH_LEASE_SECONDS", int(HERALD_PROVIDER_TIMEOUT_SECONDS * 3) + 30
 )
-CELERY_BEAT_SCHEDULE["publishing.account_tokens_refresh_due"] = {
-    "task": "publishing.account_tokens_refresh_due",
-    "schedule": HERALD_TOKEN_REFRESH_INTERVAL_SECONDS,
-    "options": {"expires": HERALD_TOKEN_REFRESH_INTERVAL_SECONDS},
-}
-CELERY_BEAT_SCHEDULE["publishing.uploads_expire"] = {
-    "task": "publishing.uploads_expire",
-    "schedule": 15 * 60,
-    "options": {"expires": 15 * 60},
-}
-CELERY_BEAT_SCHEDULE["publishing.delivery_dispatch"] = {
-    "task": "publishing.delivery_dispatch",
-    "schedule": HERALD_DISPATCH_INTERVAL_SECONDS,
-    "options": {"expires": HERALD_DISPATCH_INTERVAL_SECONDS * 2},
-}
 # The dispatcher's ticks have a queue of their own, so that a backlog of sends in the default
 # queue never holds up the next tick (and with it newly due work). A worker started without
 # -Q consumes every queue listed here; one started with -Q must name both.
@@ -531,13 +526,7 @@ CELERY_TASK_QUEUES = (
     Queue("celery", routing_key="celery"),
     Queue("herald.dispatch", routing_key="herald.dispatch"),
 )
-CELERY_TASK_ROUTES = {"publishing.delivery_dispatch": {"queue": "herald.dispatch"}}
-CELERY_TASK_ROUTES["publishing.housekeeping"] = {"queue": "herald.dispatch"}
-CELERY_BEAT_SCHEDULE["publishing.housekeeping"] = {
-    "task": "publishing.housekeeping",
-    "schedule": 3600.0,
-    "options": {"expires": 1800},
-}
+# The routes to it are declared with the beat schedule, under "Periodic tasks".
 
 # --- Voice profiles and discovery (voice/, discovery/; docs/decisions/0017)--------------------
 # Discovery engine: "builtin" (deterministic, no network; the default) or "llm" (an
@@ -575,12 +564,44 @@ HERALD_REPOST_TICK_SECONDS = env_float("HERALD_REPOST_TICK_SECONDS", 30.0)
 HERALD_REPOST_METRICS_INTERVAL_SECONDS = env_int("HERALD_REPOST_METRICS_INTERVAL_SECONDS", 900)
 HERALD_REPOST_LEASE_SECONDS = env_int("HERALD_REPOST_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30)
 HERALD_REPOST_MAX_FAILURES = env_int("HERALD_REPOST_MAX_FAILURES", 5)
-CELERY_BEAT_SCHEDULE["reposts.engine_tick"] = {
-    "task": "reposts.engine_tick",
-    "schedule": HERALD_REPOST_TICK_SECONDS,
-    "options": {"expires": HERALD_REPOST_TICK_SECONDS * 2},
+
+# --- Periodic tasks (beat) ------------------------------------------------------------------
+# Every periodic task, in one place. A tick expires when the next one is due (or soon after),
+# so a backlog never runs stale ticks in a burst.
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "publishing.account_tokens_refresh_due": {
+        "task": "publishing.account_tokens_refresh_due",
+        "schedule": HERALD_TOKEN_REFRESH_INTERVAL_SECONDS,
+        "options": {"expires": HERALD_TOKEN_REFRESH_INTERVAL_SECONDS},
+    },
+    "publishing.uploads_expire": {
+        "task": "publishing.uploads_expire",
+        "schedule": 15 * 60,
+        "options": {"expires": 15 * 60},
+    },
+    "publishing.delivery_dispatch": {
+        "task": "publishing.delivery_dispatch",
+        "schedule": HERALD_DISPATCH_INTERVAL_SECONDS,
+        "options": {"expires": HERALD_DISPATCH_INTERVAL_SECONDS * 2},
+    },
+    "publishing.housekeeping": {
+        "task": "publishing.housekeeping",
+        "schedule": 3600.0,
+        "options": {"expires": 1800},
+    },
+    "reposts.engine_tick": {
+        "task": "reposts.engine_tick",
+        "schedule": HERALD_REPOST_TICK_SECONDS,
+        "options": {"expires": HERALD_REPOST_TICK_SECONDS * 2},
+    },
 }
-CELERY_TASK_ROUTES["reposts.engine_tick"] = {"queue": "herald.dispatch"}  # never behind a backlog
+# The ticks of the dispatcher, housekeeping and the repost engine go to herald.dispatch, never
+# behind a backlog of sends.
+CELERY_TASK_ROUTES = {
+    "publishing.delivery_dispatch": {"queue": "herald.dispatch"},
+    "publishing.housekeeping": {"queue": "herald.dispatch"},
+    "reposts.engine_tick": {"queue": "herald.dispatch"},
+}
 
 # --- Themes (themes/, docs/themes.md) -------------------------------------------------------
 HERALD_THEME_FONT_MAX_BYTES = env_int("HERALD_THEME_FONT_MAX_BYTES", 2 * 1024 * 1024)

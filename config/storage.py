@@ -1,6 +1,6 @@
 """Where media lives, for ``settings.STORAGES["default"]``: an S3-compatible bucket when
 ``HERALD_S3_BUCKET`` is set (django-storages), otherwise the local media folder (the embedded
-``make run`` default). README "Configuration" lists the variables; docs/media.md the behaviour."""
+``make run`` default). docs/operations.md "Configuration" lists the variables; docs/media.md the behaviour."""
 
 from __future__ import annotations
 

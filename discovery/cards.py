@@ -131,58 +131,70 @@ def validate_opportunities(
         card = _exact_keys(raw, OPPORTUNITY_KEYS, where)
         for name in ("id", "title", "hook", "why_it_fits", "why_now"):
             _text(card[name], where, name)
-        if card["id"] in ids:
-            raise CardError(f"{where}.id repeats another card's id")
-        ids.add(card["id"])
-        title_key = card["title"].strip().casefold()
-        if title_key in titles:
-            raise CardError(f"{where}.title repeats another card's title")
-        titles.add(title_key)
-        signal_date = card["signal_date"]
-        try:
-            if not isinstance(signal_date, str) or len(signal_date) != 10:
-                raise ValueError
-            date.fromisoformat(signal_date)
-        except ValueError as exc:
-            raise CardError(f"{where}.signal_date must be an ISO date (YYYY-MM-DD)") from exc
-        angles = card["angles"]
-        if not isinstance(angles, list) or not MIN_ANGLES <= len(angles) <= MAX_ANGLES:
-            raise CardError(f"{where}.angles must hold {MIN_ANGLES} to {MAX_ANGLES} angles")
-        labels: set[str] = set()
-        angle_ids: set[str] = set()
-        for a_index, angle_raw in enumerate(angles):
-            a_where = f"{where}.angles[{a_index}]"
-            angle = _exact_keys(angle_raw, ANGLE_KEYS, a_where)
-            for name in ANGLE_KEYS:
-                _text(angle[name], a_where, name)
-            label_key = angle["label"].strip().casefold()
-            if label_key in labels:
-                raise CardError(f"{a_where}.label repeats another angle's label")
-            if angle["id"] in angle_ids:
-                raise CardError(f"{a_where}.id repeats another angle's id")
-            labels.add(label_key)
-            angle_ids.add(angle["id"])
-        treatments = card["platform_treatments"]
-        if not isinstance(treatments, list):
-            raise CardError(f"{where}.platform_treatments must be an array")
-        by_platform: dict[str, dict[str, Any]] = {}
-        for t_index, treatment_raw in enumerate(treatments):
-            t_where = f"{where}.platform_treatments[{t_index}]"
-            treatment = _exact_keys(treatment_raw, TREATMENT_KEYS, t_where)
-            for name in TREATMENT_KEYS:
-                _text(treatment[name], t_where, name)
-            if treatment["platform"] in by_platform:
-                raise CardError(f"{t_where}.platform repeats another treatment's platform")
-            by_platform[treatment["platform"]] = treatment
+        _unique(card["id"], ids, f"{where}.id repeats another card's id")
+        title = card["title"].strip().casefold()
+        _unique(title, titles, f"{where}.title repeats another card's title")
+        _check_date(card["signal_date"], where)
+        _check_angles(card["angles"], where)
+        by_platform = _treatments_by_platform(card["platform_treatments"], where)
         if sorted(by_platform) != sorted(platforms):
             raise CardError(f"{where}.platform_treatments must cover exactly {platforms}")
-        for name, value in _strings(card):
-            if name.rsplit(".", 1)[-1] in IDENTIFIERS:
-                continue  # ids, dates, platform and format names are not prose
-            if contains_forbidden(value, forbidden):
-                raise CardError(f"{where}.{name} contains a forbidden phrase")
+        _check_forbidden(card, where, forbidden)
         out.append({**card, "platform_treatments": [by_platform[p] for p in platforms]})
     return out
+
+
+def _unique(key: str, seen: set[str], message: str) -> None:
+    if key in seen:
+        raise CardError(message)
+    seen.add(key)
+
+
+def _check_date(value: Any, where: str) -> None:
+    try:
+        if not isinstance(value, str) or len(value) != 10:
+            raise ValueError
+        date.fromisoformat(value)
+    except ValueError as exc:
+        raise CardError(f"{where}.signal_date must be an ISO date (YYYY-MM-DD)") from exc
+
+
+def _check_angles(angles: Any, where: str) -> None:
+    if not isinstance(angles, list) or not MIN_ANGLES <= len(angles) <= MAX_ANGLES:
+        raise CardError(f"{where}.angles must hold {MIN_ANGLES} to {MAX_ANGLES} angles")
+    labels: set[str] = set()
+    ids: set[str] = set()
+    for index, raw in enumerate(angles):
+        angle_where = f"{where}.angles[{index}]"
+        angle = _exact_keys(raw, ANGLE_KEYS, angle_where)
+        for name in ANGLE_KEYS:
+            _text(angle[name], angle_where, name)
+        label = angle["label"].strip().casefold()
+        _unique(label, labels, f"{angle_where}.label repeats another angle's label")
+        _unique(angle["id"], ids, f"{angle_where}.id repeats another angle's id")
+
+
+def _treatments_by_platform(treatments: Any, where: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(treatments, list):
+        raise CardError(f"{where}.platform_treatments must be an array")
+    by_platform: dict[str, dict[str, Any]] = {}
+    for index, raw in enumerate(treatments):
+        treatment_where = f"{where}.platform_treatments[{index}]"
+        treatment = _exact_keys(raw, TREATMENT_KEYS, treatment_where)
+        for name in TREATMENT_KEYS:
+            _text(treatment[name], treatment_where, name)
+        if treatment["platform"] in by_platform:
+            raise CardError(f"{treatment_where}.platform repeats another treatment's platform")
+        by_platform[treatment["platform"]] = treatment
+    return by_platform
+
+
+def _check_forbidden(card: dict[str, Any], where: str, forbidden: list[str]) -> None:
+    for name, value in _strings(card):
+        if name.rsplit(".", 1)[-1] in IDENTIFIERS:
+            continue  # ids, dates, platform and format names are not prose
+        if contains_forbidden(value, forbidden):
+            raise CardError(f"{where}.{name} contains a forbidden phrase")
 
 
 def _strings(node: Any, path: str = "") -> list[tuple[str, str]]:

@@ -23,8 +23,8 @@ from discovery.context import (
     PlatformInfo,
     Voice,
 )
+from providers import PROVIDERS, get_adapter
 from publishing.models import Account, Destination, Publication, PublicationEvent
-from publishing.providers import PROVIDERS, get_adapter
 from voice.definition import stored_definition
 from voice.models import VoiceProfile
 from workspaces.models import Workspace

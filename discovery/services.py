@@ -13,7 +13,7 @@ from typing import Any
 
 from django.utils import timezone
 
-from config.errors import FieldValidationError, NotFoundError
+from config.errors import FieldValidationError, NotFoundError, field_error
 from config.types import ModelId
 from discovery import selectors
 from discovery.engines import get_engine
@@ -55,11 +55,11 @@ def _voice_profile(
 def _check_platforms(platforms: list[str]) -> None:
     available = set(selectors.publishable_providers())
     errors = [
-        {
-            "location": f"body.platforms[{index}]",
-            "message": "Herald cannot publish to this platform on this instance.",
-            "value": platform,
-        }
+        field_error(
+            f"body.platforms[{index}]",
+            "Herald cannot publish to this platform on this instance.",
+            value=platform,
+        )
         for index, platform in enumerate(platforms)
         if platform not in available
     ]

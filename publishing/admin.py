@@ -1,7 +1,7 @@
 """Admin for publishing: read-only. Credentials are never displayed; nothing is deleted here
 (publications keep their destinations and delivery events; accounts are disconnected and media
 removed through the API). The delivery overview shows operators whether the dispatcher ticks
-and how old the oldest overdue work is (field lesson 3)."""
+and how old the oldest overdue work is."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from django.template.response import TemplateResponse
 from django.utils import timezone
 
+from config.admin import ReadOnlyAdmin
 from publishing.models import (
     Account,
     Destination,
@@ -21,17 +22,6 @@ from publishing.models import (
     PublicationEvent,
     SchedulerHeartbeat,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin[Any]):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Account)

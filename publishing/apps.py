@@ -7,19 +7,25 @@ class PublishingConfig(AppConfig):
 
     def ready(self) -> None:
         from config import health
+        from providers.feed import FEED_ENTRIES
         from publishing import checks  # also registers the system checks
         from publishing import lifecycle as publishing_lifecycle
-        from publishing.readiness_catalog import PublishingCatalog
-        from readiness import catalog as readiness_catalog
-        from workspaces import lifecycle
+        from publishing.feed_entries import FeedEntryStore
+        from publishing.readiness_accounts import PublishingAccounts
+        from readiness.catalog import ACCOUNTS
+        from workspaces.lifecycle import BLOCKER_CHECKS, DATA_SUMMARIES
 
-        lifecycle.register_data_summary(publishing_lifecycle.data_summary)
-        lifecycle.register_blocker_check(publishing_lifecycle.blockers)
-        # Readiness decides over publishing's providers and accounts without importing this app.
-        readiness_catalog.install(PublishingCatalog())
+        DATA_SUMMARIES.register(publishing_lifecycle.data_summary)
+        BLOCKER_CHECKS.register(publishing_lifecycle.blockers)
+        # The built-in feed adapter (a layer below) stores its entries in publishing's tables.
+        FEED_ENTRIES.register(FeedEntryStore())
+        # Readiness decides over publishing's accounts and OAuth apps without importing this app.
+        ACCOUNTS.register(PublishingAccounts())
         # /ready fails with "credentials" when the configured keys open no stored credential.
-        health.register_readiness_check(
-            "credentials",
-            checks.readiness_check,
-            "HERALD_CREDENTIALS_KEY opens none of the stored provider credentials.",
+        health.READINESS_CHECKS.register(
+            health.ReadinessCheck(
+                "credentials",
+                checks.readiness_check,
+                "HERALD_CREDENTIALS_KEY opens none of the stored provider credentials.",
+            )
         )

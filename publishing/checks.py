@@ -17,7 +17,7 @@ from typing import Any
 from django.core import checks
 from django.db import DatabaseError, connections
 
-from publishing import credentials
+from providers import credentials
 from publishing.models import Account, ProviderApp
 
 SAMPLE = 3  # rows of each table; one that opens is enough, and the query stays tiny

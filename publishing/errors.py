@@ -79,6 +79,31 @@ class UploadTooLargeError(DomainError):
     status, code, default_detail = 413, "upload_too_large", "The upload exceeds the limit."
 
 
+class UploadChecksumError(DomainError):
+    """The PATCH's ``Upload-Checksum`` names an algorithm this server does not support (the
+    OPTIONS answer's ``Tus-Checksum-Algorithm`` lists those it does), or its digest is not the
+    base64 of a digest of that algorithm."""
+
+    title = "Unsupported upload checksum"
+    status, code, default_detail = (
+        400,
+        "upload_checksum_unsupported",
+        "Send Upload-Checksum as an algorithm of Tus-Checksum-Algorithm, a space, a base64 digest.",
+    )
+
+
+class UploadChecksumMismatchError(DomainError):
+    """The PATCH's bytes do not match its ``Upload-Checksum``: they were discarded and the
+    upload's offset is unchanged; send the same bytes again."""
+
+    title = "Checksum Mismatch"
+    status, code, default_detail = (
+        460,
+        "upload_checksum_mismatch",
+        "The bytes do not match Upload-Checksum; they were discarded. Send them again.",
+    )
+
+
 class UploadContentTypeError(DomainError):
     """A tus PATCH must carry ``Content-Type: application/offset+octet-stream``."""
 

@@ -37,9 +37,9 @@ from django.utils.http import http_date
 from django.views.decorators.http import require_safe
 
 from config.types import ModelId
-from publishing import credentials
+from providers import credentials
+from providers.feed import MAX_ENTRIES, PROVIDER, entry_path, feed_path, media_path
 from publishing.models import Account, FeedEnclosure, FeedEntry, Media
-from publishing.providers.feed import MAX_ENTRIES, PROVIDER, entry_path, feed_path, media_path
 
 ATOM_NS = "http://www.w3.org/2005/Atom"
 JSON_FEED_VERSION = "https://jsonfeed.org/version/1.1"

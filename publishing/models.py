@@ -57,7 +57,7 @@ class Account(models.Model):
     username = models.CharField(max_length=200)
     display_name = models.CharField(max_length=200, blank=True, default="")
     avatar_url = models.CharField(max_length=500, blank=True, default="")
-    # The account's public page on its provider; empty when there is none (README "Providers").
+    # The account's public page on its provider; empty when there is none (docs/architecture.md "Providers").
     # db_default: the previous release inserts accounts without naming this column.
     profile_url = models.CharField(max_length=500, blank=True, default="", db_default="")
     instance_url = models.CharField(max_length=300, blank=True, default="")
@@ -170,8 +170,9 @@ class Media(models.Model):
 
 
 class Upload(models.Model):
-    """A resumable (tus) upload in progress: its bytes go to a spool file under the media root
-    as they arrive; once all ``length`` bytes are in, the media service turns it into ``media``."""
+    """A resumable (tus) upload in progress: its bytes go to a spool file under the media root,
+    or to an S3 multipart upload, as they arrive (``publishing.services.upload_store``); once
+    all ``length`` bytes are in, the media service turns it into ``media``."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
@@ -184,6 +185,11 @@ class Upload(models.Model):
     filetype = models.CharField(max_length=100, blank=True, default="")
     alt_text = models.CharField(max_length=1500, blank=True, default="")
     spool_name = models.CharField(max_length=300)
+    # With S3 media storage: the bucket key of the multipart upload, its ID until it completes,
+    # and the parts sent so far ([{"PartNumber", "ETag"}]); empty with the local spool.
+    s3_key = models.CharField(max_length=1024, blank=True, default="")
+    s3_upload_id = models.CharField(max_length=1024, blank=True, default="")
+    s3_parts = models.JSONField(default=list, blank=True)
     media = models.ForeignKey(
         Media, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Prefetch, QuerySet
 
 from config.api.pagination import Page, keyset_page
 from config.api.problems import RequestValidationError
-from config.errors import NotFoundError
+from config.errors import NotFoundError, PermissionDeniedError
 from config.types import ModelId
+from providers import get_adapter
+from providers.base import describe
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
+from readiness.projection import provider_readiness_projection
 from workspaces.access import Actor, parse_id, require_workspace
 
 
@@ -106,3 +111,81 @@ def publication_events(
         cursor=cursor,
         descending=False,
     )
+
+
+# --- Capabilities ---------------------------------------------------------------------------
+
+
+def capabilities_resolve(
+    *, actor: Actor, workspace_id: ModelId, account_ids: str = "", content_profile: str = ""
+) -> dict[str, Any]:
+    """What each connected account of the workspace (or of ``account_ids``, comma-separated)
+    can publish, narrowed to ``content_profile`` when given, with readiness per format: the
+    accounts' ``items`` and the ``provider_readiness`` of their providers."""
+    access = require_workspace(actor, workspace_id)
+    accounts = _capability_accounts(access.workspace.pk, account_ids)
+    projection = provider_readiness_projection(
+        workspace_id=access.workspace.pk, accounts=accounts, content_profile=content_profile
+    )
+    decided = {
+        (p["account_id"], p["output_profile"]): p
+        for entry in projection["providers"]
+        for p in entry["profiles"]
+    }
+    providers = {account.provider for account in accounts}
+    return {
+        "items": [_capability_item(account, decided, content_profile) for account in accounts],
+        "provider_readiness": [e for e in projection["providers"] if e["provider"] in providers],
+    }
+
+
+def _capability_accounts(workspace_id: ModelId, account_ids: str) -> list[Account]:
+    """The workspace's connected accounts, oldest first, or the named ones: a named account
+    that is connected but elsewhere is a 403, one unknown or disconnected a 404."""
+    live = Account.objects.filter(workspace_id=workspace_id).exclude(
+        status=Account.Status.DISCONNECTED
+    )
+    if account_ids:
+        ids = {_account_uuid(part.strip()) for part in account_ids.split(",") if part.strip()}
+        live = live.filter(pk__in=ids)
+        found = {str(pk) for pk in live.values_list("pk", flat=True)}
+        if missing := sorted(ids - found):
+            connected = Account.objects.filter(pk__in=missing).exclude(
+                status=Account.Status.DISCONNECTED
+            )
+            if connected.exists():
+                raise PermissionDeniedError(
+                    "An account belongs to another workspace.", code="account_not_in_workspace"
+                )
+            raise NotFoundError(f"No connected account with ID {missing[0]}.")
+    return list(live.order_by("created_at"))
+
+
+def _account_uuid(value: str) -> str:
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise NotFoundError(f"No connected account with ID {value[:64]!r}.") from None
+
+
+def _capability_item(
+    account: Account, decided: dict[tuple[str, str], dict[str, Any]], content_profile: str
+) -> dict[str, Any]:
+    adapter = get_adapter(account.provider)
+    profiles = [
+        p
+        for p in describe(adapter)["profiles"]
+        if not content_profile or p["key"] == content_profile
+    ]
+    return {
+        "account_id": str(account.pk),
+        "provider": adapter.capabilities.provider,
+        "profiles": profiles,
+        "readiness": {
+            p["key"]: {
+                "immediate": decided[(str(account.pk), p["key"])]["immediate"],
+                "scheduled": decided[(str(account.pk), p["key"])]["scheduled"],
+            }
+            for p in profiles
+        },
+    }

@@ -2,67 +2,8 @@
 
 from __future__ import annotations
 
-import logging
-import time
-from typing import Any
-
-from celery import Task, shared_task
-from kombu.exceptions import KombuError
-
-from config.outages import REDIS_OUTAGE_ERRORS, log_outage
-
-logger = logging.getLogger(__name__)
-
-
-# After a failed send, the next ones in this process are skipped for this long: while the broker
-# is down each attempt costs Celery's publish retries (about 0.7 s), and a publication with many
-# destinations would pay that once per destination inside one request.
-BROKER_BACKOFF_SECONDS = 5.0
-_broker_down_until = 0.0
-
-
-def nudge(task: Task[Any, Any], destination_id: str, countdown: float | None = None) -> None:
-    """Send one task message; called after commit (``transaction.on_commit(partial(nudge, ...))``).
-
-    The message is only a nudge: when the broker is down the failure is logged (once per
-    interval, no traceback), not raised (the transaction has committed and the caller must not
-    see an error), and the dispatcher re-enqueues the work from the database once it is stale.
-    """
-    global _broker_down_until
-    if time.monotonic() < _broker_down_until:
-        _log_unsent(task, destination_id, "skipped: the broker failed moments ago")
-        return
-    try:
-        if countdown is None:
-            task.delay(destination_id)
-        else:
-            task.apply_async((destination_id,), countdown=countdown)
-    except _ENQUEUE_ERRORS as exc:
-        _broker_down_until = time.monotonic() + BROKER_BACKOFF_SECONDS
-        _log_unsent(task, destination_id, type(exc).__name__)
-
-
-# What a failed enqueue raises when the broker is down (one tuple: mypy reads no starred except).
-_ENQUEUE_ERRORS: tuple[type[Exception], ...] = (KombuError, OSError, *REDIS_OUTAGE_ERRORS)
-
-
-def reset_broker_backoff() -> None:
-    """Try the broker again at the next send (e.g. after pointing the app at another broker)."""
-    global _broker_down_until
-    _broker_down_until = 0.0
-
-
-def _log_unsent(task: Task[Any, Any], destination_id: str, reason: str) -> None:
-    log_outage(
-        logger,
-        "broker",
-        "enqueue",
-        "could not enqueue %s for %s (%s); the dispatcher "
-        "re-enqueues queued work from the database once it is stale",
-        task.name,
-        destination_id,
-        reason,
-    )
+from celery import shared_task
+from django.conf import settings
 
 
 @shared_task(
@@ -91,8 +32,9 @@ def delivery_reconcile(destination_id: str) -> None:
     acks_late=True,
     reject_on_worker_lost=True,
     ignore_result=True,
-    soft_time_limit=60,  # above the probe's own wall-clock budget (services.video.MAX_SECONDS)
-    time_limit=90,
+    # Above the budgets of two probes (services.video.MAX_SECONDS) and of a conversion.
+    soft_time_limit=settings.HERALD_TRANSCODE_MAX_SECONDS + 60,
+    time_limit=settings.HERALD_TRANSCODE_MAX_SECONDS + 90,
 )
 def media_probe(media_id: str) -> None:
     from publishing.services import media

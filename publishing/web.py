@@ -27,7 +27,7 @@ from django.views.decorators.http import require_http_methods
 from config.error_pages import error_page
 from config.errors import NotFoundError
 from config.security_headers import POLICY
-from publishing.providers import get_adapter
+from providers import get_adapter
 from publishing.services import accounts
 
 SALT = "herald.publishing.oauth-result"

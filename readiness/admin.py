@@ -13,9 +13,9 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from config.errors import DomainError, FieldValidationError
+from config.admin import ServiceAdmin, ServiceForm
+from providers import PROVIDERS
 from readiness import ledgers
-from readiness.catalog import catalog
 from readiness.models import (
     OPERATIONS,
     ApprovalReview,
@@ -29,35 +29,16 @@ OPTIONAL_OPERATION_CHOICES = [("", "every operation"), *OPERATION_CHOICES]
 
 
 def _provider_choices() -> list[tuple[str, str]]:
-    return [(p, p) for p in catalog().providers()]
+    return [(p, p) for p in PROVIDERS]
 
 
-class LedgerAddForm(forms.ModelForm[Any]):
-    """Collects plain inputs; ``clean`` appends through the ledger service (the admin's add view
-    runs in one transaction, so a later failure rolls the append back)."""
+class LedgerAddForm(ServiceForm):
+    """Collects the plain inputs of the admin API route (none of the model's fields) and appends
+    them through the ledger service."""
 
-    request: HttpRequest
-    created: Any = None
-
-    def append(self, data: dict[str, Any]) -> Any:
-        raise NotImplementedError
-
-    def _post_clean(self) -> None:
-        """No model validation: the row is built and validated by the ledger service."""
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if self.errors:
-            return data
-        try:
-            self.created = self.append({k: v for k, v in data.items() if v not in (None, "")})
-        except FieldValidationError as exc:
-            for error in exc.errors:
-                field = error["location"].removeprefix("body.").split(".")[0].split("[")[0]
-                self.add_error(field if field in self.fields else None, error["message"])
-        except DomainError as exc:
-            raise forms.ValidationError(exc.detail) from None
-        return data
+    def given(self) -> dict[str, Any]:
+        """The inputs filled in (a blank one is left to the service's default)."""
+        return {k: v for k, v in self.cleaned_data.items() if v not in (None, "")}
 
 
 class ApprovalReviewAddForm(LedgerAddForm):
@@ -77,7 +58,8 @@ class ApprovalReviewAddForm(LedgerAddForm):
         model = ApprovalReview
         fields: list[str] = []
 
-    def append(self, data: dict[str, Any]) -> Any:
+    def call_service(self) -> ApprovalReview:
+        data = self.given()
         data["operations"] = list(data.get("operations") or ()) or None  # none selected: all
         return ledgers.approval_review_append(operator=self.request.user, **data)
 
@@ -93,8 +75,8 @@ class RuntimeControlAddForm(LedgerAddForm):
         model = RuntimeControl
         fields: list[str] = []
 
-    def append(self, data: dict[str, Any]) -> Any:
-        return ledgers.runtime_control_append(operator=self.request.user, **data)
+    def call_service(self) -> RuntimeControl:
+        return ledgers.runtime_control_append(operator=self.request.user, **self.given())
 
 
 CHECK_RESULT_CHOICES = [("", "not recorded"), *CertificationCheck.Outcome.choices]
@@ -133,7 +115,8 @@ class CertificationRunAddForm(LedgerAddForm):
                 max_length=40, required=False, label=f"Not-applicable reason: {label}"
             )
 
-    def append(self, data: dict[str, Any]) -> Any:
+    def call_service(self) -> CertificationRun:
+        data = self.given()
         checks = []
         for name, _ in CertificationCheck.Name.choices:
             outcome = data.pop(f"check_{name}", "")
@@ -143,13 +126,10 @@ class CertificationRunAddForm(LedgerAddForm):
         return ledgers.certification_append(operator=self.request.user, checks=checks, **data)
 
 
-class AddOnlyLedgerAdmin(admin.ModelAdmin[Any]):
+class AddOnlyLedgerAdmin(ServiceAdmin):
     add_form: type[LedgerAddForm] | None = None
 
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -164,23 +144,14 @@ class AddOnlyLedgerAdmin(admin.ModelAdmin[Any]):
     def get_form(
         self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
     ) -> Any:
-        if obj is None and self.add_form is not None:
-            return type(self.add_form.__name__, (self.add_form,), {"request": request})
+        if obj is None:
+            kwargs["fields"] = []  # the add form's own inputs only (the checks' are per instance)
         return super().get_form(request, obj, change=change, **kwargs)
 
     def get_fieldsets(self, request: HttpRequest, obj: Any = None) -> Any:
         if obj is None and self.add_form is not None:
             return [(None, {"fields": list(self.add_form().fields)})]
         return super().get_fieldsets(request, obj)
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        created = form.created  # appended by the form's clean() through the ledger service
-        obj.__dict__.update({k: v for k, v in created.__dict__.items() if k != "_state"})
-        obj._state.adding = False
-        obj._state.db = created._state.db
-
-    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
-        return None
 
 
 @admin.register(ApprovalReview)

@@ -1,4 +1,4 @@
-"""Public provider-format claims and the ``provider-certification`` release gate (spec §1).
+"""Public provider-format claims and the ``provider-certification`` release gate.
 
 ``readiness/claims/public-claims.json`` is the only source of public claims; the release
 manifest binds its ``sha256:`` digest, schema version and claim count. A build, an adapter, a

@@ -1,4 +1,4 @@
-"""Evaluate one subject from the seven facts (spec §1). Pure: no I/O.
+"""Evaluate one subject from the seven facts. Pure: no I/O.
 
 Precedence, first match wins (fail-closed): ``unsupported`` → ``disabled`` →
 ``needs_configuration`` → ``reconnect_required`` → ``degraded`` → ``approval_required`` →
@@ -17,12 +17,12 @@ gaps block it whatever the flag.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from readiness.evidence import Evidence
+from readiness.evidence import Evidence, RunFact
 from readiness.subjects import NEVER_ADVERTISED, PUBLISH_OPERATIONS, AppIdentity, Subject
 
 NORMAL = "normal"
@@ -166,228 +166,328 @@ class Policy:
     claims: frozenset[tuple[str, str, str, str]]  # (provider, output_profile, operation, contract)
 
 
+@dataclass(frozen=True)
+class DecisionInputs:
+    """Everything one decision is made from: the exact subject, what Herald implements for its
+    provider (``caps``, ``None`` for no adapter), the effective app, the current contract digest,
+    the ledger evidence, the server's policy, the time, the account (``None`` for the provider as
+    a whole) and the execution intent."""
+
+    subject: Subject
+    caps: Any
+    app: AppIdentity
+    contract: str
+    evidence: Evidence
+    policy: Policy
+    now: datetime
+    account: AccountFacts | None = None
+    intent: str = NORMAL
+
+    def run(self, kind: str) -> RunFact | None:
+        """The current ``local`` or ``live`` run of this subject and contract."""
+        return self.evidence.run(self.subject, kind, self.contract)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One fact as reported, and its gaps (whether a gap blocks is decided afterwards)."""
+
+    fact: dict[str, Any]
+    gaps: tuple[Blocker, ...] = ()
+
+    @classmethod
+    def gap(cls, fact: dict[str, Any], code: str, detail: str) -> Finding:
+        """A fact with one gap."""
+        return cls(fact, (Blocker(code, detail),))
+
+
 def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value is not None else None
 
 
-def evaluate(
-    *,
-    subject: Subject,
-    caps: Any,
-    app: AppIdentity,
-    contract: str,
-    evidence: Evidence,
-    policy: Policy,
-    now: datetime,
-    account: AccountFacts | None = None,
-    intent: str = NORMAL,
-) -> Decision:
-    if intent not in INTENTS:
-        raise ValueError(f"unknown execution intent {intent!r}")
-    found: list[Blocker] = []
-    facts: dict[str, dict[str, Any]] = {}
-
-    def block(code: str, detail: str) -> None:
-        found.append(Blocker(code, detail))
-
-    provider = subject.provider
-    operation = subject.operation
-
-    # Capability metadata: is this format and operation implemented at all?
-    if caps is None:
-        block("unsupported_provider", f"Herald has no adapter for {provider}.")
-    else:
-        if operation in PUBLISH_OPERATIONS and caps.profile(subject.output_profile) is None:
-            block(
-                "unsupported_profile",
-                f"{subject.output_profile or 'This format'} is not implemented.",
-            )
-        if operation == "refresh" and not caps.supports_refresh:
-            block("unsupported_operation", f"{provider} has no refresh operation.")
-        if operation == "revoke" and not caps.supports_revoke:
-            block("unsupported_operation", f"{provider} has no revoke operation.")
-
-    # Runtime control: the most restrictive current environment or ledger control.
-    if evidence.unavailable:
-        facts["control"] = {"status": "unknown", "source": "ledger"}
-        block(
-            "readiness_unavailable",
-            "The readiness ledgers cannot be read; nothing runs until they can.",
-        )
-    elif provider in policy.disabled_providers:
-        facts["control"] = {"status": "disabled", "source": "environment"}
-        block("provider_disabled", f"{provider} is disabled on this instance.")
-    else:
-        mode = _control_mode(evidence, subject)
-        facts["control"] = {"status": mode, "source": "ledger"}
-        if mode == "disabled":
-            block("control_disabled", f"An operator disabled {provider} for this operation.")
-        elif mode == "degraded":
-            block(
-                "control_degraded",
-                f"An operator marked {provider} degraded; it runs again once enabled.",
-            )
-        elif mode == "missing":
-            block("control_missing", f"No runtime control enables {provider} for this operation.")
-
-    # Configuration: the effective app, and credentials this instance can read.
-    facts["configuration"] = {
-        "status": "present" if app.present else "missing",
-        "source": app.source,
-    }
-    if caps is not None and not app.present:
-        block("app_missing", "The provider app is not configured.")
-    if account is not None and caps is not None:
-        # An account of an environment app uses the deployment's app (no registration row).
-        if (
-            str(getattr(caps.connection, "value", caps.connection)) == "oauth2"
-            and not account.has_app
-            and app.source != "environment"
-        ):
-            facts["configuration"] = {"status": "missing", "source": app.source}
-            block("app_missing", "The account's provider app registration is missing.")
-        if (
-            account.status == "active"
-            and account.has_credentials
-            and not account.credentials_readable
-        ):
-            facts["configuration"] = {"status": "unreadable", "source": app.source}
-            block(
-                "credentials_unreadable",
-                "The stored credentials cannot be decrypted with HERALD_CREDENTIALS_KEY.",
-            )
-
-    # Authorization: the exact account grant (and, when enforced, every recorded scope).
-    live = evidence.run(subject, "live", contract)
-    if account is None:
-        facts["authorization"] = {"status": "not_applicable"}
-    elif account.status != "active":
-        facts["authorization"] = {"status": "invalid"}
-        block("grant_invalid", "The account's grant was revoked or is invalid; reconnect it.")
-    elif not account.has_credentials:
-        facts["authorization"] = {"status": "missing"}
-        block("credentials_missing", "The account has no stored credentials; reconnect it.")
-    else:
-        required = set(caps.required_scopes if caps is not None else ()) | set(
-            live.required_scopes if live else ()
-        )
-        missing = sorted(required - set(account.granted_scopes))
-        facts["authorization"] = {"status": "scope_missing" if missing else "valid"}
-        if missing:
-            block(
-                "scope_missing",
-                f"The grant lacks required scopes ({', '.join(missing)}); reconnect it.",
-            )
-
-    # Approval: the provider app's reviewed tier is current and permits the operation.
-    approval = evidence.approval(subject)
-    if approval is None:
-        facts["approval"] = {"status": "missing"}
-        block("approval_missing", f"No approval review is recorded for this {provider} app.")
-    elif approval.expires_at is not None and approval.expires_at <= now:
-        facts["approval"] = {"status": "expired", "expires_at": _iso(approval.expires_at)}
-        block("approval_expired", f"The approval review of this {provider} app has expired.")
-    elif approval.outcome == "rejected":
-        facts["approval"] = {"status": "rejected"}
-        block("approval_rejected", f"The {provider} app's review was rejected.")
-    elif approval.outcome in ("approved", "trial", "not_required") and (
-        approval.outcome == "not_required" or operation in approval.operations
-    ):
-        facts["approval"] = {"status": approval.outcome, "expires_at": _iso(approval.expires_at)}
-        if approval.outcome == "trial" and intent != CERTIFICATION_TEST:
-            block(
-                "approval_trial",
-                f"The {provider} app has trial permission only (certification tests).",
-            )
-    else:
-        facts["approval"] = {"status": "not_permitted"}
-        block(
-            "approval_operation_not_permitted",
-            f"The {provider} app's reviewed tier does not permit {operation}.",
-        )
-
-    # Policy: the server permits the account, the format and the policy mode.
-    restricted = _restricted(policy, subject)
-    identity_ok = not (
-        policy.deployment == "cloud"
-        and subject.deployment_environment == "production"
-        and subject.provider_environment != "production"
-    )
-    facts["policy"] = {
-        "status": "allowed" if (not restricted and identity_ok) else "restricted",
-        "mode": subject.policy_mode,
-    }
-    if restricted:
-        block("policy_restricted", f"This server's policy does not permit {restricted}.")
-    if not identity_ok:
-        block(
-            "non_production_identity",
-            f"A cloud production deployment must use a production {provider} app identity.",
-        )
-
-    # Local and live evidence: current, complete, this subject and this contract.
-    for kind, fact in (("local", "local_test"), ("live", "live_certification")):
-        run = evidence.run(subject, kind, contract) if kind == "local" else live
-        label = "local test" if kind == "local" else "live certification"
-        if run is None:
-            status = "missing"
-            code, detail = (
-                f"{fact}_missing",
-                f"No current {label} matches this subject and contract.",
-            )
-        elif run.outcome != "passed":
-            status = "failed"
-            code, detail = f"{fact}_failed", f"The latest {label} of this subject failed."
-        elif run.expires_at <= now:
-            status = "expired"
-            code, detail = f"{fact}_expired", f"The {label} proof expired; retest it."
-        else:
-            status, code, detail = "passed", "", ""
-        facts[fact] = {
-            "status": status,
-            "tested_at": _iso(run.tested_at) if run else None,
-            "expires_at": _iso(run.expires_at) if run else None,
-        }
-        if code and intent == CERTIFICATION_TEST:
-            facts[fact]["status"] = f"bypassed_{status}"  # only prior evidence is bypassed
-        elif code:
-            block(code, detail)
-
+def evaluate(inputs: DecisionInputs) -> Decision:
+    if inputs.intent not in INTENTS:
+        raise ValueError(f"unknown execution intent {inputs.intent!r}")
+    findings = {name: rule(inputs) for name, rule in FACT_RULES.items()}
+    gaps = [*_capability_gaps(inputs), *(gap for f in findings.values() for gap in f.gaps)]
     # Only what blocks is listed: always-blocking codes, and the gated gaps under enforcement. A
     # certification test is strict whatever the flag: it bypasses prior local and live evidence
-    # only (those gaps were never added above) and still requires approval or trial permission,
-    # every scope and an enabled runtime control (spec §1 "Certification evidence ledgers").
-    strict = policy.enforced or intent == CERTIFICATION_TEST
-    blockers = tuple(b for b in found if BLOCKERS[b.code][1] or strict)
+    # only (those gaps are never reported) and still requires approval or trial permission,
+    # every scope and an enabled runtime control.
+    strict = inputs.policy.enforced or inputs.intent == CERTIFICATION_TEST
+    blockers = tuple(gap for gap in gaps if BLOCKERS[gap.code][1] or strict)
     state = min((BLOCKERS[b.code][0] for b in blockers), key=STATES.index, default=HEALTHY)
-    executable = state == HEALTHY
-    if operation == "connect":
-        connectable = executable
-    else:  # a reconnect is possible: nothing provider-wide blocks, and no control stops a connect
-        connect_control = _control_mode(evidence, subject, operation="connect", output_profile="")
-        connectable = (
-            not any(b.code in PROVIDER_WIDE for b in blockers)
-            and not evidence.unavailable
-            and (
-                connect_control == "enabled"
-                or (connect_control == "missing" and not policy.enforced)
-            )
-        )
-    advertisable = (
-        executable
-        and intent == NORMAL
-        and provider not in NEVER_ADVERTISED
-        and (provider, subject.output_profile, operation, contract) in policy.claims
-    )
     return Decision(
         state=state,
         blockers=blockers,
-        facts={name: facts[name] for name in FACTS},
-        subject=subject,
-        contract_digest=contract,
-        connectable=connectable,
-        advertisable=advertisable,
-        intent=intent,
+        facts={name: findings[name].fact for name in FACTS},
+        subject=inputs.subject,
+        contract_digest=inputs.contract,
+        connectable=_connectable(inputs, state == HEALTHY, blockers),
+        advertisable=_advertisable(inputs, state == HEALTHY),
+        intent=inputs.intent,
+    )
+
+
+def _capability_gaps(inputs: DecisionInputs) -> list[Blocker]:
+    """Is this format and operation implemented at all? (Reported under ``configuration``.)"""
+    caps, subject = inputs.caps, inputs.subject
+    provider, operation = subject.provider, subject.operation
+    if caps is None:
+        return [Blocker("unsupported_provider", f"Herald has no adapter for {provider}.")]
+    gaps = []
+    if operation in PUBLISH_OPERATIONS and caps.profile(subject.output_profile) is None:
+        gaps.append(
+            Blocker(
+                "unsupported_profile",
+                f"{subject.output_profile or 'This format'} is not implemented.",
+            )
+        )
+    if operation == "refresh" and not caps.supports_refresh:
+        gaps.append(Blocker("unsupported_operation", f"{provider} has no refresh operation."))
+    if operation == "revoke" and not caps.supports_revoke:
+        gaps.append(Blocker("unsupported_operation", f"{provider} has no revoke operation."))
+    return gaps
+
+
+def _control(inputs: DecisionInputs) -> Finding:
+    """The runtime control: the most restrictive current environment or ledger control."""
+    provider = inputs.subject.provider
+    if inputs.evidence.unavailable:
+        return Finding.gap(
+            {"status": "unknown", "source": "ledger"},
+            "readiness_unavailable",
+            "The readiness ledgers cannot be read; nothing runs until they can.",
+        )
+    if provider in inputs.policy.disabled_providers:
+        return Finding.gap(
+            {"status": "disabled", "source": "environment"},
+            "provider_disabled",
+            f"{provider} is disabled on this instance.",
+        )
+    mode = _control_mode(inputs.evidence, inputs.subject)
+    gaps = {
+        "disabled": ("control_disabled", f"An operator disabled {provider} for this operation."),
+        "degraded": (
+            "control_degraded",
+            f"An operator marked {provider} degraded; it runs again once enabled.",
+        ),
+        "missing": (
+            "control_missing",
+            f"No runtime control enables {provider} for this operation.",
+        ),
+    }
+    gap = gaps.get(mode)
+    return Finding({"status": mode, "source": "ledger"}, (Blocker(*gap),) if gap else ())
+
+
+def _configuration(inputs: DecisionInputs) -> Finding:
+    """The effective app, and credentials this instance can read."""
+    caps, app = inputs.caps, inputs.app
+    account = inputs.account if caps is not None else None  # no adapter: nothing more to check
+    # An account of an environment app uses the deployment's app (no registration row).
+    registration_missing = (
+        account is not None
+        and str(getattr(caps.connection, "value", caps.connection)) == "oauth2"
+        and not account.has_app
+        and app.source != "environment"
+    )
+    unreadable = (
+        account is not None
+        and account.status == "active"
+        and account.has_credentials
+        and not account.credentials_readable
+    )
+    gaps = []
+    if caps is not None and not app.present:
+        gaps.append(Blocker("app_missing", "The provider app is not configured."))
+    if registration_missing:
+        gaps.append(Blocker("app_missing", "The account's provider app registration is missing."))
+    if unreadable:
+        gaps.append(
+            Blocker(
+                "credentials_unreadable",
+                "The stored credentials cannot be decrypted with HERALD_CREDENTIALS_KEY.",
+            )
+        )
+    if unreadable:
+        status = "unreadable"
+    elif registration_missing or not app.present:
+        status = "missing"
+    else:
+        status = "present"
+    return Finding({"status": status, "source": app.source}, tuple(gaps))
+
+
+def _authorization(inputs: DecisionInputs) -> Finding:
+    """The exact account grant, and every scope the contract or the live run requires."""
+    account = inputs.account
+    if account is None:
+        return Finding({"status": "not_applicable"})
+    if account.status != "active":
+        return Finding.gap(
+            {"status": "invalid"},
+            "grant_invalid",
+            "The account's grant was revoked or is invalid; reconnect it.",
+        )
+    if not account.has_credentials:
+        return Finding.gap(
+            {"status": "missing"},
+            "credentials_missing",
+            "The account has no stored credentials; reconnect it.",
+        )
+    live = inputs.run("live")
+    required = {
+        *(inputs.caps.required_scopes if inputs.caps is not None else ()),
+        *(live.required_scopes if live else ()),
+    }
+    missing = sorted(required - set(account.granted_scopes))
+    if not missing:
+        return Finding({"status": "valid"})
+    return Finding.gap(
+        {"status": "scope_missing"},
+        "scope_missing",
+        f"The grant lacks required scopes ({', '.join(missing)}); reconnect it.",
+    )
+
+
+def _approval(inputs: DecisionInputs) -> Finding:
+    """The provider app's reviewed tier is current and permits the operation."""
+    provider, operation = inputs.subject.provider, inputs.subject.operation
+    approval = inputs.evidence.approval(inputs.subject)
+    if approval is None:
+        return Finding.gap(
+            {"status": "missing"},
+            "approval_missing",
+            f"No approval review is recorded for this {provider} app.",
+        )
+    if approval.expires_at is not None and approval.expires_at <= inputs.now:
+        return Finding.gap(
+            {"status": "expired", "expires_at": _iso(approval.expires_at)},
+            "approval_expired",
+            f"The approval review of this {provider} app has expired.",
+        )
+    if approval.outcome == "rejected":
+        return Finding.gap(
+            {"status": "rejected"},
+            "approval_rejected",
+            f"The {provider} app's review was rejected.",
+        )
+    if not (
+        approval.outcome == "not_required"
+        or (approval.outcome in ("approved", "trial") and operation in approval.operations)
+    ):
+        return Finding.gap(
+            {"status": "not_permitted"},
+            "approval_operation_not_permitted",
+            f"The {provider} app's reviewed tier does not permit {operation}.",
+        )
+    fact = {"status": approval.outcome, "expires_at": _iso(approval.expires_at)}
+    if approval.outcome == "trial" and inputs.intent != CERTIFICATION_TEST:
+        return Finding.gap(
+            fact,
+            "approval_trial",
+            f"The {provider} app has trial permission only (certification tests).",
+        )
+    return Finding(fact)
+
+
+def _policy(inputs: DecisionInputs) -> Finding:
+    """The server permits the account, the format and the policy mode."""
+    subject = inputs.subject
+    restricted = _restricted(inputs.policy, subject)
+    identity_ok = not (
+        inputs.policy.deployment == "cloud"
+        and subject.deployment_environment == "production"
+        and subject.provider_environment != "production"
+    )
+    gaps = []
+    if restricted:
+        gaps.append(
+            Blocker("policy_restricted", f"This server's policy does not permit {restricted}.")
+        )
+    if not identity_ok:
+        gaps.append(
+            Blocker(
+                "non_production_identity",
+                f"A cloud production deployment must use a production {subject.provider} app "
+                "identity.",
+            )
+        )
+    fact = {"status": "restricted" if gaps else "allowed", "mode": subject.policy_mode}
+    return Finding(fact, tuple(gaps))
+
+
+def _local_test(inputs: DecisionInputs) -> Finding:
+    return _proof(inputs, "local", "local_test", "local test")
+
+
+def _live_certification(inputs: DecisionInputs) -> Finding:
+    return _proof(inputs, "live", "live_certification", "live certification")
+
+
+def _proof(inputs: DecisionInputs, kind: str, fact: str, label: str) -> Finding:
+    """Local or live evidence: current, complete, this subject and this contract. A certification
+    test bypasses it: the gap shows only in the fact (``bypassed_<status>``)."""
+    run = inputs.run(kind)
+    if run is None:
+        status, detail = "missing", f"No current {label} matches this subject and contract."
+    elif run.outcome != "passed":
+        status, detail = "failed", f"The latest {label} of this subject failed."
+    elif run.expires_at <= inputs.now:
+        status, detail = "expired", f"The {label} proof expired; retest it."
+    else:
+        status, detail = "passed", ""
+    bypassed = status != "passed" and inputs.intent == CERTIFICATION_TEST
+    reported = {
+        "status": f"bypassed_{status}" if bypassed else status,
+        "tested_at": _iso(run.tested_at) if run else None,
+        "expires_at": _iso(run.expires_at) if run else None,
+    }
+    if status == "passed" or bypassed:
+        return Finding(reported)
+    return Finding.gap(reported, f"{fact}_{status}", detail)
+
+
+# The fact rules in the order their gaps are listed (the facts themselves are reported in FACTS
+# order).
+FACT_RULES: dict[str, Callable[[DecisionInputs], Finding]] = {
+    "control": _control,
+    "configuration": _configuration,
+    "authorization": _authorization,
+    "approval": _approval,
+    "policy": _policy,
+    "local_test": _local_test,
+    "live_certification": _live_certification,
+}
+
+
+def _connectable(inputs: DecisionInputs, executable: bool, blockers: tuple[Blocker, ...]) -> bool:
+    """A connect: whether it may run. Anything else: whether a reconnect is possible (nothing
+    provider-wide blocks, and no control stops a connect)."""
+    if inputs.subject.operation == "connect":
+        return executable
+    connect_control = _control_mode(
+        inputs.evidence, inputs.subject, operation="connect", output_profile=""
+    )
+    return (
+        not any(b.code in PROVIDER_WIDE for b in blockers)
+        and not inputs.evidence.unavailable
+        and (
+            connect_control == "enabled"
+            or (connect_control == "missing" and not inputs.policy.enforced)
+        )
+    )
+
+
+def _advertisable(inputs: DecisionInputs, executable: bool) -> bool:
+    subject = inputs.subject
+    return (
+        executable
+        and inputs.intent == NORMAL
+        and subject.provider not in NEVER_ADVERTISED
+        and (subject.provider, subject.output_profile, subject.operation, inputs.contract)
+        in inputs.policy.claims
     )
 
 

@@ -1,4 +1,4 @@
-"""The four append-only readiness ledgers (spec §1 "Certification evidence ledgers").
+"""The four append-only readiness ledgers (certification evidence).
 
 Approval reviews, certification runs, certification checks and runtime controls. A row is a fact
 recorded once: the storage layer rejects ``UPDATE`` and ``DELETE`` (triggers created in the

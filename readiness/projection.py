@@ -11,14 +11,20 @@ whatever the number of accounts.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from django.conf import settings
 
 from config.types import ModelId
 from readiness.catalog import catalog
-from readiness.services import DecisionRequest, decide_many, enforcement_applies
+from readiness.services import (
+    Blocker,
+    Decision,
+    DecisionRequest,
+    decide_many,
+    enforcement_applies,
+)
 
 ACCOUNT_FIELDS = (
     "id",
@@ -51,52 +57,18 @@ def provider_readiness_projection(
         if accounts is not None
         else catalogue.live_accounts(workspace_id, ACCOUNT_FIELDS)
     )
-    requests: list[DecisionRequest] = [
-        DecisionRequest(provider=p, operation="connect") for p in providers
-    ]
-    slots: list[tuple[Any, str]] = []
-    for account in live:
-        if account.provider not in providers:
-            continue
-        for profile in catalogue.capabilities(account.provider).profiles:
-            if content_profile and profile.key != content_profile:
-                continue
-            slots.append((account, profile.key))
-            requests.append(
-                DecisionRequest(
-                    provider=account.provider,
-                    operation="publish_immediate",
-                    output_profile=profile.key,
-                    account=account,
-                )
-            )
-            requests.append(
-                DecisionRequest(
-                    provider=account.provider,
-                    operation="publish_scheduled",
-                    output_profile=profile.key,
-                    account=account,
-                )
-            )
-    decisions = decide_many(requests)
+    slots = _profile_slots(catalogue, providers, live, content_profile)
+    decisions = decide_many(_requests(providers, slots))
     connect = dict(zip(providers, decisions[: len(providers)], strict=True))
-    entries: dict[str, dict[str, Any]] = {}
-    issues: dict[str, dict[str, dict[str, Any]]] = {p: {} for p in providers}
-    for provider, decision in connect.items():
-        caps = catalogue.capabilities(provider)
-        entries[provider] = {
-            "provider": provider,
-            "display_name": caps.display_name,
-            **decision.as_dict(),
-            "configured_app_state": decision.facts["configuration"]["source"],
-            "connected_accounts": sum(1 for account in live if account.provider == provider),
-            "blocking_issues": [],
-            "profiles": [],
-        }
-        _count(issues[provider], decision.blockers)
+    entries = {
+        provider: _provider_entry(catalogue, provider, decision, live)
+        for provider, decision in connect.items()
+    }
+    blockers = {provider: list(decision.blockers) for provider, decision in connect.items()}
     rest = decisions[len(providers) :]
-    for index, (account, profile_key) in enumerate(slots):
-        immediate, scheduled = rest[2 * index], rest[2 * index + 1]
+    for (account, profile_key), immediate, scheduled in zip(
+        slots, rest[0::2], rest[1::2], strict=True
+    ):
         entries[account.provider]["profiles"].append(
             {
                 "account_id": str(account.pk),
@@ -105,11 +77,9 @@ def provider_readiness_projection(
                 "scheduled": scheduled.as_dict(),
             }
         )
-        _count(issues[account.provider], (*immediate.blockers, *scheduled.blockers))
+        blockers[account.provider] += [*immediate.blockers, *scheduled.blockers]
     for provider, entry in entries.items():
-        entry["blocking_issues"] = sorted(
-            issues[provider].values(), key=lambda issue: issue["code"]
-        )
+        entry["blocking_issues"] = _blocking_issues(blockers[provider])
     return {
         "workspace_id": str(workspace_id),
         "deployment": settings.HERALD_DEPLOYMENT,
@@ -118,9 +88,59 @@ def provider_readiness_projection(
     }
 
 
-def _count(issues: dict[str, dict[str, Any]], blockers: Iterable[Any]) -> None:
+def _profile_slots(
+    catalogue: Any, providers: Sequence[str], live: Iterable[Any], content_profile: str
+) -> list[tuple[Any, str]]:
+    """Each (account, output profile) to decide: every profile of every account of a known
+    provider, or only ``content_profile``."""
+    return [
+        (account, profile.key)
+        for account in live
+        if account.provider in providers
+        for profile in catalogue.capabilities(account.provider).profiles
+        if not content_profile or profile.key == content_profile
+    ]
+
+
+def _requests(providers: Sequence[str], slots: list[tuple[Any, str]]) -> list[DecisionRequest]:
+    """Every provider's connect, then each slot's immediate and scheduled publish."""
+    return [
+        *(DecisionRequest(provider=p, operation="connect") for p in providers),
+        *(
+            DecisionRequest(
+                provider=account.provider,
+                operation=operation,
+                output_profile=profile_key,
+                account=account,
+            )
+            for account, profile_key in slots
+            for operation in ("publish_immediate", "publish_scheduled")
+        ),
+    ]
+
+
+def _provider_entry(
+    catalogue: Any, provider: str, decision: Decision, live: Iterable[Any]
+) -> dict[str, Any]:
+    """A provider's entry around its connect decision (issues and profiles are filled later)."""
+    caps = catalogue.capabilities(provider)
+    return {
+        "provider": provider,
+        "display_name": caps.display_name,
+        **decision.as_dict(),
+        "configured_app_state": decision.facts["configuration"]["source"],
+        "connected_accounts": sum(1 for account in live if account.provider == provider),
+        "blocking_issues": [],
+        "profiles": [],
+    }
+
+
+def _blocking_issues(blockers: Iterable[Blocker]) -> list[dict[str, Any]]:
+    """The blockers counted by code (sorted), each with the first detail seen."""
+    issues: dict[str, dict[str, Any]] = {}
     for blocker in blockers:
         issue = issues.setdefault(
             blocker.code, {"code": blocker.code, "detail": blocker.detail, "count": 0}
         )
         issue["count"] += 1
+    return sorted(issues.values(), key=lambda issue: issue["code"])

@@ -1,4 +1,4 @@
-"""The ``provider-certification`` release gate (spec §1 "Release gate").
+"""The ``provider-certification`` release gate.
 
 A claim may stay in the public claims file only when the trusted ledger projection — the
 append-only ledgers of the hosted production deployment (the check runs with that deployment's
@@ -16,19 +16,27 @@ and nothing in the claim that looks like an account, operator, credential, URL o
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
 
 from readiness.catalog import catalog
 from readiness.claims import CLAIMS_FILE, MANIFEST_FILE, Claim, ClaimsError, verify_manifest
-from readiness.decisions import Policy, evaluate
+from readiness.decisions import Decision, DecisionInputs, Policy, evaluate
 from readiness.evidence import load_evidence
 from readiness.models import CertificationRun
 from readiness.services import provider_app
-from readiness.subjects import NEVER_ADVERTISED, contract_digest, make_subject
+from readiness.subjects import (
+    NEVER_ADVERTISED,
+    AppIdentity,
+    Subject,
+    contract_digest,
+    make_subject,
+)
 
 UNSANITIZED = re.compile(
     r"://|@|hrld_|bearer|token|secret|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
@@ -55,30 +63,12 @@ def _claim_reasons(claim: Claim) -> list[str]:
     """Why the trusted ledger projection does not supply this claim's current digest."""
     catalogue = catalog()
     label = f"{claim.provider} {claim.output_profile or '-'} {claim.operation}"
-    if any(
-        UNSANITIZED.search(value)
-        for value in (claim.provider, claim.output_profile, claim.operation)
-    ):
-        return [
-            f"{label}: a claim must not carry account, operator, credential, URL or raw result data"
-        ]
-    if claim.provider in NEVER_ADVERTISED:
-        return [f"{label}: {claim.provider} has no public hosted claim and is never advertised"]
-    if claim.provider not in catalogue.providers():
-        return [f"{label}: no adapter implements {claim.provider}"]
+    if refusal := _refusal(claim, catalogue.providers()):
+        return [f"{label}: {refusal}"]
     caps = catalogue.capabilities(claim.provider)
     app = provider_app(claim.provider, caps)
     try:
-        subject = make_subject(
-            provider=claim.provider,
-            app=app,
-            operation=claim.operation,
-            output_profile=claim.output_profile,
-            account_kind=caps.account_kind,
-            federated=caps.federated,
-            deployment_environment="production",
-            provider_environment="production",
-        )
+        subject = _production_subject(claim, caps, app)
     except ValueError as exc:
         return [f"{label}: {exc}"]
     current = contract_digest(caps, subject)
@@ -88,29 +78,71 @@ def _claim_reasons(claim: Claim) -> list[str]:
             f"{label}: the claim's contract digest {claim.contract_digest} is not the current {current}"
         )
     evidence = load_evidence([subject])
-    policy = Policy(
+    decision = evaluate(
+        DecisionInputs(
+            subject=subject,
+            caps=caps,
+            app=app,
+            contract=current,
+            evidence=evidence,
+            policy=_production_policy(),
+            now=timezone.now(),
+        )
+    )
+    reasons += [f"{label}: {reason}" for reason in _gate_reasons(decision)]
+    live = evidence.run(subject, "live", current)
+    if live is not None and set(live.required_scopes) - set(live.granted_scopes):
+        reasons.append(f"{label}: the live run's granted scopes do not cover the required scopes")
+    return reasons
+
+
+def _refusal(claim: Claim, providers: Sequence[str]) -> str:
+    """Why this claim can never be supplied, whatever the ledgers hold, or ``""``."""
+    if any(
+        UNSANITIZED.search(value)
+        for value in (claim.provider, claim.output_profile, claim.operation)
+    ):
+        return "a claim must not carry account, operator, credential, URL or raw result data"
+    if claim.provider in NEVER_ADVERTISED:
+        return f"{claim.provider} has no public hosted claim and is never advertised"
+    if claim.provider not in providers:
+        return f"no adapter implements {claim.provider}"
+    return ""
+
+
+def _production_subject(claim: Claim, caps: Any, app: AppIdentity) -> Subject:
+    """The exact subject of the hosted production deployment (``ValueError`` when the claim
+    names no valid one)."""
+    return make_subject(
+        provider=claim.provider,
+        app=app,
+        operation=claim.operation,
+        output_profile=claim.output_profile,
+        account_kind=caps.account_kind,
+        federated=caps.federated,
+        deployment_environment="production",
+        provider_environment="production",
+    )
+
+
+def _production_policy() -> Policy:
+    """The hosted production deployment's policy: enforced, with this instance's disables and
+    restrictions; no claim counts as advertised while the claims themselves are checked."""
+    return Policy(
         enforced=True,
         deployment="cloud",
         disabled_providers=frozenset(settings.HERALD_DISABLED_PROVIDERS),
         restrictions=frozenset(settings.HERALD_PROVIDER_POLICY_RESTRICTIONS),
         claims=frozenset(),
     )
-    decision = evaluate(
-        subject=subject,
-        caps=caps,
-        app=app,
-        contract=current,
-        evidence=evidence,
-        policy=policy,
-        now=timezone.now(),
-    )
+
+
+def _gate_reasons(decision: Decision) -> list[str]:
+    reasons = []
     for fact, allowed in GATE_FACTS.items():
         status = decision.facts[fact]["status"]
         if status not in allowed:
-            reasons.append(f"{label}: {fact} is {status} (needs {' or '.join(allowed)})")
-    live = evidence.run(subject, "live", current)
-    if live is not None and set(live.required_scopes) - set(live.granted_scopes):
-        reasons.append(f"{label}: the live run's granted scopes do not cover the required scopes")
+            reasons.append(f"{fact} is {status} (needs {' or '.join(allowed)})")
     return reasons
 
 

@@ -1,4 +1,4 @@
-"""The readiness service: may this exact operation run now? (spec §1, docs/decisions/0008-readiness-and-certification.md)
+"""The readiness service: may this exact operation run now? (docs/decisions/0008-readiness-and-certification.md)
 
 Every caller asks here — connect, queue actions, the delivery worker before each provider call,
 the catalogue, capability resolution and ``GET /provider-readiness`` — and all of them go
@@ -20,7 +20,9 @@ from django.conf import settings
 from django.utils import timezone
 
 from config.errors import FieldValidationError, PermissionDeniedError
-from readiness.catalog import catalog
+from providers import PROVIDERS, get_adapter
+from providers.base import Capabilities
+from readiness.catalog import ACCOUNTS, AccountRecord, credentials_readable
 from readiness.claims import advertised_claims
 from readiness.decisions import (
     CERTIFICATION_TEST,
@@ -29,6 +31,7 @@ from readiness.decisions import (
     AccountFacts,
     Blocker,
     Decision,
+    DecisionInputs,
     Policy,
     evaluate,
 )
@@ -55,7 +58,7 @@ __all__ = [
 
 def enforcement_applies() -> bool:
     """Evidence, approval, runtime-control and scope gaps block only on a cloud deployment with
-    ``SERVICE_PROVIDER_CERTIFICATION_ENFORCED`` true (spec §1 "Enforcement flag")."""
+    ``SERVICE_PROVIDER_CERTIFICATION_ENFORCED`` true."""
     return settings.HERALD_DEPLOYMENT == "cloud" and bool(
         settings.SERVICE_PROVIDER_CERTIFICATION_ENFORCED
     )
@@ -65,14 +68,8 @@ def require_intent_allowed(*, user: Any, intent: str) -> None:
     """Only an instance administrator (superuser) may select ``certification_test`` when
     scheduling or publishing now; it bypasses only prior local and live evidence."""
     if intent not in INTENTS:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.execution_intent",
-                    "message": f"One of {', '.join(INTENTS)}.",
-                    "value": intent,
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.execution_intent", f"One of {', '.join(INTENTS)}.", value=intent
         )
     if intent == CERTIFICATION_TEST and not (user is not None and user.is_superuser):
         raise PermissionDeniedError(
@@ -104,23 +101,22 @@ class DecisionRequest:
     intent: str = NORMAL
 
 
-def _capabilities(provider: str) -> Any:
-    catalogue = catalog()
-    return catalogue.capabilities(provider) if provider in catalogue.providers() else None
+def _capabilities(provider: str) -> Capabilities | None:
+    return get_adapter(provider).capabilities if provider in PROVIDERS else None
 
 
-def provider_app(provider: str, caps: Any) -> AppIdentity:
+def provider_app(provider: str, caps: Capabilities | None) -> AppIdentity:
     """The effective provider app of this deployment (one query only for a registered OAuth app)."""
     needs_app_row = caps is not None and str(caps.connection) == "oauth2" and not caps.federated
     return app_identity(
         provider,
         caps,
-        database_app=catalog().has_registered_app(provider) if needs_app_row else None,
+        database_app=ACCOUNTS.get().has_registered_app(provider) if needs_app_row else None,
     )
 
 
-def _account_facts(account: Any) -> AccountFacts:
-    readable = not account.credentials_encrypted or catalog().credentials_readable(account)
+def _account_facts(account: AccountRecord) -> AccountFacts:
+    readable = not account.credentials_encrypted or credentials_readable(account)
     return AccountFacts(
         status=str(account.status),
         has_credentials=bool(account.credentials_encrypted),
@@ -174,15 +170,17 @@ def decide_many(requests: Sequence[DecisionRequest]) -> list[Decision]:
     now = timezone.now()
     return [
         evaluate(
-            subject=subject,
-            caps=caps,
-            app=app,
-            contract=contract,
-            evidence=evidence,
-            policy=policy,
-            now=now,
-            account=account_facts,
-            intent=intent,
+            DecisionInputs(
+                subject=subject,
+                caps=caps,
+                app=app,
+                contract=contract,
+                evidence=evidence,
+                policy=policy,
+                now=now,
+                account=account_facts,
+                intent=intent,
+            )
         )
         for subject, caps, app, contract, account_facts, intent in prepared
     ]

@@ -19,7 +19,8 @@ from django.conf import settings
 
 from config import version
 from config.types import ModelId
-from readiness.catalog import catalog
+from providers.base import describe_capabilities
+from readiness.catalog import app_base_url
 from readiness.models import OPERATIONS
 
 CONTRACT_VERSION = 1
@@ -27,7 +28,7 @@ PUBLISH_OPERATIONS = ("publish_immediate", "publish_scheduled")
 ACCOUNT_KIND_ANY = ""
 
 # Provider kinds without a public hosted claim: never advertised, whatever the ledger says
-# (spec §1 "Public claims"). Discord incoming webhooks (``discord_webhook``) are a separate
+# (docs/decisions/0008-readiness-and-certification.md). Discord incoming webhooks (``discord_webhook``) are a separate
 # built-in connection mode and stay supported.
 NEVER_ADVERTISED = frozenset({"pinterest", "telegram", "discord"})
 
@@ -118,7 +119,7 @@ def app_identity(provider: str, caps: Any, *, database_app: bool | None = None) 
     earlier evidence unusable) or a registered one (``database_app``: whether one exists)."""
     if caps is None:
         return AppIdentity("unknown", fingerprint("app", f"{provider}:unknown"))
-    base = catalog().app_base_url(provider)
+    base = app_base_url(provider)
     connection = str(getattr(caps.connection, "value", caps.connection))
     env_app = environment_app(provider)
     if connection == "oauth2":
@@ -178,7 +179,7 @@ BASE_CHECKS = ("connect", "account_authorization")
 
 
 def required_checks(operation: str) -> tuple[str, ...]:
-    """The checks a run must record (spec §1 "Certification evidence ledgers")."""
+    """The checks a run must record."""
     if operation in PUBLISH_OPERATIONS:
         return (*BASE_CHECKS, "provider_result", "reconciled_outcome", "refresh", "revoke")
     if operation == "connect":
@@ -198,7 +199,7 @@ def not_applicable_allowed(caps: Any) -> dict[str, tuple[str, ...]]:
 
 @lru_cache(maxsize=512)
 def _contract(caps: Any, output_profile: str, operation: str) -> str:
-    described = catalog().describe(caps)
+    described = describe_capabilities(caps)
     profile = next((p for p in described["profiles"] if p["key"] == output_profile), None)
     contract = {
         "contract_version": CONTRACT_VERSION,

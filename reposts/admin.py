@@ -8,18 +8,8 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from config.admin import ReadOnlyAdmin
 from reposts.models import RepostExecution, RepostGrant, RepostPolicy, RepostStage
-
-
-class ReadOnlyAdmin(admin.ModelAdmin[Any]):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(RepostPolicy)

@@ -7,6 +7,6 @@ class RepostsConfig(AppConfig):
 
     def ready(self) -> None:
         from reposts import lifecycle as reposts_lifecycle
-        from workspaces import lifecycle
+        from workspaces.lifecycle import DATA_SUMMARIES
 
-        lifecycle.register_data_summary(reposts_lifecycle.data_summary)
+        DATA_SUMMARIES.register(reposts_lifecycle.data_summary)

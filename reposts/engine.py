@@ -30,17 +30,18 @@ import logging
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
-from typing import Any
+from typing import Any, NoReturn
 
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
+from config.nudge import nudge
 from config.types import ModelId
+from providers import get_adapter
+from providers.base import ErrorKind, NotSupported, ProviderError, PublishResult
 from publishing.models import Account
-from publishing.providers import get_adapter
-from publishing.providers.base import ErrorKind, NotSupported, ProviderError, PublishResult
 from publishing.services.accounts import account_context, account_mark_reconnect_required
 from publishing.services.delivery import backoff_seconds
 from readiness import services as readiness
@@ -95,7 +96,7 @@ def engine_tick(
     if due:
         lease = timedelta(seconds=settings.HERALD_REPOST_LEASE_SECONDS)
         RepostExecution.objects.filter(pk__in=due).update(next_check_at=now + lease)
-    send = dispatch or partial(tasks.nudge, tasks.execution_advance)
+    send = dispatch or partial(nudge, tasks.execution_advance)
     for execution_id in due:
         send(str(execution_id))
     return {"created": created, "dispatched": len(due)}
@@ -163,36 +164,62 @@ def execution_advance(*, execution_id: ModelId, now: datetime | None = None) -> 
 
 
 def _advance(execution: RepostExecution, now: datetime) -> datetime | None:
-    reason = _policy_reason(execution)
-    if reason:
-        _finish(execution, S.SKIPPED, now, skip_reason=reason)
-        raise _Stop
-    target = execution.target_account
-    unavailable = target_unavailable_reason(
-        account=target, workspace_id=execution.workspace_id, check_readiness=False
-    )
-    if unavailable:
-        raise _Unusable("target", unavailable)
+    """One step of ``execution``: when to look again, or ``_Stop`` once it is settled."""
+    _require_still_wanted(execution, now)
     stages = list(RepostStage.objects.filter(execution=execution).order_by("index"))
     for stage in stages:  # an intent without an outcome: ask the provider before anything else
         if stage.status == ST.IN_FLIGHT:
             _reconcile_stage(execution, stage, now)
     if now >= execution.window_ends_at:
-        if (
-            all(s.status in (ST.SUCCEEDED, ST.SKIPPED) for s in stages)
-            and execution.status == S.READY
-        ):
-            _finish(execution, S.SUCCEEDED, now)
-        else:
-            _finish(execution, S.SKIPPED, now, skip_reason="window_closed")
-        raise _Stop
+        _close_window(execution, stages, now)
     if execution.status == S.PENDING:
-        if now < execution.evaluate_from:
-            return execution.evaluate_from
-        met, next_check = _evaluate(execution, now)
-        if not met:
-            return min(next_check, execution.window_ends_at)
-        _mark_ready(execution, stages, now)
+        wait_until = _gate(execution, stages, now)
+        if wait_until is not None:
+            return wait_until
+    return _run_due_stages(execution, stages, now)
+
+
+def _require_still_wanted(execution: RepostExecution, now: datetime) -> None:
+    """Skip (``_Stop``) what its policy no longer wants; ``_Unusable`` for a target that
+    cannot be used now."""
+    reason = _policy_reason(execution)
+    if reason:
+        _finish(execution, S.SKIPPED, now, skip_reason=reason)
+        raise _Stop
+    unavailable = target_unavailable_reason(
+        account=execution.target_account, workspace_id=execution.workspace_id, check_readiness=False
+    )
+    if unavailable:
+        raise _Unusable("target", unavailable)
+
+
+def _close_window(execution: RepostExecution, stages: list[RepostStage], now: datetime) -> NoReturn:
+    """The window is over: succeeded when every stage of a ready execution settled, else
+    skipped; then ``_Stop``."""
+    settled = all(s.status in (ST.SUCCEEDED, ST.SKIPPED) for s in stages)
+    if settled and execution.status == S.READY:
+        _finish(execution, S.SUCCEEDED, now)
+    else:
+        _finish(execution, S.SKIPPED, now, skip_reason="window_closed")
+    raise _Stop
+
+
+def _gate(execution: RepostExecution, stages: list[RepostStage], now: datetime) -> datetime | None:
+    """A pending execution's gates: when to look again, or None once it is ready."""
+    if now < execution.evaluate_from:
+        return execution.evaluate_from
+    met, next_check = _evaluate(execution, now)
+    if not met:
+        return min(next_check, execution.window_ends_at)
+    _mark_ready(execution, stages, now)
+    return None
+
+
+def _run_due_stages(
+    execution: RepostExecution, stages: list[RepostStage], now: datetime
+) -> datetime:
+    """Run the pending stages that are due, in order: the next one's due time, or ``_Stop``
+    once every stage ran."""
     for stage in stages:
         if stage.status != ST.PENDING:
             continue

@@ -7,8 +7,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, QuerySet
 
+from config.types import ModelId
 from publishing.models import Account, Destination
 from reposts.models import RepostExecution, RepostGrant, RepostPolicy, RepostStage
 from reposts.rules import rule_stages
@@ -23,62 +24,85 @@ def executions_create(*, now: datetime, batch: int = 500) -> int:
     policies = list(
         RepostPolicy.objects.filter(enabled=True).prefetch_related("account_links__account")
     )
-    # Active grants of every cross-workspace target, in one query (not one per target).
+    granted = _granted_pairs(policies)
+    for policy in policies:
+        targets = _usable_targets(policy, platforms, granted)
+        if not targets:
+            continue
+        sources = _sources(policy, platforms)
+        horizon = max(policy.created_at, now - timedelta(seconds=policy.evaluation_window_seconds))
+        rule = policy.rule()
+        for target in targets:
+            for destination in _new_destinations(sources, target, horizon, now)[:batch]:
+                created += _execution_create(
+                    policy=policy, rule=rule, destination=destination, target=target
+                )
+    return created
+
+
+def _granted_pairs(policies: list[RepostPolicy]) -> set[tuple[ModelId, ModelId]]:
+    """(source workspace, target account) of the active grants of every cross-workspace target,
+    in one query (not one per target)."""
     cross = {
         link.account_id
         for policy in policies
         for link in policy.account_links.all()
         if link.role == "target" and link.account.workspace_id != policy.workspace_id
     }
-    granted = set(
+    return set(
         RepostGrant.objects.filter(
             target_account_id__in=cross, revoked_at__isnull=True
         ).values_list("source_workspace_id", "target_account_id")
     )
-    for policy in policies:
-        links = list(policy.account_links.all())
-        targets = [
-            link.account
-            for link in links
-            if link.role == "target"
-            and link.account.status == Account.Status.ACTIVE
-            and link.account.provider in platforms
-            and (
-                link.account.workspace_id == policy.workspace_id
-                or (policy.workspace_id, link.account_id) in granted
+
+
+def _usable_targets(
+    policy: RepostPolicy, platforms: list[str], granted: set[tuple[ModelId, ModelId]]
+) -> list[Account]:
+    """The policy's active targets that can repost: its workspace's own, or granted to it."""
+    return [
+        link.account
+        for link in policy.account_links.all()
+        if link.role == "target"
+        and link.account.status == Account.Status.ACTIVE
+        and link.account.provider in platforms
+        and (
+            link.account.workspace_id == policy.workspace_id
+            or (policy.workspace_id, link.account_id) in granted
+        )
+    ]
+
+
+def _sources(policy: RepostPolicy, platforms: list[str]) -> QuerySet[Account]:
+    """The accounts the policy reposts from: those it names, or (none named) every compatible
+    account of its workspace."""
+    source_ids = [link.account_id for link in policy.account_links.all() if link.role == "source"]
+    sources = Account.objects.filter(workspace_id=policy.workspace_id, provider__in=platforms)
+    if source_ids:
+        sources = sources.filter(pk__in=source_ids)
+    return sources
+
+
+def _new_destinations(
+    sources: QuerySet[Account], target: Account, horizon: datetime, now: datetime
+) -> QuerySet[Destination]:
+    """Published posts of ``sources`` on the target's platform inside the window that have no
+    execution for ``target`` yet, oldest first."""
+    return (
+        Destination.objects.filter(
+            status=Destination.Status.PUBLISHED,
+            account__in=sources.filter(provider=target.provider).exclude(pk=target.pk),
+            published_at__gte=horizon,
+            published_at__lte=now,
+        )
+        .exclude(external_id="")
+        .exclude(
+            Exists(
+                RepostExecution.objects.filter(destination=OuterRef("pk"), target_account=target)
             )
-        ]
-        if not targets:
-            continue
-        source_ids = [link.account_id for link in links if link.role == "source"]
-        sources = Account.objects.filter(workspace_id=policy.workspace_id, provider__in=platforms)
-        if source_ids:
-            sources = sources.filter(pk__in=source_ids)
-        horizon = max(policy.created_at, now - timedelta(seconds=policy.evaluation_window_seconds))
-        rule = policy.rule()
-        for target in targets:
-            destinations = (
-                Destination.objects.filter(
-                    status=Destination.Status.PUBLISHED,
-                    account__in=sources.filter(provider=target.provider).exclude(pk=target.pk),
-                    published_at__gte=horizon,
-                    published_at__lte=now,
-                )
-                .exclude(external_id="")
-                .exclude(
-                    Exists(
-                        RepostExecution.objects.filter(
-                            destination=OuterRef("pk"), target_account=target
-                        )
-                    )
-                )
-                .order_by("published_at")[:batch]
-            )
-            for destination in destinations:
-                created += _execution_create(
-                    policy=policy, rule=rule, destination=destination, target=target
-                )
-    return created
+        )
+        .order_by("published_at")
+    )
 
 
 def _execution_create(

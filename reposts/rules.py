@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from publishing.providers.base import Metrics
+from providers.base import Metrics
 
 # Providers whose posts report views (``Metrics.views``) to the adapter. Neither Mastodon nor
 # Bluesky counts views, so a non-zero ``min_views`` gate on their posts could never be met: the

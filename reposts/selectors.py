@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.db.models import Prefetch, Q
 
 from config.types import ModelId
+from providers import PROVIDERS, get_adapter
+from providers.base import can_repost
 from publishing.models import Account
-from publishing.providers import PROVIDERS, get_adapter
-from publishing.providers.base import can_repost
 from readiness import services as readiness
 from readiness.services import Decision
 from reposts.models import (
@@ -22,6 +23,7 @@ from reposts.models import (
     RepostStage,
 )
 from workspaces.access import Actor, require_workspace
+from workspaces.models import Workspace
 
 RECENT_EXECUTIONS = 50
 # Readiness operation asked before every provider call of repost automation: a repost, an
@@ -154,15 +156,37 @@ def repost_settings_get(*, actor: Actor, workspace_id: ModelId) -> SettingsView:
         or 0
     )
     policies = policies_for_workspace(workspace.pk)
-    grants = list(
+    grants = _active_grants(workspace)
+    outbound = {g.target_account_id: g for g in grants if g.source_workspace_id == workspace.pk}
+    referenced = {link.account_id for p in policies for link in p.account_links.all()}
+    accounts = _visible_accounts(workspace, outbound=set(outbound), referenced=referenced)
+    return SettingsView(
+        workspace_id=str(workspace.pk),
+        can_manage=access.is_admin,
+        supported_platforms=platforms,
+        revision=revision,
+        accounts=_account_representations(workspace, accounts, set(outbound), platforms),
+        policies=[policy_representation(p) for p in policies],
+        grants=[grant_representation(g, workspace_id=workspace.pk) for g in grants],
+        executions=_recent_executions(workspace),
+    )
+
+
+def _active_grants(workspace: Workspace) -> list[RepostGrant]:
+    """The workspace's active grants, both ways, newest first."""
+    return list(
         RepostGrant.objects.filter(revoked_at__isnull=True)
         .filter(Q(source_workspace=workspace) | Q(target_account__workspace=workspace))
         .select_related("source_workspace", "target_account__workspace")
         .order_by("-created_at")
     )
-    outbound = {g.target_account_id: g for g in grants if g.source_workspace_id == workspace.pk}
-    referenced = {link.account_id for p in policies for link in p.account_links.all()}
-    accounts = list(
+
+
+def _visible_accounts(
+    workspace: Workspace, *, outbound: set[uuid.UUID], referenced: set[uuid.UUID]
+) -> list[Account]:
+    """The workspace's usable accounts, those granted to it, and any a policy still names."""
+    return list(
         Account.objects.filter(
             Q(
                 workspace=workspace,
@@ -174,14 +198,11 @@ def repost_settings_get(*, actor: Actor, workspace_id: ModelId) -> SettingsView:
         .select_related("workspace", "app")
         .order_by("provider", "username", "id")
     )
-    view = SettingsView(
-        workspace_id=str(workspace.pk),
-        can_manage=access.is_admin,
-        supported_platforms=platforms,
-        revision=revision,
-        policies=[policy_representation(p) for p in policies],
-        grants=[grant_representation(g, workspace_id=workspace.pk) for g in grants],
-    )
+
+
+def _account_representations(
+    workspace: Workspace, accounts: list[Account], outbound: set[uuid.UUID], platforms: list[str]
+) -> list[dict[str, Any]]:
     decisions = readiness.decide_many(  # one readiness pass for every account (constant queries)
         [
             readiness.DecisionRequest(
@@ -193,34 +214,52 @@ def repost_settings_get(*, actor: Actor, workspace_id: ModelId) -> SettingsView:
             for account in accounts
         ]
     )
-    for account, decision in zip(accounts, decisions, strict=True):
-        cross = account.workspace_id != workspace.pk
-        grant_active = account.pk in outbound
-        view.accounts.append(
-            {
-                "id": str(account.pk),
-                "platform": account.provider,
-                "username": account.username,
-                "avatar_url": account.avatar_url,
-                "instance_url": account.instance_url,
-                "workspace_id": str(account.workspace_id),
-                "workspace_name": account.workspace.name,
-                "cross_workspace": cross,
-                "grant_required": cross,
-                "grant_active": grant_active,
-                "supports_repost": account.provider in platforms,
-                "unavailable_reason": target_unavailable_reason(
-                    account=account,
-                    workspace_id=workspace.pk,
-                    grant_active=grant_active,
-                    decision=decision,
-                ),
-            }
+    return [
+        _account_representation(
+            account,
+            workspace_id=workspace.pk,
+            grant_active=account.pk in outbound,
+            supports_repost=account.provider in platforms,
+            decision=decision,
         )
-    view.executions = list(
+        for account, decision in zip(accounts, decisions, strict=True)
+    ]
+
+
+def _account_representation(
+    account: Account,
+    *,
+    workspace_id: uuid.UUID,
+    grant_active: bool,
+    supports_repost: bool,
+    decision: Decision,
+) -> dict[str, Any]:
+    cross = account.workspace_id != workspace_id
+    return {
+        "id": str(account.pk),
+        "platform": account.provider,
+        "username": account.username,
+        "avatar_url": account.avatar_url,
+        "instance_url": account.instance_url,
+        "workspace_id": str(account.workspace_id),
+        "workspace_name": account.workspace.name,
+        "cross_workspace": cross,
+        "grant_required": cross,
+        "grant_active": grant_active,
+        "supports_repost": supports_repost,
+        "unavailable_reason": target_unavailable_reason(
+            account=account,
+            workspace_id=workspace_id,
+            grant_active=grant_active,
+            decision=decision,
+        ),
+    }
+
+
+def _recent_executions(workspace: Workspace) -> list[RepostExecution]:
+    return list(
         RepostExecution.objects.filter(workspace=workspace)
         .select_related("policy", "destination__account", "target_account")
         .prefetch_related(Prefetch("stages", queryset=RepostStage.objects.order_by("index")))
         .order_by("-created_at", "-id")[:RECENT_EXECUTIONS]
     )
-    return view

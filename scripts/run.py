@@ -166,151 +166,190 @@ def framed(lines: list[str]) -> str:
     return "\n".join([rule, *(f"| {line.ljust(width)} |" for line in lines), rule])
 
 
-def main() -> int:
-    os.umask(0o077)
+class StartFailed(Exception):
+    """``make run`` cannot start; the message says why and what to change."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def bind() -> socket.socket:
+    """The listening socket on HERALD_HOST:HERALD_PORT, taken before anything else is done."""
     host = os.environ.get("HERALD_HOST", "127.0.0.1")
     raw_port = os.environ.get("HERALD_PORT", "8000")
     try:
         port = int(raw_port)
     except ValueError:
-        return fail(f"HERALD_PORT must be a port number, not {raw_port!r}", 2)
+        raise StartFailed(f"HERALD_PORT must be a port number, not {raw_port!r}", 2) from None
     try:
-        sock = listen(host, port)
+        return listen(host, port)
     except OSError as exc:
         if exc.errno == errno.EADDRINUSE:
-            return fail(
+            raise StartFailed(
                 f"Port {port} on {host} is already in use; set HERALD_PORT=<another port> "
                 "or stop the other process",
                 2,
-            )
-        return fail(f"Cannot listen on {host} port {port}: {exc}; check HERALD_HOST/HERALD_PORT", 2)
+            ) from None
+        raise StartFailed(
+            f"Cannot listen on {host} port {port}: {exc}; check HERALD_HOST/HERALD_PORT", 2
+        ) from None
 
+
+def commands(fd: int, data_dir: Path) -> dict[str, list[str]]:
+    """The web server on the listening socket ``fd``, the workers and beat."""
+    return {
+        "web": [
+            str(BIN / "gunicorn"),
+            "config.wsgi:application",
+            "--bind",
+            f"fd://{fd}",
+            "--workers",
+            os.environ.get("HERALD_WEB_WORKERS", "2"),
+            "--threads",
+            "4",
+            "--graceful-timeout",
+            "10",
+            "--access-logfile",
+            "-",
+            # As the image (docker/gunicorn.conf.py): idle connections outlive the CLI's
+            # 2-second polling, so a poll seldom meets a connection being closed.
+            "--keep-alive",
+            "5",
+            # One control socket per user home (~/.gunicorn/gunicorn.ctl) would be shared by
+            # every instance; the image disables it too (docker/gunicorn.conf.py).
+            "--no-control-socket",
+        ],
+        # HERALD_WORKER_PROCESSES worker processes (2), each on Celery's threads pool with
+        # HERALD_WORKER_CONCURRENCY sends at once (config/settings.py): one process's Python
+        # runs on one core at a time.
+        **{
+            f"worker{n}" if n > 1 else "worker": [
+                str(BIN / "celery"),
+                "-A",
+                "config",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "-n",
+                f"worker{n}@%h",
+            ]
+            for n in range(1, worker_processes() + 1)
+        },
+        "beat": [
+            str(BIN / "celery"),
+            "-A",
+            "config",
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--schedule",
+            str(data_dir / "celerybeat-schedule"),
+        ],
+    }
+
+
+def start_problem(url: str, processes: dict[str, subprocess.Popen[bytes]]) -> str | None:
+    """Wait until the server answers ``/api/v1/health``: None, or why it never will."""
+    deadline = time.monotonic() + STARTUP_SECONDS
+    while not answers(f"{url}/api/v1/health"):
+        problem = next(
+            (
+                f"{name} exited with status {process.returncode} before the server answered"
+                for name, process in processes.items()
+                if process.poll() is not None
+            ),
+            None,
+        )
+        if problem is None and time.monotonic() > deadline:
+            problem = f"The server did not answer {url}/api/v1/health in {STARTUP_SECONDS} s"
+        if problem:
+            return problem
+        time.sleep(0.25)
+    return None
+
+
+def announce(url: str, pending: Path) -> None:
+    """Where Herald runs and, on the first start, the administrator's password: shown once."""
+    print(f"\nHerald is running at {url}/  (API docs: {url}/docs/)")
+    print(
+        "Sign in at /login/ and create API tokens at /settings/developer/. Ctrl-C stops.\n",
+        flush=True,
+    )
+    admin = read_pending(pending)
+    if admin:
+        print(
+            framed(
+                [
+                    "First administrator created. The password is shown only this once:",
+                    "",
+                    f"  e-mail:   {admin['email']}",
+                    f"  password: {admin['password']}",
+                    f"  sign in:  {url}/login/",
+                    "",
+                    "Change it after signing in.",
+                ]
+            )
+            + "\n",
+            flush=True,
+        )
+        pending.unlink()  # shown: once only
+
+
+def supervise(processes: dict[str, subprocess.Popen[bytes]]) -> int:
+    """Until one process exits: then stop the others (1)."""
+    while True:
+        for name, process in processes.items():
+            if process.poll() is not None:
+                print(
+                    f"{name} exited with status {process.returncode}; stopping the others.",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                stop(processes)
+                return 1
+        time.sleep(1)
+
+
+def serve(sock: socket.socket, processes: dict[str, subprocess.Popen[bytes]]) -> int:
+    """Migrate, make sure there is an administrator, start everything on ``sock``, supervise."""
+    # Relative to the checkout, as for the processes started there (cwd=ROOT).
+    data_dir = (ROOT / (os.environ.get("HERALD_DATA_DIR") or ".data")).resolve()
+    pending = data_dir / "first-admin.json"
+    tighten(data_dir)
+    manage("migrate", "--noinput", "-v", "0")
+    ensure_admin(pending)
+    url = base_url(sock)
+    fd = sock.fileno()
+    for name, command in commands(fd, data_dir).items():
+        processes[name] = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            start_new_session=True,
+            pass_fds=(fd,) if name == "web" else (),
+        )
+    sock.close()  # gunicorn holds it now
+    problem = start_problem(url, processes)
+    if problem:
+        stop(processes)
+        if pending.exists():
+            problem += "; the new administrator's password will be shown once the server starts"
+        return fail(f"\n{problem}; stopped everything.", 1)
+    announce(url, pending)
+    return supervise(processes)
+
+
+def main() -> int:
+    os.umask(0o077)
+    try:
+        sock = bind()
+    except StartFailed as exc:
+        return fail(str(exc), exc.status)
     signal.signal(signal.SIGTERM, _raise_stop)
     signal.signal(signal.SIGHUP, _raise_stop)
     processes: dict[str, subprocess.Popen[bytes]] = {}
     try:
-        # Relative to the checkout, as for the processes started there (cwd=ROOT).
-        data_dir = (ROOT / (os.environ.get("HERALD_DATA_DIR") or ".data")).resolve()
-        pending = data_dir / "first-admin.json"
-        tighten(data_dir)
-        manage("migrate", "--noinput", "-v", "0")
-        ensure_admin(pending)
-        url = base_url(sock)
-        fd = sock.fileno()
-        commands = {
-            "web": [
-                str(BIN / "gunicorn"),
-                "config.wsgi:application",
-                "--bind",
-                f"fd://{fd}",
-                "--workers",
-                os.environ.get("HERALD_WEB_WORKERS", "2"),
-                "--threads",
-                "4",
-                "--graceful-timeout",
-                "10",
-                "--access-logfile",
-                "-",
-                # As the image (docker/gunicorn.conf.py): idle connections outlive the CLI's
-                # 2-second polling, so a poll seldom meets a connection being closed.
-                "--keep-alive",
-                "5",
-                # One control socket per user home (~/.gunicorn/gunicorn.ctl) would be shared by
-                # every instance; the image disables it too (docker/gunicorn.conf.py).
-                "--no-control-socket",
-            ],
-            # HERALD_WORKER_PROCESSES worker processes (2), each on Celery's threads pool with
-            # HERALD_WORKER_CONCURRENCY sends at once (config/settings.py): one process's Python
-            # runs on one core at a time.
-            **{
-                f"worker{n}" if n > 1 else "worker": [
-                    str(BIN / "celery"),
-                    "-A",
-                    "config",
-                    "worker",
-                    "--loglevel",
-                    "INFO",
-                    "-n",
-                    f"worker{n}@%h",
-                ]
-                for n in range(1, worker_processes() + 1)
-            },
-            "beat": [
-                str(BIN / "celery"),
-                "-A",
-                "config",
-                "beat",
-                "--loglevel",
-                "INFO",
-                "--schedule",
-                str(data_dir / "celerybeat-schedule"),
-            ],
-        }
-        for name, command in commands.items():
-            processes[name] = subprocess.Popen(
-                command,
-                cwd=ROOT,
-                start_new_session=True,
-                pass_fds=(fd,) if name == "web" else (),
-            )
-        sock.close()  # gunicorn holds it now
-
-        deadline = time.monotonic() + STARTUP_SECONDS
-        while not answers(f"{url}/api/v1/health"):
-            problem = next(
-                (
-                    f"{name} exited with status {process.returncode} before the server answered"
-                    for name, process in processes.items()
-                    if process.poll() is not None
-                ),
-                None,
-            )
-            if problem is None and time.monotonic() > deadline:
-                problem = f"The server did not answer {url}/api/v1/health in {STARTUP_SECONDS} s"
-            if problem:
-                stop(processes)
-                if pending.exists():
-                    problem += (
-                        "; the new administrator's password will be shown once the server starts"
-                    )
-                return fail(f"\n{problem}; stopped everything.", 1)
-            time.sleep(0.25)
-
-        print(f"\nHerald is running at {url}/  (API docs: {url}/docs/)")
-        print(
-            "Sign in at /login/ and create API tokens at /settings/developer/. Ctrl-C stops.\n",
-            flush=True,
-        )
-        admin = read_pending(pending)
-        if admin:
-            print(
-                framed(
-                    [
-                        "First administrator created. The password is shown only this once:",
-                        "",
-                        f"  e-mail:   {admin['email']}",
-                        f"  password: {admin['password']}",
-                        f"  sign in:  {url}/login/",
-                        "",
-                        "Change it after signing in.",
-                    ]
-                )
-                + "\n",
-                flush=True,
-            )
-            pending.unlink()  # shown: once only
-
-        while True:
-            for name, process in processes.items():
-                if process.poll() is not None:
-                    print(
-                        f"{name} exited with status {process.returncode}; stopping the others.",
-                        file=sys.stderr,
-                        flush=True,
-                    )
-                    stop(processes)
-                    return 1
-            time.sleep(1)
+        return serve(sock, processes)
     except (KeyboardInterrupt, Stop):
         with contextlib.suppress(OSError):  # the terminal may be gone (SIGHUP)
             print("\nStopping…", flush=True)

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.mastodon import MastodonStandIn
-from tests.providers.telegram import TelegramStandIn
-from tests.providers.webhook import WebhookReceiverStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
+from tests.providers.telegram.standin import TelegramStandIn
+from tests.providers.webhook.standin import WebhookReceiverStandIn
 from tests.shipped_support import installed_herald
 
 

@@ -1,5 +1,5 @@
 """Shared by the discovery tests (tests/discovery/): the discover call and the invariants every
-result holds, whichever engine answered (spec §2 DiscoveryResult)."""
+result holds, whichever engine answered."""
 
 from __future__ import annotations
 

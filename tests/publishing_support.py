@@ -11,10 +11,10 @@ import requests
 from rest_framework.test import APIClient
 
 from tests.providers import tiny_png
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.mastodon import MastodonStandIn
-from tests.providers.telegram import TelegramStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
+from tests.providers.telegram.standin import TelegramStandIn
 
 API = "/api/v1"
 
@@ -183,7 +183,7 @@ def create_publication(
 
 def make_account(workspace: Any, provider: str, external_id: str = "1", **extra: Any) -> Any:
     """An account row without a provider round trip (validation and listing tests)."""
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
 
     app = None

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from publishing.providers import get_adapter
+from providers import get_adapter
 from readiness import ledgers
 from readiness.models import LEDGER_MODELS
 from readiness.subjects import not_applicable_allowed, required_checks
@@ -23,7 +23,7 @@ FORBIDDEN = re.compile(
 
 
 def make_account(workspace: Any, provider: str = "discord_webhook", **extra: Any) -> Any:
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, ProviderApp
 
     caps = get_adapter(provider).capabilities
@@ -102,6 +102,23 @@ def certify(
             )
         )
     return runs
+
+
+def run_form_fields(account: Any, **changes: str) -> dict[str, str]:
+    """The admin add form of a local publish_immediate run of ``account`` (a webhook)."""
+    fields = {
+        "kind": "local",
+        "provider": "discord_webhook",
+        "operation": "publish_immediate",
+        "output_profile": "discord_webhook.message",
+        "account_id": str(account.pk),
+        "external_result_reference": "message 1234",
+        **changes,
+    }
+    for check in checks_for("discord_webhook", "publish_immediate"):
+        fields[f"check_{check['name']}"] = check["outcome"]
+        fields[f"reason_{check['name']}"] = check.get("reason", "")
+    return fields
 
 
 def approve_and_enable(operator: Any, provider: str, *, outcome: str = "approved") -> None:

@@ -12,15 +12,14 @@ from typing import Any
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from publishing import credentials
+from providers import credentials, get_adapter
+from providers.base import PublishRequest
 from publishing.models import Account, Destination, ProviderApp, Publication
-from publishing.providers import get_adapter
-from publishing.providers.base import PublishRequest
 from publishing.services.accounts import account_context
 from reposts import engine
-from tests.providers.bluesky import ACCOUNTS as BLUESKY_ACCOUNTS
-from tests.providers.bluesky import REPOST, BlueskyStandIn
-from tests.providers.mastodon import FIXTURE_TOKEN, MastodonStandIn
+from tests.providers.bluesky.standin import ACCOUNTS as BLUESKY_ACCOUNTS
+from tests.providers.bluesky.standin import REPOST, BlueskyStandIn
+from tests.providers.mastodon.standin import FIXTURE_TOKEN, MastodonStandIn
 
 API = "/api/v1"
 FRIEND_TOKEN = "mastodon-friend-token-0123456789abcdef"

@@ -379,7 +379,7 @@ class _SourceAddressAdapter(requests.adapters.HTTPAdapter):
 
 
 def nginx_config(*, prefix: Path, listen_port: int, upstream_port: int) -> str:
-    """A reverse proxy as an operator would write it (README "Behind a reverse proxy"), with
+    """A reverse proxy as an operator would write it (docs/operations.md "Behind a reverse proxy"), with
     every path nginx writes kept under ``prefix``."""
     temp = {name: prefix / name for name in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")}
     return f"""daemon off;
@@ -529,7 +529,7 @@ class Topology:
             "HERALD_PUBLIC_URL": self.url,
             # The compose file's plain-HTTP trial setting: this nginx serves http:// only.
             "HERALD_HTTPS": "false",
-            # README "Behind a reverse proxy": one proxy (nginx) appends to X-Forwarded-For...
+            # docs/operations.md "Behind a reverse proxy": one proxy (nginx) appends to X-Forwarded-For...
             "HERALD_NUM_PROXIES": "1",
             # ...and gunicorn honours its scheme headers from the proxy's address.
             "FORWARDED_ALLOW_IPS": HOST,

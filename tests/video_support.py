@@ -23,9 +23,14 @@ def make_video(
     rate: int = 10,
     audio: bool = False,
     rotation: int = 0,
+    muxer: str | None = None,
+    codec: str | None = None,
+    audio_codec: str | None = None,
 ) -> bytes:
-    """A real video of ``seconds`` (a grey ramp), optionally with a silent audio track."""
-    muxer, codec, _ = FORMATS[kind]
+    """A real video of ``seconds`` (a grey ramp), optionally with a silent audio track;
+    ``muxer``, ``codec`` and ``audio_codec`` override the kind's (e.g. H.264 in Matroska)."""
+    muxer = muxer or FORMATS[kind][0]
+    codec = codec or FORMATS[kind][1]
     out = io.BytesIO()
     with av.open(out, mode="w", format=muxer) as container:
         stream = container.add_stream(codec, rate=rate)
@@ -34,7 +39,8 @@ def make_video(
             stream.set_display_rotation(rotation)
         sound = None
         if audio:
-            sound = container.add_stream("libopus" if kind == "webm" else "aac", rate=48000)
+            audio_codec = audio_codec or ("libopus" if kind == "webm" else "aac")
+            sound = container.add_stream(audio_codec, rate=48000)
         for index in range(int(seconds * rate)):
             frame = av.VideoFrame(width, height, "yuv420p")
             for plane in frame.planes:

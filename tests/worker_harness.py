@@ -155,7 +155,7 @@ def use_broker(broker: Broker) -> Iterator[None]:
     app: Any = celery_app  # private pool attributes are not in the type stubs
 
     def reset_pools() -> None:
-        from publishing.tasks import reset_broker_backoff
+        from config.nudge import reset_broker_backoff
 
         reset_broker_backoff()  # a failure on the previous broker says nothing about this one
         if app._pool is not None:

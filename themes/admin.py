@@ -3,11 +3,9 @@ references and assets in use. Published revisions cannot be changed or deleted a
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import admin
-from django.http import HttpRequest
 
+from config.admin import ReadOnlyAdmin
 from themes.models import (
     OrganizationThemeSettings,
     PublishedRevision,
@@ -15,17 +13,6 @@ from themes.models import (
     ThemeAsset,
     ThemeAssignment,
 )
-
-
-class ReadOnlyAdmin(admin.ModelAdmin[Any]):
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Theme)

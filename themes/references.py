@@ -50,24 +50,14 @@ def reference_check(
     if reference.kind == ReferenceKind.BUILT_IN:
         built_in = BUILT_INS_BY_ID.get(reference.id)
         if built_in is None:
-            raise FieldValidationError(
-                [
-                    {
-                        "location": f"{location}.id",
-                        "message": "No built-in theme has this ID.",
-                        "value": reference.id[:64],
-                    }
-                ]
+            raise FieldValidationError.at(
+                f"{location}.id", "No built-in theme has this ID.", value=reference.id[:64]
             )
         if reference.version is not None and reference.version != built_in.version:
-            raise FieldValidationError(
-                [
-                    {
-                        "location": f"{location}.version",
-                        "message": f"The built-in {built_in.id} is at version {built_in.version}.",
-                        "value": reference.version,
-                    }
-                ]
+            raise FieldValidationError.at(
+                f"{location}.version",
+                f"The built-in {built_in.id} is at version {built_in.version}.",
+                value=reference.version,
             )
         return None
     queryset = Theme.objects.filter(organization_id=organization_id, deleted_at__isnull=True)
@@ -80,14 +70,10 @@ def reference_check(
     if theme.published_revision == 0:
         raise ThemeNotPublishedError()
     if reference.version is not None and not 1 <= reference.version <= theme.published_revision:
-        raise FieldValidationError(
-            [
-                {
-                    "location": f"{location}.version",
-                    "message": f"The theme has published revisions 1 to {theme.published_revision}.",
-                    "value": reference.version,
-                }
-            ]
+        raise FieldValidationError.at(
+            f"{location}.version",
+            f"The theme has published revisions 1 to {theme.published_revision}.",
+            value=reference.version,
         )
     return theme
 

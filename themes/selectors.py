@@ -38,7 +38,7 @@ from workspaces.models import Organization, OrganizationMembership, WorkspaceMem
 
 @dataclass(frozen=True)
 class ThemeSummary:
-    """Spec §2 ThemeSummary. Description, icon pack and schemes describe the latest published
+    """A theme's summary. Description, icon pack and schemes describe the latest published
     revision, or the draft while nothing is published; ``name`` is the theme's name (unique in
     its organization, set when the draft is written)."""
 

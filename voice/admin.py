@@ -8,6 +8,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
+from config.admin import ReadOnlyAdmin
 from voice.models import VoiceProfile, VoiceProfileAssignment
 
 
@@ -23,7 +24,7 @@ class VoiceProfileAssignmentInline(admin.TabularInline[VoiceProfileAssignment, V
 
 
 @admin.register(VoiceProfile)
-class VoiceProfileAdmin(admin.ModelAdmin[VoiceProfile]):
+class VoiceProfileAdmin(ReadOnlyAdmin):
     list_display = ("name", "workspace", "is_default", "revision", "updated_at")
     list_filter = ("is_default",)
     list_select_related = ("workspace",)
@@ -40,12 +41,3 @@ class VoiceProfileAdmin(admin.ModelAdmin[VoiceProfile]):
         "updated_at",
     )
     inlines = (VoiceProfileAssignmentInline,)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

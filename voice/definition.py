@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 MAX_DEFINITION_BYTES = 64 * 1024
 SCHEMA_VERSION = 1
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -119,29 +122,29 @@ def clean_text(value: Any, rule: Text) -> tuple[str, str | None]:
     return text, None
 
 
+def _clean_string(name: str, value: Any, rule: Text, errors: list[tuple[str, str]]) -> str:
+    text, error = clean_text(value, rule)
+    if error is not None:
+        errors.append((name, error))
+    return text
+
+
 def _clean_string_list(
     name: str, value: Any, max_items: int, rule: Text, errors: list[tuple[str, str]]
 ) -> list[str]:
     if not isinstance(value, list):
         errors.append((name, "Must be an array of strings."))
         return []
-    seen: set[str] = set()
-    out: list[str] = []
+    cleaned: list[str] = []
     for index, item in enumerate(value):
         text, error = clean_text(item, rule)
         if error is None and not text:
             error = "Items may not be blank."
         if error is not None:
             errors.append((f"{name}[{index}]", error))
-            continue
-        key = text.casefold()
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(text)
-    if len(out) > max_items:
-        errors.append((name, f"At most {max_items} distinct items (this has {len(out)})."))
-    return out
+        else:
+            cleaned.append(text)
+    return _distinct(name, cleaned, str.casefold, max_items, errors)
 
 
 def _clean_object_list(
@@ -154,37 +157,54 @@ def _clean_object_list(
     if not isinstance(value, list):
         errors.append((name, "Must be an array of objects."))
         return []
-    seen: set[tuple[str, ...]] = set()
-    out: list[dict[str, str]] = []
+    cleaned: list[dict[str, str]] = []
     for index, item in enumerate(value):
-        prefix = f"{name}[{index}]"
-        if not isinstance(item, dict):
-            errors.append((prefix, "Must be an object."))
+        found = _clean_object(f"{name}[{index}]", item, members, errors)
+        if found is not None:
+            cleaned.append(found)
+
+    def key(item: dict[str, str]) -> tuple[str, ...]:
+        return tuple(item[member].casefold() for member in sorted(members))
+
+    return _distinct(name, cleaned, key, max_items, errors)
+
+
+def _clean_object(
+    prefix: str, item: Any, members: dict[str, Text], errors: list[tuple[str, str]]
+) -> dict[str, str] | None:
+    """The cleaned object with every member (absent ones blank), or None when it fails."""
+    if not isinstance(item, dict):
+        errors.append((prefix, "Must be an object."))
+        return None
+    failed = [
+        (f"{prefix}.{unknown}", "Unknown field.") for unknown in sorted(set(item) - set(members))
+    ]
+    cleaned: dict[str, str] = {}
+    for member, rule in members.items():
+        if member not in item:
+            if rule.required:
+                failed.append((f"{prefix}.{member}", "This field is required."))
+            cleaned[member] = ""
             continue
-        failed = False
-        for unknown in sorted(set(item) - set(members)):
-            errors.append((f"{prefix}.{unknown}", "Unknown field."))
-            failed = True
-        cleaned: dict[str, str] = {}
-        for member, rule in members.items():
-            if member not in item:
-                if rule.required:
-                    errors.append((f"{prefix}.{member}", "This field is required."))
-                    failed = True
-                cleaned[member] = ""
-                continue
-            text, error = clean_text(item[member], rule)
-            if error is not None:
-                errors.append((f"{prefix}.{member}", error))
-                failed = True
-            cleaned[member] = text
-        if failed:
-            continue
-        key = tuple(cleaned[member].casefold() for member in sorted(members))
-        if key in seen:
-            continue
-        seen.add(key)
-        out.append(cleaned)
+        cleaned[member] = _clean_string(f"{prefix}.{member}", item[member], rule, failed)
+    errors.extend(failed)
+    return None if failed else cleaned
+
+
+def _distinct(
+    name: str,
+    items: list[T],
+    key: Callable[[T], Hashable],
+    max_items: int,
+    errors: list[tuple[str, str]],
+) -> list[T]:
+    """The first of each set of duplicates (equal ``key``); at most ``max_items`` remain."""
+    seen: set[Hashable] = set()
+    out: list[T] = []
+    for item in items:
+        if key(item) not in seen:
+            seen.add(key(item))
+            out.append(item)
     if len(out) > max_items:
         errors.append((name, f"At most {max_items} distinct items (this has {len(out)})."))
     return out
@@ -198,35 +218,41 @@ def clean_definition(value: Any) -> dict[str, Any]:
     """The cleaned definition with every member present, or ``DefinitionError``."""
     if not isinstance(value, dict):
         raise DefinitionError([("", "Must be an object.")])
-    errors: list[tuple[str, str]] = []
-    for unknown in sorted(set(value) - set(MEMBERS), key=str):
-        errors.append((str(unknown), "Unknown field."))
+    errors = [
+        (str(unknown), "Unknown field.") for unknown in sorted(set(value) - set(MEMBERS), key=str)
+    ]
     out = empty_definition()
+    out.update(_clean_members(value, errors))
+    if not errors:
+        errors.extend(_size_errors(out))
+    if errors:
+        raise DefinitionError(errors)
+    return out
+
+
+def _clean_members(value: dict[Any, Any], errors: list[tuple[str, str]]) -> dict[str, Any]:
+    """The members ``value`` has, cleaned: single strings, then string lists, then object lists
+    (the order their errors are listed in)."""
+    out: dict[str, Any] = {}
     for name, rule in STRING_FIELDS.items():
         if name in value:
-            text, error = clean_text(value[name], rule)
-            if error is not None:
-                errors.append((name, error))
-            out[name] = text
+            out[name] = _clean_string(name, value[name], rule, errors)
     for name, (max_items, item_rule) in LIST_FIELDS.items():
         if name in value:
             out[name] = _clean_string_list(name, value[name], max_items, item_rule, errors)
     for name, (max_items, members) in OBJECT_LIST_FIELDS.items():
         if name in value:
             out[name] = _clean_object_list(name, value[name], max_items, members, errors)
-    if not errors:
-        size = encoded_size(out)
-        if size > MAX_DEFINITION_BYTES:
-            errors.append(
-                (
-                    "",
-                    f"The definition is {size} bytes as JSON; at most {MAX_DEFINITION_BYTES} "
-                    "(64 KiB).",
-                )
-            )
-    if errors:
-        raise DefinitionError(errors)
     return out
+
+
+def _size_errors(definition: dict[str, Any]) -> list[tuple[str, str]]:
+    size = encoded_size(definition)
+    if size <= MAX_DEFINITION_BYTES:
+        return []
+    return [
+        ("", f"The definition is {size} bytes as JSON; at most {MAX_DEFINITION_BYTES} (64 KiB).")
+    ]
 
 
 def stored_definition(value: Any) -> dict[str, Any]:

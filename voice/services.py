@@ -17,7 +17,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.errors import FieldValidationError, NotFoundError, RevisionConflictError
+from config.errors import FieldValidationError, NotFoundError, RevisionConflictError, field_error
 from config.types import ModelId
 from publishing.models import Account, Publication
 from voice.definition import DefinitionError, Text, clean_definition, clean_text
@@ -42,7 +42,7 @@ NAME_RULE = Text(NAME_MAX_LENGTH, required=True, one_line=True)
 def _clean_name(name: Any) -> str:
     text, error = clean_text(name, NAME_RULE)
     if error is not None:
-        raise FieldValidationError([{"location": "body.name", "message": error}])
+        raise FieldValidationError.at("body.name", error)
     return text
 
 
@@ -52,10 +52,7 @@ def _clean(definition: Any) -> dict[str, Any]:
     except DefinitionError as exc:
         raise FieldValidationError(
             [
-                {
-                    "location": f"body.definition.{path}" if path else "body.definition",
-                    "message": message,
-                }
+                field_error(f"body.definition.{path}" if path else "body.definition", message)
                 for path, message in exc.errors
             ]
         ) from exc
@@ -140,14 +137,10 @@ def voice_profile_replace(
     pk, profile_workspace_id = _profile_workspace_id(voice_profile_id)
     require_workspace(actor, profile_workspace_id, role=WorkspaceMembership.Role.EDITOR)
     if str(workspace_id) != str(profile_workspace_id):
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.workspace_id",
-                    "message": "Must be the workspace of this voice profile.",
-                    "value": str(workspace_id)[:64],
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.workspace_id",
+            "Must be the workspace of this voice profile.",
+            value=str(workspace_id)[:64],
         )
     cleaned_name = _clean_name(name)
     cleaned = _clean(definition)

@@ -126,7 +126,7 @@ def require_workspace_role(
     answers (404, 403), from a lighter query. Returns the workspace ID.
 
     ``operation`` names what needs the role in the 403's detail, for checks that depend on the
-    resource's state (README "Roles": deleting a publication with published destinations)."""
+    resource's state (docs/people-and-roles.md "Roles": deleting a publication with published destinations)."""
     pk = parse_id(workspace_id, what="workspace")
     found = list(
         WorkspaceMembership.objects.filter(workspace_id=pk, user_id=actor.user.pk).values_list(

@@ -28,12 +28,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin as DjangoUserAdmin
 from django.contrib.auth.forms import UserChangeForm
-from django.db import models, transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from config import version
-from config.errors import DomainError, FieldValidationError
+from config.admin import ReadOnlyAdmin, ServiceAdmin, ServiceForm
+from config.errors import DomainError
 from config.names import InvalidName, clean_display_name
 from workspaces import services
 from workspaces.access import Actor
@@ -54,74 +54,11 @@ def _actor(request: HttpRequest) -> Actor:
     return Actor(user=request.user)  # type: ignore[arg-type]  # a signed-in admin session
 
 
-class _Rehearsal(Exception):
-    """Rolls back a rehearsed service call."""
-
-
-class ServiceForm(forms.ModelForm[Any]):
-    """A model form whose write is one service call.
-
-    ``clean`` rehearses the call inside a savepoint that is then rolled back, so whatever the
-    service refuses (unknown time zone, last admin, name taken, not an instance administrator)
-    shows as a form error; ``ServiceAdmin.save_model`` makes the real call once every form of
-    the page is valid (the admin's add and change views run in one transaction).
-    """
-
-    request: HttpRequest  # set by ServiceAdmin.get_form
-
-    def call_service(self) -> models.Model:
-        raise NotImplementedError
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if self.errors:
-            return data
-        try:
-            with transaction.atomic():
-                self.call_service()
-                raise _Rehearsal
-        except _Rehearsal:
-            pass
-        except FieldValidationError as exc:
-            for error in exc.errors:
-                field = str(error["location"]).removeprefix("body.")
-                self.add_error(field if field in self.fields else None, error["message"])
-        except DomainError as exc:
-            raise forms.ValidationError(exc.detail) from None
-        return data
-
-
 def _user_by_email(email: str) -> User:
     user = User.objects.filter(email__iexact=email.strip()).first()
     if user is None:
         raise forms.ValidationError("No user with this e-mail address.")
     return user
-
-
-class ServiceAdmin(admin.ModelAdmin[Any]):
-    """Adds and changes through ``ServiceForm``s; no generic delete."""
-
-    add_form: type[ServiceForm] | None = None
-    change_readonly_fields: tuple[str, ...] = ()
-
-    def get_form(
-        self, request: HttpRequest, obj: Any = None, change: bool = False, **kwargs: Any
-    ) -> Any:
-        if obj is None and self.add_form is not None:
-            kwargs["form"] = self.add_form
-        form = super().get_form(request, obj, change=change, **kwargs)
-        return type(form.__name__, (form,), {"request": request})
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
-        return self.change_readonly_fields if obj is not None else ()
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
-        saved = form.call_service()
-        for field in obj._meta.concrete_fields:  # the admin goes on with the saved row's values
-            setattr(obj, field.attname, getattr(saved, field.attname))
 
 
 def _run_each(
@@ -505,19 +442,10 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
 
 
 @admin.register(AccessAuditEvent)
-class AccessAuditEventAdmin(admin.ModelAdmin[AccessAuditEvent]):
+class AccessAuditEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "action", "workspace_id", "subject_email", "role", "status")
     list_filter = ("action",)
     search_fields = ("workspace_id", "subject_email", "subject_user_id")
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 admin.site.register(Plan)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from config.registry import Many
 from workspaces.models import Workspace
 
 
@@ -18,23 +19,7 @@ class Blocker:
 DataSummary = Callable[[Workspace], dict[str, int]]
 BlockerCheck = Callable[[Workspace], list[Blocker]]
 
-_data_summaries: list[DataSummary] = []
-_blocker_checks: list[BlockerCheck] = []
-
-
-def register_data_summary(func: DataSummary) -> None:
-    if func not in _data_summaries:
-        _data_summaries.append(func)
-
-
-def register_blocker_check(func: BlockerCheck) -> None:
-    if func not in _blocker_checks:
-        _blocker_checks.append(func)
-
-
-def data_summaries() -> list[DataSummary]:
-    return list(_data_summaries)
-
-
-def blocker_checks() -> list[BlockerCheck]:
-    return list(_blocker_checks)
+# What each app would delete with a workspace (the deletion preview lists them all).
+DATA_SUMMARIES: Many[DataSummary] = Many("workspaces.data_summary")
+# Workspace deletion is refused (409) while any of these returns a blocker.
+BLOCKER_CHECKS: Many[BlockerCheck] = Many("workspaces.blocker_check")

@@ -211,7 +211,7 @@ def workspace_usage(*, actor: Actor, workspace_id: ModelId) -> dict[str, Any]:
     from workspaces import lifecycle
 
     gauges: dict[str, int] = {}
-    for summary in lifecycle.data_summaries():
+    for summary in lifecycle.DATA_SUMMARIES.all():
         gauges.update(summary(workspace))
     usage = {
         "connected_accounts": gauges.get("connected_accounts", 0),

@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from cli.client import HeraldClient, UnexpectedResponse
+from cli.context import HeraldContext
 from cli.errors import EXIT_FAILED, UsageProblem
 from cli.main import current, global_options, polling_options
 from cli.output import clear_line, echo, echo_table, emit_json, fields, printable, shorten
@@ -324,17 +325,9 @@ def connect(
     )
     account = result.get("account")
     if isinstance(account, dict):
-        if hx.json:
-            emit_json(result)
-        else:
-            _report_connected(account)
+        _emit_connected(hx, account, result)
         return
-    url = result.get("authorization_url")
-    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
-        raise UnexpectedResponse(
-            f"{client.instance} answered the connect with neither an account nor an "
-            "authorization URL."
-        )
+    url = _authorization_url(client, result)
     # The accounts there are before the user can authorize (the URL is not shown yet): the one
     # that appears (or is reconnected) after this is the one being connected.
     before = _snapshot(client, workspace_id, provider) if wait else {}
@@ -346,20 +339,20 @@ def connect(
     )
     echo(f"  {url}", err=hx.json)
     if not wait:
-        if hx.json:
-            emit_json(result)
-        else:
-            echo("Then check with: herald account list")
+        _emit_started(hx, result)
         return
-    if browser and _browser_available() and _open_browser(url):
-        echo("Opened it in your browser.", err=True)
-    else:
-        echo("Open it in a browser; this command waits for you.", err=True)
-    echo("Do not share this link: whoever confirms it connects their own account here.", err=True)
-    echo(f"Waiting up to {timeout:.0f} s for the account (Ctrl-C stops waiting)…", err=True)
-    connected = wait_for_account(
+    _offer_browser(url, browser=browser, timeout=timeout)
+    appeared = wait_for_account(
         client, workspace_id, provider, before, interval=interval, timeout=timeout
     )
+    connected = _require_connected(appeared, provider, timeout)
+    _emit_connected(hx, connected, {"account": connected, "authorization_url": url})
+
+
+def _require_connected(
+    connected: dict[str, Any] | None, provider: str, timeout: float
+) -> dict[str, Any]:
+    """The account that appeared; exit 1 when none did in time."""
     if connected is None:
         echo(
             f"herald: no {printable(provider)} account appeared within {timeout:.0f} s; finish "
@@ -367,10 +360,44 @@ def connect(
             err=True,
         )
         raise click.exceptions.Exit(EXIT_FAILED)
+    return connected
+
+
+def _emit_connected(hx: HeraldContext, account: dict[str, Any], document: dict[str, Any]) -> None:
+    """``document`` with --json, else the account's lines."""
     if hx.json:
-        emit_json({"account": connected, "authorization_url": url})
+        emit_json(document)
     else:
-        _report_connected(connected)
+        _report_connected(account)
+
+
+def _emit_started(hx: HeraldContext, result: dict[str, Any]) -> None:
+    """An authorization handed to the user without waiting for it (--no-wait)."""
+    if hx.json:
+        emit_json(result)
+    else:
+        echo("Then check with: herald account list")
+
+
+def _authorization_url(client: HeraldClient, result: dict[str, Any]) -> str:
+    """The OAuth authorization URL of a connect answer without an account (never another
+    scheme: it is opened in a browser)."""
+    url = result.get("authorization_url")
+    if not isinstance(url, str) or not url.startswith(("https://", "http://")):
+        raise UnexpectedResponse(
+            f"{client.instance} answered the connect with neither an account nor an "
+            "authorization URL."
+        )
+    return url
+
+
+def _offer_browser(url: str, *, browser: bool, timeout: float) -> None:
+    if browser and _browser_available() and _open_browser(url):
+        echo("Opened it in your browser.", err=True)
+    else:
+        echo("Open it in a browser; this command waits for you.", err=True)
+    echo("Do not share this link: whoever confirms it connects their own account here.", err=True)
+    echo(f"Waiting up to {timeout:.0f} s for the account (Ctrl-C stops waiting)…", err=True)
 
 
 # --- disconnect --------------------------------------------------------------------------------

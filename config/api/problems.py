@@ -15,13 +15,24 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from config.api.schema_urls import schema_url
-from config.errors import DomainError, FieldValidationError, RateLimitedError
+from config.errors import DomainError, FieldValidationError, RateLimitedError, field_error
 from config.outages import log_outage, outage_dependency
 
 logger = logging.getLogger(__name__)
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 PROBLEMS_PATH = "/docs/problems/"
+
+# Statuses outside the HTTP registry that a protocol Herald speaks defines: tus's checksum
+# extension answers a PATCH whose bytes do not match their Upload-Checksum with 460.
+EXTENSION_STATUS_PHRASES = {460: "Checksum Mismatch"}
+
+
+def status_phrase(status: int) -> str:
+    """The reason phrase of ``status``, the protocol extensions' own included."""
+    if status in EXTENSION_STATUS_PHRASES:
+        return EXTENSION_STATUS_PHRASES[status]
+    return HTTPStatus(status).phrase
 
 
 class RequestValidationError(exceptions.ValidationError):
@@ -44,7 +55,7 @@ def _problem_body(
     body: dict[str, Any] = {
         "$schema": schema_url("ErrorModel", request),
         "type": "about:blank" if code in {"error"} else f"{_origin(request)}{PROBLEMS_PATH}{code}",
-        "title": HTTPStatus(status).phrase,
+        "title": status_phrase(status),
         "status": status,
         "detail": detail,
         "instance": request.path if request is not None else "",
@@ -104,14 +115,14 @@ def flatten_errors(data: Any, location: str) -> list[dict[str, Any]]:
         elif isinstance(node, list):
             if node and all(not isinstance(item, (dict, list)) for item in node):
                 for item in node:
-                    flat.append({"location": path, "message": str(item)})
+                    flat.append(field_error(path, str(item)))
             else:
                 for index, child in enumerate(node):
                     if child in ({}, [], None):
                         continue
                     walk(child, f"{path}[{index}]")
         else:
-            flat.append({"location": path, "message": str(node)})
+            flat.append(field_error(path, str(node)))
 
     walk(data, location)
     return flat
@@ -251,26 +262,32 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     if outage is not None:
         return outage
     if isinstance(exc, DomainError):
-        headers: dict[str, str] = {}
-        if isinstance(exc, RateLimitedError):
-            headers["Retry-After"] = str(exc.retry_after)
-        response = Response(status=exc.status, headers=headers)
-        errors = exc.errors if isinstance(exc, FieldValidationError) else None
-        response = _finish(response, request, exc.code, exc.detail, errors)
-        # Extension members (RFC 9457 §3.2), e.g. the readiness decision that blocked a queue
-        # action; they never replace the standard members.
-        for name, value in getattr(exc, "extra", {}).items():
-            response.data.setdefault(name, value)
-        return response
-
+        return _domain_problem(exc, request)
     api_exc = _as_api_exception(exc)
     if api_exc is None:
         return None  # unexpected: Django's handler500 renders a detail-free problem
     handled = drf_exception_handler(api_exc, context)
     if handled is None:
         return None
-    response = handled
+    return _drf_problem(api_exc, handled, request)
 
+
+def _domain_problem(exc: DomainError, request: Any) -> Response:
+    headers: dict[str, str] = {}
+    if isinstance(exc, RateLimitedError):
+        headers["Retry-After"] = str(exc.retry_after)
+    response = Response(status=exc.status, headers=headers)
+    errors = exc.errors if isinstance(exc, FieldValidationError) else None
+    response = _finish(response, request, exc.code, exc.detail, errors)
+    # Extension members, e.g. the readiness decision that blocked a queue action; they never
+    # replace the standard members.
+    for name, value in getattr(exc, "extra", {}).items():
+        response.data.setdefault(name, value)
+    return response
+
+
+def _drf_problem(api_exc: exceptions.APIException, response: Response, request: Any) -> Response:
+    """DRF's answer to ``api_exc`` as a problem: 422 for validation, 401 for authentication."""
     if isinstance(api_exc, exceptions.ValidationError):
         response.status_code = 422
         location = getattr(api_exc, "location", "body")

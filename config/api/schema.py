@@ -302,6 +302,7 @@ _DESCRIPTIONS = {
     415: "The body's media type is not the one this operation takes",
     422: "Request does not match the schema",
     429: "Rate limited; see Retry-After",
+    460: "Checksum Mismatch: the bytes do not match their Upload-Checksum (tus)",
     500: "Unexpected error",
     502: "An upstream service failed",
     503: "A dependency is unavailable",

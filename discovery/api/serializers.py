@@ -1,4 +1,4 @@
-"""Discovery request and response shapes (spec §2 DiscoveryResult)."""
+"""Discovery request and response shapes (the request and the DiscoveryResult)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rest_framework import serializers
 from config.api.request import StrictSerializer
 from config.api.schema import ResponseSerializer
 from discovery.services import LIMIT_DEFAULT, LIMIT_MAX, PLATFORMS_MAX
-from publishing.providers import PROVIDERS
+from providers import PROVIDERS
 from voice.api.serializers import CleanTextField
 from voice.definition import Text
 

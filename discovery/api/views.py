@@ -1,4 +1,4 @@
-"""``POST /publication-opportunities/discover`` (spec §4 Discovery)."""
+"""``POST /publication-opportunities/discover``."""
 
 from __future__ import annotations
 

@@ -17,6 +17,7 @@ a bearer header and never logged or echoed; no model text is echoed in errors ei
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import time
@@ -29,9 +30,12 @@ from urllib3 import exceptions as urllib3_exceptions
 
 from config.errors import ServiceUnavailableError, UpstreamError, UpstreamTimeoutError
 from discovery.cards import (
+    ANGLE_KEYS,
     LIMITS,
     MAX_ANGLES,
     MIN_ANGLES,
+    OPPORTUNITY_KEYS,
+    TREATMENT_KEYS,
     CardError,
     scrub_cards,
     stable_id,
@@ -63,84 +67,84 @@ idea cards for posts the workspace could write next. Rules:
 Answer with JSON that matches the given schema exactly."""
 
 
-def _string(max_length: int | None = None, **extra: Any) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "string", **extra}
-    if max_length is not None:
-        schema["description"] = f"at most {max_length} characters"
-    return schema
+def _text(name: str) -> dict[str, Any]:
+    return {"type": "string", "description": f"at most {LIMITS[name]} characters"}
+
+
+# The JSON schema the model's reply must follow (card ids are added by Herald). The requested
+# platforms, their formats and the numbers of cards and treatments differ per call:
+# ``reply_schema`` fills them into a copy.
+REPLY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["opportunities"],
+    "properties": {
+        "opportunities": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": None,  # the cards wanted
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": [k for k in OPPORTUNITY_KEYS if k != "id"],
+                "properties": {
+                    "title": _text("title"),
+                    "hook": _text("hook"),
+                    "signal_date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
+                    "why_it_fits": _text("why_it_fits"),
+                    "why_now": _text("why_now"),
+                    "angles": {
+                        "type": "array",
+                        "minItems": MIN_ANGLES,
+                        "maxItems": MAX_ANGLES,
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": [k for k in ANGLE_KEYS if k != "id"],
+                            "properties": {
+                                "label": _text("label"),
+                                "thesis": _text("thesis"),
+                                "approach": _text("approach"),
+                            },
+                        },
+                    },
+                    "platform_treatments": {
+                        "type": "array",
+                        "minItems": None,  # one per requested platform
+                        "maxItems": None,
+                        "items": {
+                            "type": "object",
+                            "additionalProperties": False,
+                            "required": list(TREATMENT_KEYS),
+                            "properties": {
+                                "platform": {"type": "string", "enum": None},  # requested
+                                "format": {"type": "string", "enum": None},  # theirs
+                                "media": _text("media"),
+                                "objective": _text("objective"),
+                                "rationale": _text("rationale"),
+                            },
+                        },
+                    },
+                },
+            },
+        }
+    },
+}
 
 
 def reply_schema(context: DiscoveryContext) -> dict[str, Any]:
-    """The JSON schema the model's reply must follow (card ids are added by Herald)."""
+    """``REPLY_SCHEMA`` for this call: the requested platforms and their formats as
+    enumerations, one treatment per platform, at most ``context.limit`` cards."""
     platforms = [p.provider for p in context.platforms]
-    formats = sorted({f.key for p in context.platforms for f in p.formats})
-    angle = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["label", "thesis", "approach"],
-        "properties": {
-            "label": _string(LIMITS["label"]),
-            "thesis": _string(LIMITS["thesis"]),
-            "approach": _string(LIMITS["approach"]),
-        },
-    }
-    treatment = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["platform", "format", "media", "objective", "rationale"],
-        "properties": {
-            "platform": {"type": "string", "enum": platforms},
-            "format": {"type": "string", "enum": formats},
-            "media": _string(LIMITS["media"]),
-            "objective": _string(LIMITS["objective"]),
-            "rationale": _string(LIMITS["rationale"]),
-        },
-    }
-    card = {
-        "type": "object",
-        "additionalProperties": False,
-        "required": [
-            "title",
-            "hook",
-            "signal_date",
-            "why_it_fits",
-            "why_now",
-            "angles",
-            "platform_treatments",
-        ],
-        "properties": {
-            "title": _string(LIMITS["title"]),
-            "hook": _string(LIMITS["hook"]),
-            "signal_date": {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}$"},
-            "why_it_fits": _string(LIMITS["why_it_fits"]),
-            "why_now": _string(LIMITS["why_now"]),
-            "angles": {
-                "type": "array",
-                "minItems": MIN_ANGLES,
-                "maxItems": MAX_ANGLES,
-                "items": angle,
-            },
-            "platform_treatments": {
-                "type": "array",
-                "minItems": len(platforms),
-                "maxItems": len(platforms),
-                "items": treatment,
-            },
-        },
-    }
-    return {
-        "type": "object",
-        "additionalProperties": False,
-        "required": ["opportunities"],
-        "properties": {
-            "opportunities": {
-                "type": "array",
-                "minItems": 1,
-                "maxItems": context.limit,
-                "items": card,
-            }
-        },
-    }
+    schema = copy.deepcopy(REPLY_SCHEMA)
+    cards = schema["properties"]["opportunities"]
+    cards["maxItems"] = context.limit
+    treatments = cards["items"]["properties"]["platform_treatments"]
+    treatments["minItems"] = treatments["maxItems"] = len(platforms)
+    members = treatments["items"]["properties"]
+    members["platform"]["enum"] = platforms
+    members["format"]["enum"] = sorted({f.key for p in context.platforms for f in p.formats})
+    return schema
 
 
 def prompt_payload(context: DiscoveryContext) -> dict[str, Any]:
@@ -247,14 +251,35 @@ class LlmEngine:
 
     # --- transport ------------------------------------------------------------------------
 
-    @sensitive_variables("headers")  # the bearer header never reaches an error report
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The reply as a JSON object, read within the deadline and the size cap."""
+        deadline = time.monotonic() + self.timeout
+        response = self._send(body)
+        try:
+            raw = self._read(response, deadline)
+        finally:
+            response.close()
+        if response.status_code != 200:
+            logger.warning("discovery model answered HTTP %s", response.status_code)
+            raise UpstreamError(
+                f"The discovery model answered HTTP {response.status_code}.", code="model_failed"
+            )
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested past the C stack
+            raise self._invalid("the reply is not JSON") from exc
+        if not isinstance(data, dict):
+            raise self._invalid("the reply is not a JSON object")
+        return data
+
+    @sensitive_variables("headers")  # the bearer header never reaches an error report
+    def _send(self, body: dict[str, Any]) -> requests.Response:
+        """The response, its body not read yet (streamed)."""
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        deadline = time.monotonic() + self.timeout
         try:
-            response = requests.post(
+            return requests.post(
                 completions_url(self.url),
                 data=json.dumps(body, ensure_ascii=False).encode("utf-8"),
                 headers=headers,
@@ -271,15 +296,18 @@ class LlmEngine:
             ) from exc
         except requests.RequestException as exc:
             raise UpstreamError("The discovery model request failed.", code="model_failed") from exc
+
+    def _read(self, response: requests.Response, deadline: float) -> bytes:
+        """The body, refused past ``MAX_REPLY_BYTES`` (decompressed) or past ``deadline``."""
+        chunks: list[bytes] = []
+        size = 0
         try:
-            chunks: list[bytes] = []
-            size = 0
             while True:
                 # ``read1``: whatever one socket read brings (``iter_content`` would wait for
                 # a full chunk, so a reply that trickles in could outlast the deadline).
                 chunk = response.raw.read1(64 * 1024, decode_content=True)
                 if not chunk:
-                    break
+                    return b"".join(chunks)
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > MAX_REPLY_BYTES:
@@ -294,20 +322,6 @@ class LlmEngine:
             raise UpstreamError(
                 "The discovery model's reply broke off.", code="model_failed"
             ) from exc
-        finally:
-            response.close()
-        if response.status_code != 200:
-            logger.warning("discovery model answered HTTP %s", response.status_code)
-            raise UpstreamError(
-                f"The discovery model answered HTTP {response.status_code}.", code="model_failed"
-            )
-        try:
-            data = json.loads(b"".join(chunks))
-        except (ValueError, RecursionError) as exc:  # RecursionError: nested past the C stack
-            raise self._invalid("the reply is not JSON") from exc
-        if not isinstance(data, dict):
-            raise self._invalid("the reply is not a JSON object")
-        return data
 
     def _timeout(self) -> UpstreamTimeoutError:
         return UpstreamTimeoutError(
@@ -324,6 +338,15 @@ class LlmEngine:
     # --- reply ----------------------------------------------------------------------------
 
     def _parse(self, reply: dict[str, Any], context: DiscoveryContext) -> EngineResult:
+        """The cards of a chat-completions reply, with their ids, checked (502 otherwise)."""
+        items = self._opportunities(self._content(reply))
+        cards = self._checked([_with_ids(item, context) for item in items], context)
+        upstream_model = reply.get("model")
+        model = upstream_model if isinstance(upstream_model, str) and upstream_model else self.model
+        return EngineResult(model=f"{NAME}:{model[:100]}", opportunities=cards)
+
+    def _content(self, reply: dict[str, Any]) -> str:
+        """The text of the first choice, which must have finished normally."""
         choices = reply.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise self._invalid("no choices")
@@ -338,6 +361,10 @@ class LlmEngine:
         content = message.get("content")
         if not isinstance(content, str):
             raise self._invalid("the message has no text content")
+        return content
+
+    def _opportunities(self, content: str) -> list[dict[str, Any]]:
+        """The cards of ``{"opportunities": [...]}``, each an object without an id of its own."""
         try:
             document = json.loads(content)
         except (ValueError, RecursionError) as exc:
@@ -347,20 +374,15 @@ class LlmEngine:
         items = document["opportunities"]
         if not isinstance(items, list):
             raise self._invalid("'opportunities' is not an array")
-        cards: list[dict[str, Any]] = []
-        for item in items:
-            if not isinstance(item, dict) or "id" in item:
-                raise self._invalid("a card is not an object of the schema")
-            card_id = stable_id("opp", context.workspace_id, json.dumps(item, sort_keys=True))
-            angles = item.get("angles")
-            if isinstance(angles, list):
-                angles = [
-                    {"id": stable_id("ang", card_id, str(a.get("label"))), **a}
-                    if isinstance(a, dict) and "id" not in a
-                    else a
-                    for a in angles
-                ]
-            cards.append({"id": card_id, **item, "angles": angles})
+        if not all(isinstance(item, dict) and "id" not in item for item in items):
+            raise self._invalid("a card is not an object of the schema")
+        return items
+
+    def _checked(
+        self, cards: list[dict[str, Any]], context: DiscoveryContext
+    ) -> list[dict[str, Any]]:
+        """The cards scrubbed of forbidden phrases, then held to every card invariant, each
+        treatment naming a format of its own platform."""
         forbidden = context.forbidden_phrases
         try:
             cards = validate_opportunities(
@@ -371,11 +393,24 @@ class LlmEngine:
             )
         except CardError as exc:
             raise self._invalid(str(exc)) from exc
+        allowed = {p.provider: {f.key for f in p.formats} for p in context.platforms}
         for card in cards:
-            allowed = {p.provider: {f.key for f in p.formats} for p in context.platforms}
             for treatment in card["platform_treatments"]:
                 if treatment["format"] not in allowed[treatment["platform"]]:
                     raise self._invalid("a treatment names a format its platform does not have")
-        upstream_model = reply.get("model")
-        model = upstream_model if isinstance(upstream_model, str) and upstream_model else self.model
-        return EngineResult(model=f"{NAME}:{model[:100]}", opportunities=cards)
+        return cards
+
+
+def _with_ids(item: dict[str, Any], context: DiscoveryContext) -> dict[str, Any]:
+    """A model card with Herald's ids: the card's from its content, each angle's from its
+    label (an angle that is not an object, or has an id, is left for validation to refuse)."""
+    card_id = stable_id("opp", context.workspace_id, json.dumps(item, sort_keys=True))
+    angles = item.get("angles")
+    if isinstance(angles, list):
+        angles = [
+            {"id": stable_id("ang", card_id, str(a.get("label"))), **a}
+            if isinstance(a, dict) and "id" not in a
+            else a
+            for a in angles
+        ]
+    return {"id": card_id, **item, "angles": angles}

@@ -17,6 +17,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from config.api.problems import EXTENSION_STATUS_PHRASES
 from config.api.schema import problems
 from config.errors import FieldValidationError
 from publishing.errors import TusVersionError, UploadContentTypeError, UploadTooLargeError
@@ -25,7 +26,8 @@ from publishing.services import uploads
 from workspaces.access import actor_from_request
 
 TUS_VERSION = "1.0.0"
-TUS_EXTENSIONS = "creation,creation-with-upload,termination,expiration"
+TUS_EXTENSIONS = "creation,creation-with-upload,termination,expiration,checksum"
+TUS_CHECKSUM_ALGORITHMS = ",".join(uploads.CHECKSUM_ALGORITHMS)
 OFFSET_CONTENT_TYPE = "application/offset+octet-stream"
 
 
@@ -43,6 +45,12 @@ def _response_header(name: str, description: str, status: list[int]) -> OpenApiP
 
 TUS_RESUMABLE = _header("Tus-Resumable", "Always 1.0.0 (412 otherwise).", required=True)
 UPLOAD_OFFSET = _header("Upload-Offset", "Where this PATCH's bytes start (409 otherwise).")
+UPLOAD_CHECKSUM = _header(
+    "Upload-Checksum",
+    "tus checksum extension: an algorithm of Tus-Checksum-Algorithm, a space, and the base64 "
+    "digest of this request's bytes. Bytes that do not match are discarded (460, the offset "
+    "unchanged); an unsupported algorithm is a 400.",
+)
 
 
 class _TusView(APIView):
@@ -66,9 +74,12 @@ class _TusView(APIView):
         response["Tus-Resumable"] = TUS_VERSION
         response["Tus-Version"] = TUS_VERSION
         response["Cache-Control"] = "no-store"
+        if response.status_code in EXTENSION_STATUS_PHRASES:
+            response.reason_phrase = EXTENSION_STATUS_PHRASES[response.status_code]
         return response
 
     def _append(self, request: Request, upload_id: str, offset: int) -> Upload:
+        checksum = uploads.parse_checksum(request.headers.get("Upload-Checksum"))
         if request.content_type.split(";")[0].strip() != OFFSET_CONTENT_TYPE:
             raise UploadContentTypeError()
         try:
@@ -76,9 +87,7 @@ class _TusView(APIView):
         except ValueError:
             length = -1
         if length < 0:
-            raise FieldValidationError(
-                [{"location": "header.Content-Length", "message": "Not a number of bytes."}]
-            )
+            raise FieldValidationError.at("header.Content-Length", "Not a number of bytes.")
         if length > settings.HERALD_MAX_VIDEO_BYTES:
             raise UploadTooLargeError()
         return uploads.upload_append(
@@ -87,6 +96,7 @@ class _TusView(APIView):
             offset=offset,
             body=request.stream,
             body_length=length,
+            checksum=checksum,
         )
 
 
@@ -116,6 +126,7 @@ class UploadListView(_TusView):
             _response_header("Tus-Version", "1.0.0", [204]),
             _response_header("Tus-Extension", TUS_EXTENSIONS, [204]),
             _response_header("Tus-Max-Size", "HERALD_MAX_VIDEO_BYTES", [204]),
+            _response_header("Tus-Checksum-Algorithm", TUS_CHECKSUM_ALGORITHMS, [204]),
         ],
         description="tus discovery: versions, extensions and the largest upload.",
     )
@@ -123,6 +134,7 @@ class UploadListView(_TusView):
         response = Response(status=204)
         response["Tus-Extension"] = TUS_EXTENSIONS
         response["Tus-Max-Size"] = str(settings.HERALD_MAX_VIDEO_BYTES)
+        response["Tus-Checksum-Algorithm"] = TUS_CHECKSUM_ALGORITHMS
         return response
 
     @extend_schema(
@@ -137,12 +149,13 @@ class UploadListView(_TusView):
                 "alt_text (optional).",
                 required=True,
             ),
+            UPLOAD_CHECKSUM,
             _response_header("Location", "The upload's URL (HEAD, PATCH, DELETE).", [201]),
             *_STATE,
         ],
         responses={
             201: OpenApiResponse(description="Created (with the body's bytes, if any)"),
-            **problems(400, 403, 404, 409, 412, 413, 415, 422),
+            **problems(400, 403, 404, 409, 412, 413, 415, 422, 460),
         },
         description="tus creation (and creation-with-upload): a new resumable upload in the "
         "metadata's workspace (editor or above). A body sent with Content-Type "
@@ -178,10 +191,10 @@ class UploadDetailView(_TusView):
     @extend_schema(
         operation_id="uploads_append",
         request={OFFSET_CONTENT_TYPE: {"type": "string", "format": "binary"}},
-        parameters=[TUS_RESUMABLE, UPLOAD_OFFSET, *_STATE],
+        parameters=[TUS_RESUMABLE, UPLOAD_OFFSET, UPLOAD_CHECKSUM, *_STATE],
         responses={
             204: OpenApiResponse(description="Bytes appended"),
-            **problems(400, 403, 404, 409, 410, 412, 413, 415, 422),
+            **problems(400, 403, 404, 409, 410, 412, 413, 415, 422, 460),
         },
         description="Append bytes at Upload-Offset. The answer to the last bytes carries "
         "Herald-Media-Id; a file the media rules refuse is a 422 and the upload is removed.",

@@ -20,14 +20,14 @@ from config.api.request import parse_body, parse_query
 from config.api.responses import no_content, respond, respond_page
 from config.api.schema import problems
 from config.error_pages import error_page
-from config.errors import DomainError, NotFoundError, PermissionDeniedError
+from config.errors import DomainError, NotFoundError
+from providers import all_adapters, get_adapter
+from providers.base import describe
 from publishing import selectors
 from publishing.api import serializers as s
 from publishing.api.idempotency import MAX_KEY_LENGTH, idempotent
 from publishing.media_files import media_file_response
-from publishing.models import Account, Publication
-from publishing.providers import all_adapters, get_adapter
-from publishing.providers.base import describe
+from publishing.models import Publication
 from publishing.services import accounts, media, publications
 from publishing.web import oauth_result_location
 from readiness.projection import provider_readiness_projection
@@ -281,81 +281,13 @@ class CapabilitiesView(APIView):
     )
     def get(self, request: Request) -> Response:
         query = parse_query(s.CapabilitiesQuerySerializer, request)
-        access = require_workspace(actor_from_request(request), query["workspace_id"])
-        live = Account.objects.filter(workspace=access.workspace).exclude(
-            status=Account.Status.DISCONNECTED
-        )
-        if query.get("account_ids"):
-            ids = {
-                _uuid_or_404(part.strip())
-                for part in query["account_ids"].split(",")
-                if part.strip()
-            }
-            live = live.filter(pk__in=ids)
-            found = {str(pk) for pk in live.values_list("pk", flat=True)}
-            if missing := sorted(ids - found):
-                if (
-                    Account.objects.filter(pk__in=missing)
-                    .exclude(status=Account.Status.DISCONNECTED)
-                    .exists()
-                ):
-                    raise PermissionDeniedError(
-                        "An account belongs to another workspace.", code="account_not_in_workspace"
-                    )
-                raise NotFoundError(f"No connected account with ID {missing[0]}.")
-        accounts = list(live.order_by("created_at"))
-        projection = provider_readiness_projection(
-            workspace_id=access.workspace.pk,
-            accounts=accounts,
+        resolved = selectors.capabilities_resolve(
+            actor=actor_from_request(request),
+            workspace_id=query["workspace_id"],
+            account_ids=query.get("account_ids") or "",
             content_profile=query.get("content_profile") or "",
         )
-        decided = {
-            (p["account_id"], p["output_profile"]): p
-            for e in projection["providers"]
-            for p in e["profiles"]
-        }
-        items = []
-        for account in accounts:
-            caps = get_adapter(account.provider).capabilities
-            profiles = [
-                p
-                for p in describe(get_adapter(account.provider))["profiles"]
-                if not query.get("content_profile") or p["key"] == query["content_profile"]
-            ]
-            items.append(
-                {
-                    "account_id": str(account.pk),
-                    "provider": caps.provider,
-                    "profiles": profiles,
-                    "readiness": {
-                        p["key"]: {
-                            "immediate": decided[(str(account.pk), p["key"])]["immediate"],
-                            "scheduled": decided[(str(account.pk), p["key"])]["scheduled"],
-                        }
-                        for p in profiles
-                    },
-                }
-            )
-        providers = {account.provider for account in accounts}
-        return respond(
-            request,
-            s.CapabilitiesSerializer,
-            {
-                "items": items,
-                "provider_readiness": [
-                    e for e in projection["providers"] if e["provider"] in providers
-                ],
-            },
-        )
-
-
-def _uuid_or_404(value: str) -> str:
-    import uuid
-
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        raise NotFoundError(f"No connected account with ID {value[:64]!r}.") from None
+        return respond(request, s.CapabilitiesSerializer, resolved)
 
 
 class MediaListView(APIView):

@@ -27,9 +27,17 @@ from config.errors import (
     PermissionDeniedError,
     PlanLimitError,
     ServiceUnavailableError,
+    field_error,
 )
 from config.types import ModelId
-from publishing import credentials
+from providers import PROVIDERS, credentials, feed, get_adapter
+from providers.base import (
+    AccountContext,
+    ConnectedAccount,
+    ConnectionMode,
+    ProviderError,
+    ProviderInputError,
+)
 from publishing.errors import ProviderConnectError, ReadinessBlockedError
 from publishing.models import (
     Account,
@@ -38,14 +46,6 @@ from publishing.models import (
     ProviderApp,
     Publication,
     PublicationEvent,
-)
-from publishing.providers import PROVIDERS, feed, get_adapter
-from publishing.providers.base import (
-    AccountContext,
-    ConnectedAccount,
-    ConnectionMode,
-    ProviderError,
-    ProviderInputError,
 )
 from readiness import services as readiness
 from readiness.subjects import PUBLISH_OPERATIONS
@@ -100,7 +100,7 @@ def account_context(account: Account) -> AccountContext:
 
 def account_credentials_store(new_credentials: dict[str, str], *, account_id: ModelId) -> None:
     """Persist rotated credentials (e.g. a Bluesky session refreshed mid-call). A refresh token
-    is never replaced by an empty one (field lesson 6)."""
+    is never replaced by an empty one (docs/decisions/0012-credentials-encryption.md)."""
     with transaction.atomic():
         account = Account.objects.select_for_update().filter(pk=account_id).first()
         if account is None or account.status == Account.Status.DISCONNECTED:
@@ -114,7 +114,7 @@ def account_credentials_store(new_credentials: dict[str, str], *, account_id: Mo
 
 
 def _merge_credentials(old: dict[str, str], new: dict[str, str]) -> dict[str, str]:
-    """A stored refresh token is never overwritten with an empty one (field lesson 6)."""
+    """A stored refresh token is never overwritten with an empty one (docs/decisions/0012-credentials-encryption.md)."""
     merged = dict(new)
     for key, value in old.items():
         if key.startswith("refresh") and not merged.get(key):
@@ -132,14 +132,8 @@ def normalize_instance_url(url: str) -> str:
 
 def _require_provider(provider: str, instance_url: str = "") -> None:
     if provider not in PROVIDERS:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.provider",
-                    "message": f"Unknown provider; one of {', '.join(PROVIDERS)}.",
-                    "value": provider,
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.provider", f"Unknown provider; one of {', '.join(PROVIDERS)}.", value=provider
         )
     _require_connectable(provider, instance_url)
 
@@ -170,7 +164,7 @@ def _input_invalid(exc: ProviderInputError) -> FieldValidationError:
     """The adapter's own check of the user's input failed: a 422 at that input (no value echoed,
     it may be a secret), not a 502, since no provider was asked."""
     location = "body.instance_url" if exc.field == "instance_url" else f"body.fields.{exc.field}"
-    return FieldValidationError([{"location": location, "message": exc.message}])
+    return FieldValidationError.at(location, exc.message)
 
 
 def account_connect(
@@ -203,10 +197,7 @@ def account_connect(
     missing = [name for name in caps.credential_fields if not (fields or {}).get(name)]
     if missing:
         raise FieldValidationError(
-            [
-                {"location": f"body.fields.{name}", "message": "This field is required."}
-                for name in missing
-            ]
+            [field_error(f"body.fields.{name}", "This field is required.") for name in missing]
         )
     connect_fields = dict(fields or {})
     if provider == feed.PROVIDER:
@@ -247,9 +238,7 @@ def _oauth_begin(
     """Store the pending connect; returns its state."""
     adapter = get_adapter(provider)
     if adapter.capabilities.federated and not instance_url:
-        raise FieldValidationError(
-            [{"location": "body.instance_url", "message": "The account's server URL is required."}]
-        )
+        raise FieldValidationError.at("body.instance_url", "The account's server URL is required.")
     instance_url = normalize_instance_url(instance_url)
     # One app registration per instance and callback URL: a registration is bound to its
     # redirect URI, so a second public origin needs (and gets) its own.
@@ -451,8 +440,8 @@ def _store_account(
     connected: ConnectedAccount,
     app: ProviderApp | None,
 ) -> Account:
-    """Create the account, or refresh a live connection of the same external account. A stored
-    refresh token is never overwritten with an empty one (field lesson 6)."""
+    """Create the account, or refresh a live connection of the same external account (its
+    stored refresh token kept when the provider sends none)."""
     instance_url = connected.instance_url.rstrip("/")
     account = (
         Account.objects.select_for_update()
@@ -472,19 +461,43 @@ def _store_account(
             credentials.decrypt(account.credentials_encrypted), new_credentials
         )
     else:
-        # Checked again here: an OAuth connect was checked when it started, and other connects
-        # may have filled the plan since.
-        live = Account.objects.filter(workspace=workspace).exclude(
-            status=Account.Status.DISCONNECTED
-        )
-        plan_check_current(workspace=workspace, metric="connected_accounts", current=live.count())
-        account = Account(
+        account = _new_account(
+            actor=actor,
             workspace=workspace,
             provider=provider,
             instance_url=instance_url,
             external_id=connected.external_id,
-            connected_by=actor.user,
         )
+    _apply_connection(account, connected, new_credentials, app)
+    _save_account(account)
+    if reconnected:
+        _destinations_release(account_id=account.pk)
+    return account
+
+
+def _new_account(
+    *, actor: Actor, workspace: Any, provider: str, instance_url: str, external_id: str
+) -> Account:
+    """An unsaved account, once the plan has room for it: checked again here, since an OAuth
+    connect was checked when it started and other connects may have filled the plan since."""
+    live = Account.objects.filter(workspace=workspace).exclude(status=Account.Status.DISCONNECTED)
+    plan_check_current(workspace=workspace, metric="connected_accounts", current=live.count())
+    return Account(
+        workspace=workspace,
+        provider=provider,
+        instance_url=instance_url,
+        external_id=external_id,
+        connected_by=actor.user,
+    )
+
+
+def _apply_connection(
+    account: Account,
+    connected: ConnectedAccount,
+    new_credentials: dict[str, str],
+    app: ProviderApp | None,
+) -> None:
+    """The provider's answer on the account row: profile, grant, credentials, active again."""
     account.username = connected.username
     account.display_name = connected.display_name
     account.avatar_url = connected.avatar_url
@@ -498,6 +511,9 @@ def _store_account(
     account.status = Account.Status.ACTIVE
     account.status_reason = ""
     account.refresh_lease_until = None
+
+
+def _save_account(account: Account) -> None:
     try:
         with transaction.atomic():
             account.save()
@@ -513,9 +529,6 @@ def _store_account(
             code="dependency_unavailable",
             failing=["database"],
         ) from exc
-    if reconnected:
-        _destinations_release(account_id=account.pk)
-    return account
 
 
 def _get_account(
@@ -537,7 +550,7 @@ def account_get(*, actor: Actor, account_id: ModelId) -> Account:
 
 
 def account_disconnect(*, actor: Actor, account_id: ModelId) -> None:
-    """Admin-only (README "Roles"): a connected account belongs to the workspace and every
+    """Admin-only (docs/people-and-roles.md "Roles"): a connected account belongs to the workspace and every
     member publishes through it, so an editor may not take it away from the others."""
     account = _get_account(actor, account_id)
     require_workspace_role(

@@ -7,17 +7,27 @@ delivery: each destination's status says what shipped.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any, Protocol
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
 from django.utils import timezone
 
-from config.errors import FieldValidationError, NotFoundError, RevisionConflictError
+from config.errors import (
+    FieldValidationError,
+    NotFoundError,
+    PermissionDeniedError,
+    RevisionConflictError,
+    field_error,
+)
+from config.nudge import nudge
+from config.registry import One
 from config.types import ModelId
+from providers import get_adapter
+from providers.base import OptionSpec, OutputProfile
 from publishing import tasks
 from publishing.errors import (
     MediaProcessingError,
@@ -25,8 +35,6 @@ from publishing.errors import (
     ReadinessBlockedError,
 )
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
-from publishing.providers import get_adapter
-from publishing.providers.base import OutputProfile
 from publishing.services import video_rules
 from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
@@ -43,21 +51,14 @@ class VoiceOverrideSetter(Protocol):
     def __call__(self, *, publication: Publication, voice_profile_id: ModelId | None) -> None: ...
 
 
-_voice_override_setter: VoiceOverrideSetter | None = None
-
-
-def register_voice_override_setter(setter: VoiceOverrideSetter) -> None:
-    """A publication's voice override lives in the voice app, which depends on publishing: it
-    registers its setter here (``VoiceConfig.ready``), so publishing never imports voice. The
-    setter runs inside the publishing service's transaction, after its access checks."""
-    global _voice_override_setter  # set once, at start-up
-    _voice_override_setter = setter
+# A publication's voice override lives in the voice app, which depends on publishing: it
+# registers its setter here (``VoiceConfig.ready``), so publishing never imports voice. The
+# setter runs inside the publishing service's transaction, after its access checks.
+VOICE_OVERRIDE: One[VoiceOverrideSetter] = One("publishing.voice_override")
 
 
 def _voice_override_set(publication: Publication, voice_profile_id: ModelId | None) -> None:
-    if _voice_override_setter is None:
-        raise ImproperlyConfigured("No voice override setter: the voice app is not installed.")
-    _voice_override_setter(publication=publication, voice_profile_id=voice_profile_id)
+    VOICE_OVERRIDE.get()(publication=publication, voice_profile_id=voice_profile_id)
 
 
 def event_record(
@@ -89,186 +90,256 @@ def _default_profile(account: Account) -> OutputProfile:
 
 def _validate(
     *, workspace_id: ModelId, text: str, media_ids: list[str], destinations: list[dict[str, Any]]
-) -> tuple[list[Account], dict[str, Media]]:
-    """Every destination against its output profile; 422 locations name destination and field."""
+) -> tuple[list[Account], list[dict[str, Any]]]:
+    """Every destination against its output profile. Returns the accounts and a copy of each
+    destination with its profile and options settled; the caller's dicts are left as they are.
+
+    The one place that decides raise or collect: an unknown, disconnected or foreign account is
+    refused (404/403, ``_destination_accounts``) before any field is judged; every failing field
+    is then collected, in request order, into one 422."""
+    errors = _destination_list_errors(destinations)
+    media = _workspace_media(workspace_id, media_ids, destinations)
+    errors += [
+        _no_such_media(f"body.media_ids[{index}]", media_id)
+        for index, media_id in enumerate(media_ids)
+        if media_id not in media
+    ]
+    accounts: list[Account] = []
+    settled: list[dict[str, Any]] = []
+    for index, item, account in _destination_accounts(workspace_id, destinations):
+        destination, destination_errors = _check_destination(
+            f"body.destinations[{index}]",
+            item,
+            account,
+            text=text,
+            media_ids=media_ids,
+            media=media,
+        )
+        accounts.append(account)
+        settled.append(destination)
+        errors += destination_errors
+    if errors:
+        raise FieldValidationError(errors)
+    return accounts, settled
+
+
+def _destination_list_errors(destinations: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The list itself: its length, each account ID, each account once."""
     errors: list[dict[str, Any]] = []
     if not destinations:
-        errors.append({"location": "body.destinations", "message": "At least one destination."})
+        errors.append(field_error("body.destinations", "At least one destination."))
     if len(destinations) > MAX_DESTINATIONS:
-        errors.append({"location": "body.destinations", "message": f"At most {MAX_DESTINATIONS}."})
-    account_ids: list[uuid.UUID] = []
-    for index, item in enumerate(destinations):
-        try:
-            account_ids.append(uuid.UUID(str(item["account_id"])))
-        except (KeyError, ValueError):
-            errors.append(
-                {
-                    "location": f"body.destinations[{index}].account_id",
-                    "message": "Unknown account.",
-                }
-            )
-    if len(set(account_ids)) != len(account_ids):
-        errors.append({"location": "body.destinations", "message": "Each account may appear once."})
-    all_media_ids = set(media_ids)
+        errors.append(field_error("body.destinations", f"At most {MAX_DESTINATIONS}."))
+    account_ids = [_parse_uuid(item.get("account_id")) for item in destinations]
+    errors += [
+        field_error(f"body.destinations[{index}].account_id", "Unknown account.")
+        for index, account_id in enumerate(account_ids)
+        if account_id is None
+    ]
+    named = [account_id for account_id in account_ids if account_id is not None]
+    if len(set(named)) != len(named):
+        errors.append(field_error("body.destinations", "Each account may appear once."))
+    return errors
+
+
+def _workspace_media(
+    workspace_id: ModelId, media_ids: list[str], destinations: list[dict[str, Any]]
+) -> dict[str, Media]:
+    """The workspace's media named anywhere in the request, by ID (one query)."""
+    wanted = set(media_ids)
     for item in destinations:
-        all_media_ids.update(item.get("media_ids") or [])
-    media = {
-        str(m.pk): m
-        for m in Media.objects.filter(workspace_id=workspace_id, pk__in=_uuids(all_media_ids))
+        wanted.update(item.get("media_ids") or [])
+    return {
+        str(m.pk): m for m in Media.objects.filter(workspace_id=workspace_id, pk__in=_uuids(wanted))
     }
-    for index, media_id in enumerate(media_ids):
-        if media_id not in media:
-            errors.append(
-                {
-                    "location": f"body.media_ids[{index}]",
-                    "message": "No such media in this workspace.",
-                    "value": media_id,
-                }
-            )
-    accounts = {a.pk: a for a in Account.objects.filter(pk__in=account_ids)}
-    resolved: list[Account] = []
-    for index, item in enumerate(destinations):
-        prefix = f"body.destinations[{index}]"
-        try:
-            account = accounts.get(uuid.UUID(str(item.get("account_id"))))
-        except ValueError:
-            continue
+
+
+def _no_such_media(location: str, media_id: str) -> dict[str, Any]:
+    return field_error(location, "No such media in this workspace.", value=media_id)
+
+
+def _destination_accounts(
+    workspace_id: ModelId, destinations: list[dict[str, Any]]
+) -> list[tuple[int, dict[str, Any], Account]]:
+    """Each destination whose account ID parses, with its account, in request order. The first
+    account that is unknown or disconnected (404) or of another workspace (403) is refused here,
+    whatever else is wrong: the caller may not learn more about a request it cannot make."""
+    parsed = [
+        (index, item, _parse_uuid(item.get("account_id")))
+        for index, item in enumerate(destinations)
+    ]
+    accounts = {
+        a.pk: a
+        for a in Account.objects.filter(pk__in=[pk for _, _, pk in parsed if pk is not None])
+    }
+    found: list[tuple[int, dict[str, Any], Account]] = []
+    for index, item, account_id in parsed:
+        if account_id is None:
+            continue  # "Unknown account.", in _destination_list_errors
+        account = accounts.get(account_id)
         if account is None or account.status == Account.Status.DISCONNECTED:
             raise NotFoundError(f"No connected account with ID {item.get('account_id')}.")
         if str(account.workspace_id) != str(workspace_id):
-            from config.errors import PermissionDeniedError
-
             raise PermissionDeniedError(
                 "A destination account belongs to another workspace.",
                 code="account_not_in_workspace",
             )
-        resolved.append(account)
-        caps = get_adapter(account.provider).capabilities
-        profile_key = item.get("profile") or _default_profile(account).key
-        profile = caps.profile(profile_key)
-        if profile is None:
-            errors.append(
-                {
-                    "location": f"{prefix}.profile",
-                    "message": f"{account.provider} has no format {profile_key}.",
-                    "value": profile_key,
-                }
-            )
-            continue
-        item["profile"] = profile.key
-        effective_text = item["text"] if item.get("text") is not None else text
-        effective_media = item["media_ids"] if item.get("media_ids") is not None else media_ids
-        text_location = f"{prefix}.text" if item.get("text") is not None else "body.text"
-        length = profile.text_counter(effective_text)
-        if length > profile.text_limit:
-            errors.append(
-                {
-                    "location": text_location,
-                    "message": f"{profile.key} allows {profile.text_limit} {profile.counting_rule}; this text has {length}.",
-                }
-            )
-        if profile.text_required and not effective_text.strip():
-            errors.append({"location": text_location, "message": f"{profile.key} needs text."})
-        if not effective_text.strip() and not effective_media:
-            errors.append({"location": text_location, "message": "Send text, media or both."})
-        media_location = (
-            f"{prefix}.media_ids" if item.get("media_ids") is not None else "body.media_ids"
+        found.append((index, item, account))
+    return found
+
+
+@dataclass(frozen=True)
+class _Content:
+    """What one destination sends (its own text and media, or the publication's) and where a
+    422 about each points."""
+
+    text: str
+    text_location: str
+    media_ids: list[str]
+    media_location: str
+    own_media: bool
+
+    @classmethod
+    def of(cls, prefix: str, item: dict[str, Any], text: str, media_ids: list[str]) -> _Content:
+        own_text = item.get("text") is not None
+        own_media = item.get("media_ids") is not None
+        return cls(
+            text=item["text"] if own_text else text,
+            text_location=f"{prefix}.text" if own_text else "body.text",
+            media_ids=item["media_ids"] if own_media else media_ids,
+            media_location=f"{prefix}.media_ids" if own_media else "body.media_ids",
+            own_media=own_media,
         )
-        if len(effective_media) > profile.media.max_count:
-            errors.append(
-                {
-                    "location": media_location,
-                    "message": f"{profile.key} allows {profile.media.max_count} media items.",
-                }
-            )
-        if profile.media.required and not effective_media:
-            errors.append(
-                {"location": media_location, "message": f"{profile.key} needs a media item."}
-            )
-        present: list[tuple[str, Media]] = []
-        for m_index, media_id in enumerate(effective_media):
-            item_media = media.get(media_id)
-            if item_media is None:
-                if item.get("media_ids") is not None:
-                    errors.append(
-                        {
-                            "location": f"{media_location}[{m_index}]",
-                            "message": "No such media in this workspace.",
-                            "value": media_id,
-                        }
-                    )
-                continue
-            present.append((f"{media_location}[{m_index}]", item_media))
-            if video_rules.is_video(item_media) and (
-                profile.video is None or not profile.video.delivers
-            ):
-                continue  # "video is not supported yet", below
-            if item_media.mime_type not in profile.media.mime_types:
-                errors.append(
-                    {
-                        "location": f"{media_location}[{m_index}]",
-                        "message": f"{profile.key} does not take {item_media.mime_type}.",
-                    }
-                )
-            elif item_media.size_bytes > profile.media.max_bytes:
-                errors.append(
-                    {
-                        "location": f"{media_location}[{m_index}]",
-                        "message": f"{profile.key} takes at most {profile.media.max_bytes} bytes per item.",
-                    }
-                )
-        errors.extend(video_rules.destination_video_errors(profile, present))
-        options = dict(item.get("options") or {})
-        known = {o.name for o in profile.options}
-        for name in sorted(set(options) - known):
-            errors.append(
-                {
-                    "location": f"{prefix}.options.{name}",
-                    "message": "Unknown option for this format.",
-                }
-            )
-        for spec in profile.options:
-            value = options.get(spec.name, spec.default)
-            if value in (None, ""):
-                if spec.required:
-                    errors.append(
-                        {
-                            "location": f"{prefix}.options.{spec.name}",
-                            "message": "This option is required.",
-                        }
-                    )
-                continue
-            value = str(value)
-            if spec.choices and value not in spec.choices:
-                errors.append(
-                    {
-                        "location": f"{prefix}.options.{spec.name}",
-                        "message": f"One of: {', '.join(spec.choices)}.",
-                        "value": value,
-                    }
-                )
-            if len(value) > spec.max_length:
-                errors.append(
-                    {
-                        "location": f"{prefix}.options.{spec.name}",
-                        "message": f"At most {spec.max_length} characters.",
-                    }
-                )
-            options[spec.name] = value
-        item["options"] = options
-    if errors:
-        raise FieldValidationError(errors)
-    return resolved, media
+
+
+def _check_destination(
+    prefix: str,
+    item: dict[str, Any],
+    account: Account,
+    *,
+    text: str,
+    media_ids: list[str],
+    media: dict[str, Media],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One destination against its output profile: the destination as it is stored (profile
+    and options settled) and its errors. An unknown profile is its only error."""
+    profile_key = item.get("profile") or _default_profile(account).key
+    profile = get_adapter(account.provider).capabilities.profile(profile_key)
+    if profile is None:
+        message = f"{account.provider} has no format {profile_key}."
+        return dict(item), [field_error(f"{prefix}.profile", message, value=profile_key)]
+    content = _Content.of(prefix, item, text, media_ids)
+    options = dict(item.get("options") or {})
+    errors = [
+        *_text_errors(profile, content),
+        *_media_count_errors(profile, content),
+        *_media_item_errors(profile, content, media),
+        *_option_errors(f"{prefix}.options", profile, options),
+    ]
+    destination = {**item, "profile": profile.key, "options": _settled_options(profile, options)}
+    return destination, errors
+
+
+def _text_errors(profile: OutputProfile, content: _Content) -> list[dict[str, Any]]:
+    location, text = content.text_location, content.text
+    errors: list[dict[str, Any]] = []
+    length = profile.text_counter(text)
+    if length > profile.text_limit:
+        limit = f"{profile.key} allows {profile.text_limit} {profile.counting_rule}"
+        errors.append(field_error(location, f"{limit}; this text has {length}."))
+    if profile.text_required and not text.strip():
+        errors.append(field_error(location, f"{profile.key} needs text."))
+    if not text.strip() and not content.media_ids:
+        errors.append(field_error(location, "Send text, media or both."))
+    return errors
+
+
+def _media_count_errors(profile: OutputProfile, content: _Content) -> list[dict[str, Any]]:
+    location, rule = content.media_location, profile.media
+    errors: list[dict[str, Any]] = []
+    if len(content.media_ids) > rule.max_count:
+        errors.append(field_error(location, f"{profile.key} allows {rule.max_count} media items."))
+    if rule.required and not content.media_ids:
+        errors.append(field_error(location, f"{profile.key} needs a media item."))
+    return errors
+
+
+def _media_item_errors(
+    profile: OutputProfile, content: _Content, media: dict[str, Media]
+) -> list[dict[str, Any]]:
+    """Each item in order, then the network's video rules over the items found. A missing item
+    of the publication's own list was reported once, at ``body.media_ids[i]``."""
+    errors: list[dict[str, Any]] = []
+    found: list[tuple[str, Media]] = []
+    for index, media_id in enumerate(content.media_ids):
+        location = f"{content.media_location}[{index}]"
+        item = media.get(media_id)
+        if item is None:
+            if content.own_media:
+                errors.append(_no_such_media(location, media_id))
+            continue
+        found.append((location, item))
+        errors += _media_fit_errors(profile, location, item)
+    return errors + video_rules.destination_video_errors(profile, found)
+
+
+def _media_fit_errors(profile: OutputProfile, location: str, item: Media) -> list[dict[str, Any]]:
+    if video_rules.is_video(item) and (profile.video is None or not profile.video.delivers):
+        return []  # "video is not supported yet", from the video rules
+    if item.mime_type not in profile.media.mime_types:
+        return [field_error(location, f"{profile.key} does not take {item.mime_type}.")]
+    if item.size_bytes > profile.media.max_bytes:
+        limit = profile.media.max_bytes
+        return [field_error(location, f"{profile.key} takes at most {limit} bytes per item.")]
+    return []
+
+
+def _option_errors(
+    location: str, profile: OutputProfile, options: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Unknown options (by name), then each of the format's options in its order."""
+    known = {spec.name for spec in profile.options}
+    errors = [
+        field_error(f"{location}.{name}", "Unknown option for this format.")
+        for name in sorted(set(options) - known)
+    ]
+    for spec in profile.options:
+        value = options.get(spec.name, spec.default)
+        errors += _option_value_errors(f"{location}.{spec.name}", spec, value)
+    return errors
+
+
+def _option_value_errors(location: str, spec: OptionSpec, value: Any) -> list[dict[str, Any]]:
+    if value in (None, ""):
+        return [field_error(location, "This option is required.")] if spec.required else []
+    value = str(value)
+    errors: list[dict[str, Any]] = []
+    if spec.choices and value not in spec.choices:
+        errors.append(field_error(location, f"One of: {', '.join(spec.choices)}.", value=value))
+    if len(value) > spec.max_length:
+        errors.append(field_error(location, f"At most {spec.max_length} characters."))
+    return errors
+
+
+def _settled_options(profile: OutputProfile, options: dict[str, Any]) -> dict[str, Any]:
+    """The options as stored: each of the format's options given or defaulted, as text."""
+    settled = dict(options)
+    for spec in profile.options:
+        value = options.get(spec.name, spec.default)
+        if value not in (None, ""):
+            settled[spec.name] = str(value)
+    return settled
+
+
+def _parse_uuid(value: Any) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
 
 
 def _uuids(values: set[str]) -> list[uuid.UUID]:
-    out = []
-    for value in values:
-        try:
-            out.append(uuid.UUID(str(value)))
-        except ValueError:
-            continue
-    return out
+    return [parsed for value in values if (parsed := _parse_uuid(value)) is not None]
 
 
 # --- Create and replace ---------------------------------------------------------------------
@@ -302,7 +373,7 @@ def publication_create(
 ) -> Publication:
     access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
     media_ids = [str(m) for m in (media_ids or [])]
-    accounts, _ = _validate(
+    accounts, destinations = _validate(
         workspace_id=access.workspace.pk, text=text, media_ids=media_ids, destinations=destinations
     )
     publication = Publication.objects.create(
@@ -371,7 +442,7 @@ def publication_replace(
     if voice_profile_id is not UNCHANGED:  # None clears the override
         _voice_override_set(publication, voice_profile_id)
     media_ids = [str(m) for m in (media_ids or [])]
-    accounts, _ = _validate(
+    accounts, destinations = _validate(
         workspace_id=publication.workspace_id,
         text=text,
         media_ids=media_ids,
@@ -403,7 +474,7 @@ def publication_replace(
 @transaction.atomic
 def publication_delete(*, actor: Actor, publication_id: ModelId) -> None:
     """Editors delete drafts and publications that never published; once a destination has
-    published, deleting the record of it is admin-only (README "Roles")."""
+    published, deleting the record of it is admin-only (docs/people-and-roles.md "Roles")."""
     publication = _lock(actor, publication_id)
     if publication.destinations.filter(status=S.PUBLISHED).exists():
         require_workspace_role(
@@ -514,14 +585,8 @@ def publication_schedule(
     if publication.status not in (P.DRAFT, P.SCHEDULED):
         raise PublicationStateError(f"A {publication.status} publication cannot be scheduled.")
     if scheduled_at <= timezone.now():
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.scheduled_at",
-                    "message": "Must be in the future.",
-                    "value": scheduled_at.isoformat(),
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.scheduled_at", "Must be in the future.", value=scheduled_at.isoformat()
         )
     _require_media_ready(publication)
     _require_ready(publication, "publish_scheduled", intent=intent)
@@ -571,7 +636,7 @@ def publication_publish_now(
     )
     event_record(publication_id=publication.pk, kind="publication.queued", status=P.PUBLISHING)
     for destination_id in publication.destinations.values_list("pk", flat=True):
-        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination_id)))
+        transaction.on_commit(partial(nudge, tasks.delivery_send, str(destination_id)))
     return publication
 
 
@@ -623,5 +688,5 @@ def publication_retry_failed(*, actor: Actor, publication_id: ModelId) -> Public
         data={"destinations": [str(i) for i in ids]},
     )
     for destination_id in ids:
-        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination_id)))
+        transaction.on_commit(partial(nudge, tasks.delivery_send, str(destination_id)))
     return publication

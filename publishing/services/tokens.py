@@ -9,7 +9,7 @@ stored atomically, and ``reconnect_required`` when the grant is gone.
 * **Rotation.** The provider's reply is written in one UPDATE, under the row lock, in the same
   transaction as the new access token: access token, rotated refresh token and expiry are
   committed together or not at all, and nothing else (no profile read) runs between the reply
-  and the commit. A refresh token is never replaced by an empty one (field lesson 6).
+  and the commit. A refresh token is never replaced by an empty one.
   Should the process die in that window (after the provider replied, before the commit), the
   database still holds the previous, consistent pair: the previous access token stays valid
   until its expiry (refreshes run ``HERALD_TOKEN_REFRESH_AHEAD_SECONDS`` early), and the next
@@ -41,11 +41,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from config.nudge import nudge
 from config.types import ModelId
-from publishing import credentials, tasks
+from providers import credentials, get_adapter
+from providers.base import ConnectedAccount, ErrorKind, ProviderError
+from publishing import tasks
 from publishing.models import Account
-from publishing.providers import get_adapter
-from publishing.providers.base import ConnectedAccount, ErrorKind, ProviderError
 from publishing.services.accounts import account_context, account_mark_reconnect_required
 from readiness import services as readiness
 
@@ -248,9 +249,7 @@ def account_tokens_refresh_due() -> dict[str, int]:
             continue  # readiness reports it; nothing to refresh with
         if adapter.can_refresh(credentials=stored):
             if _expires_soon(account, now):
-                transaction.on_commit(
-                    partial(tasks.nudge, tasks.account_token_refresh, str(account.pk))
-                )
+                transaction.on_commit(partial(nudge, tasks.account_token_refresh, str(account.pk)))
                 counts["refresh_queued"] += 1
         elif account.token_expires_at is not None and account.token_expires_at <= now + warning:
             reason = _expiry_reason(account, adapter.capabilities.display_name)

@@ -1,23 +1,23 @@
-"""Resumable uploads (tus 1.0): bytes stream into a spool file under the media root as they
-arrive, in bounded chunks, never whole in memory; the last byte hands the file to the media
+"""Resumable uploads (tus 1.0): bytes stream, in bounded chunks and never whole in memory, to
+the upload's store as they arrive (``publishing.services.upload_store``: a spool file under the
+media root, or an S3 multipart upload part by part); the last byte hands the file to the media
 service, which validates and stores it exactly as ``POST /api/v1/media`` does.
 
-The spool is a local file even with S3 storage: the finished file then reaches the bucket in
-one streaming copy (django-storages uploads it in parts), not through S3 multipart per PATCH.
+A PATCH may carry ``Upload-Checksum`` (tus's checksum extension): its bytes are hashed while
+they are written and count only when the digest matches; otherwise they are discarded and the
+offset stays where it was.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import fcntl
+import hashlib
 import logging
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -27,6 +27,8 @@ from django.utils.timezone import now
 from config.errors import FieldValidationError, NotFoundError
 from config.types import ModelId
 from publishing.errors import (
+    UploadChecksumError,
+    UploadChecksumMismatchError,
     UploadExpiredError,
     UploadInterruptedError,
     UploadOffsetMismatchError,
@@ -34,6 +36,7 @@ from publishing.errors import (
 )
 from publishing.models import Media, Upload
 from publishing.services import media as media_service
+from publishing.services import upload_store
 from workspaces.access import Actor, parse_id, require_workspace
 from workspaces.models import Workspace, WorkspaceMembership
 
@@ -41,10 +44,45 @@ logger = logging.getLogger(__name__)
 
 CHUNK_BYTES = 256 * 1024  # what one read of the request body may hold in memory
 EDITOR = WorkspaceMembership.Role.EDITOR
+# tus checksum algorithms (sha1 is the one every server must take), announced in OPTIONS.
+CHECKSUM_ALGORITHMS: dict[str, Callable[[], Any]] = {
+    "sha1": hashlib.sha1,
+    "sha256": hashlib.sha256,
+    "md5": hashlib.md5,
+}
 
 
-def spool_dir() -> Path:
-    return Path(settings.MEDIA_ROOT) / "uploads"
+@dataclass(frozen=True)
+class Checksum:
+    """A PATCH's ``Upload-Checksum``: the algorithm and the digest its bytes must have."""
+
+    algorithm: str
+    digest: bytes
+
+    def hasher(self) -> Any:
+        return CHECKSUM_ALGORITHMS[self.algorithm]()
+
+
+def parse_checksum(header: str | None) -> Checksum | None:
+    """``Upload-Checksum: <algorithm> <base64 digest>``; 400 for an algorithm not in
+    :data:`CHECKSUM_ALGORITHMS` or a digest of the wrong form."""
+    if header is None or not header.strip():
+        return None
+    algorithm, _, encoded = header.strip().partition(" ")
+    algorithm = algorithm.lower()
+    if algorithm not in CHECKSUM_ALGORITHMS:
+        raise UploadChecksumError(
+            f"{algorithm[:20]!r} is not a supported checksum algorithm; "
+            f"use one of {', '.join(CHECKSUM_ALGORITHMS)}."
+        )
+    try:
+        digest = base64.b64decode(encoded.strip(), validate=True)
+    except binascii.Error:
+        digest = b""
+    checksum = Checksum(algorithm, digest)
+    if len(digest) != checksum.hasher().digest_size:
+        raise UploadChecksumError(f"The {algorithm} digest is not base64 of {algorithm} bytes.")
+    return checksum
 
 
 def parse_metadata(header: str) -> dict[str, str]:
@@ -73,7 +111,7 @@ def parse_length(value: str | None, header: str) -> int:
 
 
 def _header_error(header: str, message: str) -> FieldValidationError:
-    return FieldValidationError([{"location": f"header.{header}", "message": message}])
+    return FieldValidationError.at(f"header.{header}", message)
 
 
 def upload_create(*, actor: Actor, length: int, metadata: dict[str, str]) -> Upload:
@@ -103,8 +141,7 @@ def upload_create(*, actor: Actor, length: int, metadata: dict[str, str]) -> Upl
         expires_at=_expiry(),
     )
     upload.spool_name = f"{upload.pk}.part"
-    spool_dir().mkdir(parents=True, exist_ok=True)
-    _spool_path(upload).touch()
+    upload_store.store_for_new_upload().start(upload)
     upload.save()
     return upload
 
@@ -122,10 +159,18 @@ def upload_get(*, actor: Actor, upload_id: ModelId) -> Upload:
 
 
 def upload_append(
-    *, actor: Actor, upload_id: ModelId, offset: int, body: BinaryIO, body_length: int
+    *,
+    actor: Actor,
+    upload_id: ModelId,
+    offset: int,
+    body: BinaryIO,
+    body_length: int,
+    checksum: Checksum | None = None,
 ) -> Upload:
     """Append ``body_length`` bytes read from ``body`` at ``offset``; on the last byte the
-    upload becomes a media item (``upload.media``). A body that ends early keeps what came."""
+    upload becomes a media item (``upload.media``). A body that ends early keeps what came,
+    unless it carried a checksum (which then cannot be verified); bytes that do not match their
+    checksum are discarded (460)."""
     upload = upload_get(actor=actor, upload_id=upload_id)
     if upload.media_id is not None or offset != upload.offset:
         raise UploadOffsetMismatchError(
@@ -135,13 +180,14 @@ def upload_append(
         raise UploadTooLargeError(
             f"{body_length} bytes at offset {offset} exceed the upload's length {upload.length}."
         )
-    with _locked_spool(upload) as spool:
-        spool.seek(offset)
-        received, complete = _copy(body, spool, body_length)
-        spool.truncate(offset + received)
-    moved = Upload.objects.filter(pk=upload.pk, offset=offset).update(
-        offset=offset + received, expires_at=_expiry()
-    )
+    store = upload_store.store_for(upload)
+    hasher = checksum.hasher() if checksum is not None else None
+    with store.patch(upload) as part:
+        received, complete = _copy(body, part, body_length, hasher)
+        kept = _verified(checksum, hasher, received, complete)
+        moved = Upload.objects.filter(pk=upload.pk, offset=offset).update(
+            offset=offset + kept, expires_at=_expiry(), **part.keep(kept)
+        )
     if not moved:  # another PATCH finished in between
         raise UploadOffsetMismatchError()
     upload.refresh_from_db()
@@ -150,8 +196,23 @@ def upload_append(
             f"The body ended after {received} of {body_length} bytes; resume at {upload.offset}."
         )
     if upload.offset == upload.length:
-        _finish(actor, upload)
+        _finish(actor, upload, store)
     return upload
+
+
+def _verified(checksum: Checksum | None, hasher: Any, received: int, complete: bool) -> int:
+    """How many of the ``received`` bytes count: all without a checksum; with one, all when
+    they match it, none when the body was cut short; a mismatch raises (nothing counts)."""
+    if checksum is None:
+        return received
+    if not complete:
+        return 0
+    if hasher.digest() != checksum.digest:
+        raise UploadChecksumMismatchError(
+            f"The {received} bytes do not match their {checksum.algorithm} checksum; they were "
+            "discarded. Send them again."
+        )
+    return received
 
 
 def upload_terminate(*, actor: Actor, upload_id: ModelId) -> None:
@@ -180,11 +241,11 @@ def workspace_media_bytes(workspace: Workspace) -> int:
     return int(stored) + int(pending)
 
 
-def _finish(actor: Actor, upload: Upload) -> None:
-    """Hand the spool to the media service; a refused file (422) removes the upload."""
-    path = _spool_path(upload)
+def _finish(actor: Actor, upload: Upload, store: upload_store.UploadStore) -> None:
+    """Hand the finished file to the media service; a refused file (422) removes the upload."""
+    store.complete(upload)
     try:
-        with path.open("rb") as handle:
+        with store.finished(upload) as (handle, place):
             item = media_service.media_upload(
                 actor=actor,
                 workspace_id=upload.workspace_id,
@@ -193,17 +254,19 @@ def _finish(actor: Actor, upload: Upload) -> None:
                 ),
                 alt_text=upload.alt_text,
                 max_bytes=settings.HERALD_MAX_VIDEO_BYTES,
+                place=place,
             )
     except FieldValidationError:
         _remove(upload)
         raise
     upload.media = item
     upload.save(update_fields=["media"])
-    path.unlink(missing_ok=True)
+    store.remove(upload)
 
 
-def _copy(body: BinaryIO, spool: BinaryIO, length: int) -> tuple[int, bool]:
-    """Copy up to ``length`` bytes in bounded chunks; (bytes copied, whether all came)."""
+def _copy(body: BinaryIO, part: upload_store.Patch, length: int, hasher: Any) -> tuple[int, bool]:
+    """Copy up to ``length`` bytes in bounded chunks, hashing them when a checksum came;
+    (bytes copied, whether all came)."""
     received = 0
     while received < length:
         try:
@@ -212,37 +275,15 @@ def _copy(body: BinaryIO, spool: BinaryIO, length: int) -> tuple[int, bool]:
             chunk = b""
         if not chunk:
             return received, False
-        spool.write(chunk)
+        part.write(chunk)
+        if hasher is not None:
+            hasher.update(chunk)
         received += len(chunk)
     return received, True
 
 
-@contextmanager
-def _locked_spool(upload: Upload) -> Iterator[BinaryIO]:
-    """The spool file open for writing, under an exclusive lock: a second PATCH of the same
-    upload while one runs is a 409, not interleaved bytes."""
-    try:
-        handle = _spool_path(upload).open("r+b")
-    except FileNotFoundError:
-        raise UploadExpiredError() from None
-    with handle:
-        try:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UploadOffsetMismatchError(
-                "Another PATCH of this upload is in progress."
-            ) from None
-        yield handle
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def _spool_path(upload: Upload) -> Path:
-    return spool_dir() / Path(upload.spool_name).name
-
-
 def _remove(upload: Upload) -> None:
-    _spool_path(upload).unlink(missing_ok=True)
+    upload_store.store_for(upload).remove(upload)
     Upload.objects.filter(pk=upload.pk).delete()
 
 

@@ -3,15 +3,17 @@
 Checked when a publication is created or replaced (a ``processing`` video passes what its probe
 cannot tell yet) and again when it is scheduled or published (every video must then be
 ``ready``). Each broken rule is one message, in words, naming the network, the limit and what
-to change: Herald does not transcode.
+to change. The probe worker already converted what it cheaply could to MP4 (H.264/AAC)
+(``publishing.services.video_convert``); a video whose conversion stopped at its bounds says so.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from config.errors import field_error
+from providers.base import OutputProfile, VideoRule
 from publishing.models import Media
-from publishing.providers.base import OutputProfile, VideoRule
 
 
 def is_video(media: Media) -> bool:
@@ -29,31 +31,27 @@ def destination_video_errors(
     if rule is None or not rule.delivers:
         network = rule.network if rule is not None else profile.key.split(".", 1)[0].title()
         return [
-            {"location": location, "message": f"{network}: video is not supported yet."}
+            field_error(location, f"{network}: video is not supported yet.")
             for location, _ in videos
         ]
     errors: list[dict[str, Any]] = []
     if len(videos) > rule.max_count:
         for location, _ in videos[rule.max_count :]:
             errors.append(
-                {
-                    "location": location,
-                    "message": f"{rule.network}: at most {rule.max_count} video(s) per post.",
-                }
+                field_error(
+                    location, f"{rule.network}: at most {rule.max_count} video(s) per post."
+                )
             )
     if not rule.mixes_with_images and len(videos) < len(items):
         for location, _ in videos:
             errors.append(
-                {
-                    "location": location,
-                    "message": f"{rule.network}: a video cannot share a post with images; "
-                    "post it alone.",
-                }
+                field_error(
+                    location,
+                    f"{rule.network}: a video cannot share a post with images; post it alone.",
+                )
             )
     for location, media in videos:
-        errors.extend(
-            {"location": location, "message": message} for message in video_messages(rule, media)
-        )
+        errors.extend(field_error(location, message) for message in video_messages(rule, media))
     return errors
 
 
@@ -71,6 +69,7 @@ def video_messages(rule: VideoRule, media: Media) -> list[str]:
     facts = media.probe or {}
     if not facts:
         return out
+    before_format = len(out)
     container = facts.get("container")
     if rule.containers and container not in rule.containers:
         out.append(
@@ -89,6 +88,8 @@ def video_messages(rule: VideoRule, media: Media) -> list[str]:
             f"{n}: sound encoded as {_names(rule.audio_codecs)}; this one is {audio}. "
             "Re-encode the sound as AAC."
         )
+    if len(out) > before_format and facts.get("conversion_stopped"):
+        out.append(f"Herald did not convert it: {facts['conversion_stopped']}")
     out.extend(_duration(rule, facts.get("duration_seconds")))
     out.extend(_picture(rule, facts))
     return out

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 import requests
@@ -22,13 +23,16 @@ from django.conf import settings as django_settings
 from django.test import override_settings
 from kombu.exceptions import OperationalError as BrokerOperationalError
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError as RedisResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from rest_framework.test import APIClient
 
 from config import health
+from config.nudge import nudge, reset_broker_backoff
 from config.outages import OutageLogFilter, reset_outage_log
 from publishing.models import Destination, Publication
 from tests.problem_asserts import assert_problem
-from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.publishing_support import make_account
 from tests.worker_harness import (
     BIN,
@@ -152,6 +156,56 @@ def test_redis_outage_outside_drf_is_a_503_problem_too(
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
+# --- One nudge for every app -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        BrokerOperationalError("Error 111 connecting to 127.0.0.1:6379. Connection refused."),
+        ConnectionRefusedError(111, "Connection refused"),
+        RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused."),
+        RedisTimeoutError("Timeout reading from socket"),
+    ],
+    ids=["kombu", "socket", "redis-connection", "redis-timeout"],
+)
+def test_a_nudge_the_broker_cannot_take_is_logged_not_raised_then_skipped_for_a_while(
+    error: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    """publishing and reposts send their task messages through config.nudge: a broker outage,
+    whichever library reports it, is one warning without a traceback, and the sends right after
+    it do not try the broker again."""
+    task = mock.Mock()
+    task.name = "tests.example"
+    task.delay.side_effect = error
+    reset_broker_backoff()
+    try:
+        with caplog.at_level(logging.WARNING):
+            nudge(task, "first")
+            nudge(task, "second", countdown=5)
+    finally:
+        reset_broker_backoff()
+    task.delay.assert_called_once_with("first")
+    task.apply_async.assert_not_called()
+    reports = [r for r in caplog.records if r.name == "config.nudge"]
+    assert len(reports) == 1, [r.getMessage() for r in reports]
+    assert "broker unavailable (enqueue)" in reports[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+def test_a_nudge_does_not_hide_a_redis_command_error() -> None:
+    """Only outages are swallowed: a command error is a bug, and the caller sees it."""
+    task = mock.Mock()
+    task.name = "tests.example"
+    task.delay.side_effect = RedisResponseError("WRONGTYPE Operation against a key")
+    reset_broker_backoff()
+    try:
+        with pytest.raises(RedisResponseError):
+            nudge(task, "first")
+    finally:
+        reset_broker_backoff()
+
+
 # --- Publishing while the broker is down -------------------------------------------------------
 
 
@@ -187,7 +241,7 @@ def test_publish_now_with_the_broker_down_is_accepted_stored_and_quick(
         "status", flat=True
     )
     assert sorted(statuses) == [Destination.Status.QUEUED] * len(accounts)
-    reports = [r for r in caplog.records if r.name == "publishing.tasks"]
+    reports = [r for r in caplog.records if r.name == "config.nudge"]
     assert len(reports) == 1, [r.getMessage() for r in reports]
     assert "broker unavailable (enqueue)" in reports[0].getMessage()
     assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"

@@ -1,4 +1,4 @@
-"""The role matrix of the README ("Roles"), enforced over every ``/api/v1`` route.
+"""The role matrix of docs/people-and-roles.md ("Roles"), enforced over every ``/api/v1`` route.
 
 ``MATRIX`` maps each route and method (listed from the URL resolver) to the least role that may
 call it. The test fails when a route is missing from the table (or the table names a route that
@@ -45,7 +45,7 @@ ALLOWED = {
     "instance_admin": set(),
 }
 
-# (method, route) → least role. Keep in step with the README's "Roles" table.
+# (method, route) → least role. Keep in step with the "Roles" table of docs/people-and-roles.md.
 MATRIX: dict[tuple[str, str], str] = {
     ("GET", "health"): "public",
     ("GET", "ready"): "public",
@@ -165,7 +165,7 @@ def api_routes() -> set[tuple[str, str]]:
 
 def test_every_route_is_in_the_matrix() -> None:
     routes = api_routes()
-    assert sorted(routes - set(MATRIX)) == [], "routes missing from MATRIX (and the README)"
+    assert sorted(routes - set(MATRIX)) == [], "routes missing from MATRIX (and the Roles table)"
     assert sorted(set(MATRIX) - routes) == [], "MATRIX names routes that do not exist"
 
 
@@ -173,8 +173,8 @@ W = "workspaces/<str:workspace_id>"
 P = "publications/<str:publication_id>"
 T = "themes/<str:theme_id>"
 V = "voice-profiles/<str:voice_profile_id>"
-# README "Roles" row (by the start of its label) → the routes it covers. Every route is in one row.
-README_ROWS: dict[str, list[tuple[str, str]]] = {
+# "Roles" table row (by the start of its label) → the routes it covers. Every route is in one row.
+ROLES_ROWS: dict[str, list[tuple[str, str]]] = {
     "Health, readiness": [
         ("GET", "health"),
         ("GET", "ready"),
@@ -274,40 +274,40 @@ README_ROWS: dict[str, list[tuple[str, str]]] = {
         ("POST", "admin/provider-readiness/certifications"),
     ],
 }
-README_COLUMNS = ("org_owner", "org_admin", "ws_admin", "editor", "viewer")
+ROLES_COLUMNS = ("org_owner", "org_admin", "ws_admin", "editor", "viewer")
 
 
-def _readme_rows() -> dict[str, set[str]]:
-    """The README's "Roles" table: row label → who has a ✓."""
+def _roles_rows() -> dict[str, set[str]]:
+    """The "Roles" table of docs/people-and-roles.md: row label → who has a ✓."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### Roles", 1)[1].split("\n## ", 1)[0]
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "people-and-roles.md").read_text()
+    section = doc.split("\n## Roles\n", 1)[1].split("\n## ", 1)[0]
     rows: dict[str, set[str]] = {}
     for line in section.splitlines():
         cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
         if len(cells) != 6 or cells[0] in ("Operation", "---"):
             continue
         rows[cells[0]] = {
-            who for who, mark in zip(README_COLUMNS, cells[1:], strict=True) if mark == "✓"
+            who for who, mark in zip(ROLES_COLUMNS, cells[1:], strict=True) if mark == "✓"
         }
     return rows
 
 
-def test_the_readme_table_says_what_the_matrix_enforces() -> None:
-    rows = _readme_rows()
+def test_the_roles_table_says_what_the_matrix_enforces() -> None:
+    rows = _roles_rows()
     covered: list[tuple[str, str]] = []
-    for prefix, routes in README_ROWS.items():
+    for prefix, routes in ROLES_ROWS.items():
         labels = [label for label in rows if label.startswith(prefix)]
-        assert len(labels) == 1, f"README Roles table: no single row starting {prefix!r}"
+        assert len(labels) == 1, f"Roles table: no single row starting {prefix!r}"
         marks = rows[labels[0]]
         for route in routes:
             assert marks == ALLOWED[MATRIX[route]], (
-                f"README row {prefix!r} vs {route}: {MATRIX[route]}"
+                f"Roles row {prefix!r} vs {route}: {MATRIX[route]}"
             )
         covered += routes
-    assert sorted(covered) == sorted(MATRIX), "every route belongs to exactly one README row"
-    assert len(rows) == len(README_ROWS), "a README row the test does not know"
+    assert sorted(covered) == sorted(MATRIX), "every route belongs to exactly one Roles row"
+    assert len(rows) == len(ROLES_ROWS), "a Roles row the test does not know"
     assert (
         rows[next(r for r in rows if r.startswith("Delete a publication with"))] == ALLOWED["admin"]
     )

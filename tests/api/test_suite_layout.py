@@ -1,16 +1,23 @@
-"""The test suite's own layout: a test module never imports another test module.
+"""The test suite's own layout: a test module never imports another test module, and each
+provider's tests live in its own folder.
 
-Shared test code lives in support modules (``tests/*_support.py``, ``tests/providers/``,
-``tests/conftest.py``); importing a test module from another would run its module-level fixtures
-and tests' imports twice and tie two test files together. Every Python file below ``tests/`` is
-read (not imported) and each import, at any depth (function-level ones too, and
-``importlib.import_module("...")`` with a literal name), is resolved to a file of the suite.
+Shared test code lives in support modules (``tests/*_support.py``, the stand-ins of
+``tests/providers/``, ``tests/conftest.py``); importing a test module from another would run its
+module-level fixtures and tests' imports twice and tie two test files together. Every Python file
+below ``tests/`` is read (not imported) and each import, at any depth (function-level ones too,
+and ``importlib.import_module("...")`` with a literal name), is resolved to a file of the suite.
+
+``tests/providers/<name>/`` holds a provider's stand-in (``standin.py``) and its adapter tests;
+the tests of the adapters' shared plumbing sit in ``tests/providers/`` itself, and those that go
+through publishing's services and delivery in ``tests/publishing/``.
 """
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
+
+from providers import PROVIDERS
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
@@ -107,3 +114,19 @@ def test_no_test_module_imports_another_test_module() -> None:
         "test modules imported by other files of tests/ (move the shared code into a support "
         f"module, tests/*_support.py or tests/providers/): {offenders}"
     )
+
+
+def test_each_provider_has_a_folder_with_its_stand_in_and_its_adapter_tests() -> None:
+    root = TESTS / "providers"
+    folders = {p.name for p in root.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    # The built-in feed calls no outside service: nothing to stand in for (tests/publishing/).
+    assert folders == set(PROVIDERS) - {"feed"}
+    for name in sorted(folders):
+        folder = root / name
+        assert (folder / "__init__.py").is_file(), f"{folder} is not a package"
+        assert (folder / "standin.py").is_file(), f"{name}'s stand-in is not {folder}/standin.py"
+        assert list(folder.glob(f"test_{name}_*.py")), f"{name} has no adapter tests in {folder}"
+    # Beside the folders: the shared control API and helpers, and the cross-provider tests.
+    loose = {p.name for p in root.glob("*.py") if not is_test_module(p)}
+    assert loose == {"__init__.py", "standin.py"}
+    assert not list((TESTS / "publishing").glob("test_provider_adapters_*.py"))

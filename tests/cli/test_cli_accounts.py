@@ -25,9 +25,9 @@ from tests.cli_support import (
     json_of,
     one_line,
 )
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.publishing_support import connect_fields
 from workspaces.models import User
 

@@ -143,3 +143,37 @@ def test_the_token_never_follows_an_upload_url_to_another_host(cli: Cli, tmp_pat
     assert result.exit_code != 0
     assert "elsewhere" in result.output
     assert thief.seen == []
+
+
+def test_a_chunk_damaged_on_the_way_is_discarded_and_sent_again(
+    base: list[str],
+    tmp_path: Path,
+    config_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    workspace: Any,
+) -> None:
+    """Every PATCH carries its SHA-256: the instance refuses the damaged bytes (460, nothing
+    kept) and the client sends the same chunk again."""
+    path = tmp_path / "clip.mp4"
+    path.write_bytes(mp4_video())
+    chunk = -(-path.stat().st_size // 3)  # three PATCHes
+    monkeypatch.setattr(uploads, "CHUNK_BYTES", chunk)
+    client = HeraldClient(base[1], base[3])
+    sent = client.tus
+    answers: list[tuple[int, str]] = []
+
+    def damage_the_second_chunk_once(method: str, **kwargs: Any) -> Any:
+        if method != "PATCH":
+            return sent(method, **kwargs)
+        data = kwargs["data"]
+        if kwargs["headers"]["Upload-Offset"] == str(chunk) and len(answers) == 1:
+            kwargs = {**kwargs, "data": data[:-1] + bytes([data[-1] ^ 0xFF])}
+        response = sent(method, **kwargs)
+        answers.append((response.status_code, kwargs["headers"]["Upload-Checksum"][:7]))
+        return response
+
+    monkeypatch.setattr(client, "tus", damage_the_second_chunk_once)
+    media_id = uploads.upload_file(client, str(workspace.pk), path)
+    assert [status for status, _ in answers] == [204, 460, 204, 204]
+    assert {algorithm for _, algorithm in answers} == {"sha256 "}
+    assert Media.objects.get(pk=media_id).file.read() == path.read_bytes()

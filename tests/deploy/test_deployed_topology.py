@@ -27,8 +27,8 @@ import pytest
 import requests
 from django.conf import settings
 
-from tests.providers.discord_webhook import WEBHOOK_ID, DiscordWebhookStandIn
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.discord_webhook.standin import WEBHOOK_ID, DiscordWebhookStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.providers.standin import Reply, Request
 from tests.topology_support import (
     PostgresServer,

@@ -39,8 +39,8 @@ from tests.shipped_support import (
     stages,
 )
 
-# Packages the wheel ships that are not Django apps.
-NON_APP_PACKAGES = ("cli",)
+# Packages the wheel ships that are not Django apps: the provider adapters and the CLI.
+NON_APP_PACKAGES = ("providers", "cli")
 # Kinds of files an app may carry besides Python modules (templates, data, static/ assets).
 DATA_FILE_SUFFIXES = (".html", ".txt", ".json", ".css", ".js", ".svg", ".png", ".woff2")
 
@@ -267,7 +267,7 @@ def test_installed_package_runs_outside_the_checkout(installed: Installed) -> No
         "files = {c.name: c.module.__file__ for c in apps.get_app_configs()}; "
         "files.update({c.name + '.migrations': importlib.import_module(c.name + '.migrations')"
         ".__file__ for c in apps.get_app_configs() if c.name in sys.argv[1:]}); "
-        "files['cli'] = importlib.import_module('cli').__file__; "
+        f"files.update({{n: importlib.import_module(n).__file__ for n in {NON_APP_PACKAGES!r}}}); "
         "from readiness.subjects import source_revision; "
         "print(json.dumps({'files': files, 'path': sys.path, 'revision': source_revision()}))",
         *[top for top in first_party_apps() if (ROOT / top / "migrations").is_dir()],

@@ -1,6 +1,6 @@
-"""Content discovery (spec §2 DiscoveryResult, §4 Discovery, §7):
-the result shape and card invariants, the built-in engine on a realistic workspace, no writes
-and no provider calls, the per-user limits, the plan limit, and the nine error kinds."""
+"""Content discovery through the API: the result shape and card invariants, the built-in engine
+on a realistic workspace, no writes and no provider calls, the per-user limits, the plan limit,
+and the nine error kinds."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def realistic(workspace: Any, user: User) -> dict[str, Any]:
 # --- The built-in engine -------------------------------------------------------------------------
 
 
-def test_result_has_the_spec_shape(owner_client: APIClient, workspace: Any) -> None:
+def test_result_has_the_discovery_result_shape(owner_client: APIClient, workspace: Any) -> None:
     result = ok(discover(owner_client, workspace))
     assert result["model"] == "herald-builtin/1.1"
     assert len(result["opportunities"]) == 5  # default limit, starters fill an empty workspace
@@ -365,8 +365,8 @@ def test_discovery_never_writes_a_draft_and_never_calls_a_provider(
         calls.append(repr(args[:2]))
         raise AssertionError("discovery must not make an HTTP request")
 
+    from providers.http import HttpClient
     from publishing import tasks
-    from publishing.providers.http import HttpClient
 
     monkeypatch.setattr(HttpClient, "request", refuse)
     monkeypatch.setattr(requests.Session, "send", refuse)

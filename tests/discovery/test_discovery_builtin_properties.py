@@ -23,7 +23,7 @@ from discovery.context import (
 )
 from discovery.engines.builtin import BuiltinEngine
 from discovery.selectors import platform_formats
-from publishing.providers import PROVIDERS
+from providers import PROVIDERS
 from voice.definition import DefinitionError, clean_definition
 
 WORDS = st.sampled_from(

@@ -1,10 +1,12 @@
-"""Stand-in providers: real HTTP servers on 127.0.0.1 that speak just enough of each provider's
-public protocol for Herald's adapters, count every post they accept and inject faults on demand.
+"""The provider tests: one folder per provider and the tests that span every provider.
 
-See ``tests/providers/standin.py`` for the shared control API. One module per provider:
-``mastodon``, ``bluesky``, ``discord_webhook``, ``telegram``, and ``webhook`` (a receiver of
-Herald's generic signed webhook) (each runnable with
-``python -m tests.providers.<name> --port N``).
+``tests/providers/<name>/`` holds the provider's stand-in (``standin.py``: a real HTTP server on
+127.0.0.1 that speaks just enough of the provider's public protocol for Herald's adapter, counts
+every post it accepts and injects faults on demand; runnable alone with
+``python -m tests.providers.<name>.standin --port N``) and its adapter tests. ``standin.py`` here
+is the stand-ins' shared control API; the ``test_*.py`` here test the adapters' shared plumbing
+(HTTP client, error classes, URL safety, bounded answers) and every stand-in as a process. Tests
+that go through publishing's services and delivery stay in ``tests/publishing/``.
 
 Also small helpers for adapter tests (media items, secret checks).
 """
@@ -14,7 +16,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 
-from publishing.providers.base import MediaItem, ProviderError
+from providers.base import MediaItem, ProviderError
 
 
 def tiny_png(width: int = 3, height: int = 2, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:

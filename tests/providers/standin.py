@@ -1,6 +1,6 @@
 """Shared machinery of the stand-in providers: a real HTTP server on 127.0.0.1 with faults.
 
-Every stand-in (``tests.providers.mastodon`` ...) is a :class:`StandIn` subclass that declares
+Every stand-in (``tests.providers.mastodon.standin`` ...) is a :class:`StandIn` subclass that declares
 its routes and its error shapes. Use it in-process::
 
     with MastodonStandIn() as server:          # port 0: the OS picks a free port
@@ -8,7 +8,7 @@ its routes and its error shapes. Use it in-process::
         ...
         assert server.posts_accepted == 1
 
-or as a process: ``python -m tests.providers.mastodon --port 8401`` prints one JSON line
+or as a process: ``python -m tests.providers.mastodon.standin --port 8401`` prints one JSON line
 ``{"provider", "url", "port", "fixtures"}`` and serves until SIGTERM/SIGINT.
 
 Control API over HTTP (same port, no authentication; bound to 127.0.0.1):

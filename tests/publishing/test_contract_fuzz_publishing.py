@@ -48,10 +48,10 @@ from tests.contract_fuzz_support import (
     operations_under,
 )
 from tests.providers import tiny_png
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.mastodon import FIXTURE_TOKEN, MastodonStandIn
-from tests.providers.telegram import TelegramStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.mastodon.standin import FIXTURE_TOKEN, MastodonStandIn
+from tests.providers.telegram.standin import TelegramStandIn
 from tests.publishing_support import bind_browser, connect_fields, follow_authorization
 from workspaces.access import Actor
 
@@ -167,7 +167,7 @@ def world(
     delivery_queue: Any,
     standins: StandIns,
 ) -> World:
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import Account, Destination, ProviderApp, Publication
     from publishing.services import accounts, media, publications
     from workspaces.services import api_token_create, organization_create, workspace_create

@@ -30,10 +30,10 @@ from django.db import connection
 from django.db.models import Count
 from django.utils import timezone
 
-from publishing import credentials
+from providers import credentials
 from publishing.models import Account, Destination, ProviderApp
 from publishing.services.publications import publication_create, publication_schedule
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.worker_harness import Broker, DeliveryStack, credential_keys, use_broker
 from workspaces.access import Actor
 

@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 from config import limits
 from publishing.models import Account, Destination, Publication
 from publishing.services import delivery, publications
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.providers.standin import Reply, Request
 from tests.publishing_support import connect, make_account
 from workspaces.access import Actor

@@ -33,8 +33,8 @@ from publishing.services.publications import (
     publication_publish_now,
     publication_schedule,
 )
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.providers.standin import StandIn
 from tests.publishing_support import bind_browser
 from tests.worker_harness import Broker, DeliveryStack, RedisServer, credential_keys, use_broker

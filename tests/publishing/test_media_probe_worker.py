@@ -68,7 +68,8 @@ def test_a_worker_probes_uploaded_videos(
     stack.wait_until(settled, timeout=90, what="both videos to be probed")
     ready = ok(owner_client.get(f"{API}/media/{whole['id']}"))
     assert ready["status"] == "ready"
-    assert ready["probe"]["container"] == "mov"
+    assert ready["probe"]["container"] == "mp4"  # H.264 in MOV, re-muxed by the worker
+    assert Media.objects.get(pk=whole["id"]).probe["converted_from"]["container"] == "mov"
     assert ready["poster_url"]
     poster = owner_client.get(ready["poster_url"])
     assert poster.status_code == 200

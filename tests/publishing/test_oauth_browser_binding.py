@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from publishing.models import Account, OAuthState
 from tests.problem_asserts import assert_problem
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.publishing_support import confirm_start, follow_authorization, ok
 
 API = "/api/v1"

@@ -24,7 +24,7 @@ pytest.importorskip(
 from publishing.models import Account, OAuthState
 from publishing.services.accounts import account_connect
 from tests.browser import Chromium, chromium_path
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.publishing_support import bind_browser
 from workspaces.access import Actor
 

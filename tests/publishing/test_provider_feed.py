@@ -25,18 +25,18 @@ from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from providers import get_adapter
+from providers.base import PublishRequest
+from providers.feed import MAX_ENTRIES
 from publishing.models import Account, Destination, FeedEntry
-from publishing.providers import get_adapter
-from publishing.providers.base import PublishRequest
-from publishing.providers.feed import MAX_ENTRIES
 from publishing.services import delivery
 from publishing.services.accounts import account_context
 from readiness import services as readiness
 from tests.providers import tiny_png
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.mastodon import MastodonStandIn
-from tests.providers.telegram import TelegramStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
+from tests.providers.telegram.standin import TelegramStandIn
 from tests.publishing_support import (
     API,
     connect,

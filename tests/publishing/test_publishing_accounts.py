@@ -18,15 +18,14 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from publishing import credentials
+from providers import PROVIDERS, credentials
 from publishing.models import Account, OAuthState, ProviderApp
-from publishing.providers import PROVIDERS
 from publishing.services.accounts import account_context
 from tests.problem_asserts import assert_invalid, assert_problem
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.mastodon import FIXTURE_TOKEN, MastodonStandIn
-from tests.providers.telegram import BOT_TOKEN, TelegramStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.mastodon.standin import FIXTURE_TOKEN, MastodonStandIn
+from tests.providers.telegram.standin import BOT_TOKEN, TelegramStandIn
 from tests.publishing_support import (
     API,
     STANDINS,

@@ -15,14 +15,14 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from config.errors import DomainError
+from providers import get_adapter
 from publishing.models import Account, Destination, Publication, PublicationEvent
-from publishing.providers import get_adapter
 from publishing.services import delivery, publications
 from publishing.services.accounts import account_context
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.mastodon import MastodonStandIn
-from tests.providers.telegram import TelegramStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
+from tests.providers.telegram.standin import TelegramStandIn
 from tests.publishing_support import connect
 from workspaces.access import Actor
 from workspaces.models import User

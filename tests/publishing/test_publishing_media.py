@@ -179,7 +179,7 @@ def test_get_and_delete_removes_the_file(
 
 
 def _discord_account(workspace: Any) -> Account:
-    from publishing import credentials
+    from providers import credentials
 
     return Account.objects.create(
         workspace=workspace,

@@ -5,6 +5,7 @@ never ``ready``. Images are ready at once."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,10 @@ from django.core.files.base import ContentFile
 from PIL import Image
 from rest_framework.test import APIClient
 
+from providers.base import VideoRule
 from publishing import tasks
 from publishing.models import Media
+from publishing.services.video_rules import video_messages
 from tests.publishing_support import API, ok, upload
 from tests.video_support import FORMATS, make_video
 
@@ -42,9 +45,20 @@ def test_a_real_video_is_processing_then_ready_with_its_facts_and_poster(
     assert record["status"] == "ready", record["failure_reason"]
     assert record["failure_reason"] == ""
     probe = record["probe"]
-    assert probe["container"] == kind
-    assert probe["video_codec"] == ("vp9" if kind == "webm" else "h264")
-    assert probe["audio_codec"] == ("opus" if kind == "webm" else "aac")
+    # MOV (H.264/AAC) is re-muxed and WebM (VP9/Opus) re-encoded: every one ends MP4 H.264/AAC.
+    assert record["mime_type"] == "video/mp4"
+    assert probe["container"] == "mp4"
+    assert (probe["video_codec"], probe["audio_codec"]) == ("h264", "aac")
+    stored = Media.objects.get(pk=record["id"]).probe  # the API shows the probe's own fields
+    if kind != "mp4":
+        assert stored["conversion"] == ("transcode" if kind == "webm" else "remux")
+        assert stored["converted_from"] == {
+            "container": kind,
+            "video_codec": "vp9" if kind == "webm" else "h264",
+            "audio_codec": "opus" if kind == "webm" else "aac",
+        }
+    else:
+        assert "conversion" not in stored
     assert probe["has_audio"] is True
     assert probe["duration_seconds"] == pytest.approx(2.0, abs=0.15)
     assert (probe["width"], probe["height"]) == (64, 36)
@@ -169,3 +183,104 @@ def test_an_mp4_with_its_index_first_missing_its_last_bytes_ends_failed(
     record = probed(owner_client, str(cut.pk))
     assert record["status"] == "failed"
     assert "truncated" in record["failure_reason"]
+
+
+# --- Conversion to MP4 (H.264/AAC) in the probe step -------------------------------------------
+
+
+def _packets(data: bytes, fmt: str) -> list[bytes]:
+    with av.open(io.BytesIO(data), format=fmt) as container:
+        return [bytes(p) for p in container.demux(container.streams.video[0]) if p.size]
+
+
+def _stored_names(root: Path) -> set[str]:
+    return {p.name for p in root.rglob("*") if p.is_file() and "poster" not in p.name}
+
+
+def test_h264_aac_in_matroska_is_remuxed_to_mp4_without_re_encoding(
+    owner_client: APIClient,
+    workspace: Any,
+    media_storage: Path,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    video = make_video("webm", muxer="matroska", codec="libx264", audio=True, audio_codec="aac")
+    record = upload(owner_client, workspace, video, name="clip.mkv")
+    assert record["mime_type"] == "video/webm"  # EBML: read by the Matroska demuxer
+    with django_capture_on_commit_callbacks(execute=True):  # the upload's file is deleted then
+        record = probed(owner_client, record["id"])
+    assert record["status"] == "ready", record["failure_reason"]
+    probe = record["probe"]
+    assert (probe["container"], probe["video_codec"], probe["audio_codec"]) == (
+        "mp4",
+        "h264",
+        "aac",
+    )
+    item = Media.objects.get(pk=record["id"])
+    assert item.probe["conversion"] == "remux"
+    stored = item.file.read()
+    assert (item.mime_type, item.size_bytes) == ("video/mp4", len(stored))
+    assert item.file.name.endswith(".mp4")
+    assert item.checksum_sha256 == hashlib.sha256(stored).hexdigest()
+    assert _packets(stored, "mp4") == _packets(video, "matroska")  # the same H.264 packets
+    assert _stored_names(media_storage) == {Path(item.file.name).name}  # the upload is gone
+    content = owner_client.get(f"{API}/media/{record['id']}/content")
+    assert b"".join(content.streaming_content) == stored  # type: ignore[attr-defined]
+
+
+def test_mpeg4_part_2_is_re_encoded_to_h264(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    video = make_video("mp4", codec="mpeg4", seconds=2, audio=True)
+    record = probed(owner_client, upload(owner_client, workspace, video, name="old.mp4")["id"])
+    assert record["status"] == "ready", record["failure_reason"]
+    probe = Media.objects.get(pk=record["id"]).probe
+    assert (probe["video_codec"], probe["audio_codec"], probe["conversion"]) == (
+        "h264",
+        "aac",
+        "transcode",
+    )
+    assert probe["converted_from"]["video_codec"] == "mpeg4"
+    assert probe["duration_seconds"] == pytest.approx(2.0, abs=0.15)
+    with av.open(io.BytesIO(Media.objects.get(pk=record["id"]).file.read()), format="mp4") as out:
+        frames = list(out.decode(video=0))
+    assert len(frames) == 20
+    assert (frames[0].width, frames[0].height) == (64, 36)
+
+
+@pytest.mark.parametrize(("kind", "codec"), [("mov", "libx264"), ("mp4", "mpeg4")])
+def test_a_rotated_video_keeps_its_rotation_when_remuxed_or_re_encoded(
+    owner_client: APIClient, workspace: Any, media_storage: Path, kind: str, codec: str
+) -> None:
+    video = make_video(kind, codec=codec, rotation=270)
+    record = probed(
+        owner_client, upload(owner_client, workspace, video, name=f"phone.{kind}")["id"]
+    )
+    probe = record["probe"]
+    assert (probe["container"], probe["video_codec"], probe["rotation"]) == ("mp4", "h264", 270)
+
+
+@pytest.mark.parametrize("bound", ["time", "size"])
+def test_a_conversion_past_its_bounds_keeps_the_upload_and_the_rules_say_what_to_change(
+    owner_client: APIClient, workspace: Any, media_storage: Path, settings: Any, bound: str
+) -> None:
+    if bound == "time":
+        settings.HERALD_TRANSCODE_MAX_SECONDS = 0
+    else:
+        settings.HERALD_TRANSCODE_MAX_BYTES = 100
+    video = make_video("webm", seconds=2)
+    record = probed(owner_client, upload(owner_client, workspace, video, name="clip.webm")["id"])
+    assert record["status"] == "ready", record["failure_reason"]
+    probe = Media.objects.get(pk=record["id"]).probe
+    assert (probe["container"], probe["video_codec"]) == ("webm", "vp9")
+    assert ("longer than 0 s" if bound == "time" else "larger than 100 bytes") in probe[
+        "conversion_stopped"
+    ]
+    item = Media.objects.get(pk=record["id"])
+    assert item.file.read() == video
+    assert _stored_names(media_storage) == {Path(item.file.name).name}  # no partial file left
+    messages = video_messages(VideoRule(network="X", delivers=True), item)
+    assert (
+        messages[0] == "X: videos in MP4, MOV; this one is webm. Re-export it as MP4 (H.264/AAC)."
+    )
+    assert messages[1] == "X: video encoded as H264; this one is vp9. Re-encode it as H.264."
+    assert messages[2].startswith("Herald did not convert it: Converting it to MP4")

@@ -13,12 +13,14 @@ import time_machine
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from providers.helpers import LANGUAGES
+from publishing import tasks
 from publishing.models import Destination, IdempotencyRecord, Publication
 from publishing.services import delivery
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers import tiny_png
-from tests.providers.discord_webhook import DiscordWebhookStandIn
-from tests.providers.telegram import TelegramStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
+from tests.providers.telegram.standin import TelegramStandIn
 from tests.publishing_support import (
     API,
     connect,
@@ -28,6 +30,7 @@ from tests.publishing_support import (
     ok,
     upload,
 )
+from tests.video_support import make_video
 from workspaces.access import Actor
 from workspaces.models import Plan, User, WorkspaceMembership
 
@@ -751,6 +754,184 @@ def test_destination_accounts_must_be_known_and_in_the_workspace(
     mine.save()
     assert_problem(
         create_publication(owner_client, workspace, [str(mine.pk)], status=404), 404, "not_found"
+    )
+    assert not Publication.objects.exists()
+
+
+UNKNOWN_ID = "00000000-0000-0000-0000-000000000000"  # no account and no media has it
+
+
+def test_every_failing_field_is_listed_once_in_request_order(
+    owner_client: APIClient, workspace: Any, media_storage: Any
+) -> None:
+    """The whole errors[] of one 422, entry by entry: the destination list (account IDs, each
+    account once), the publication's media, then each destination in turn: profile, text, media
+    count, each media item, its video rules, options (unknown ones first, then each option)."""
+    masto = make_account(workspace, "mastodon")
+    sky = make_account(workspace, "bluesky", external_id="2")
+    bot = make_account(workspace, "telegram", external_id="3")
+    x = make_account(workspace, "x", external_id="4")
+    png = upload(owner_client, workspace)["id"]
+    gif = upload(owner_client, workspace, gif_bytes(), name="a.gif")["id"]
+    video = upload(owner_client, workspace, make_video(), name="clip.mp4")["id"]
+    tasks.media_probe(video)
+    destinations = [
+        {
+            "account_id": str(masto.pk),
+            "text": "a" * 501,
+            "options": {"visibility": "everyone", "language": "toolonglang", "colour": "red"},
+        },
+        {"account_id": "nope"},
+        {
+            "account_id": str(bot.pk),
+            "profile": "telegram.message",
+            "options": {"chat_id": "9" * 41},
+        },
+        {
+            "account_id": str(sky.pk),
+            "text": "",
+            "media_ids": [png, UNKNOWN_ID, gif],
+            "options": {"language": "klingonese"},
+        },
+        {"account_id": str(x.pk), "media_ids": [video, UNKNOWN_ID]},
+        {"account_id": str(masto.pk), "profile": "mastodon.reel"},
+        {"account_id": str(bot.pk), "profile": "telegram.photo", "media_ids": []},
+    ]
+    response = owner_client.post(
+        f"{API}/publications",
+        {
+            "workspace_id": str(workspace.pk),
+            "text": "",
+            "media_ids": [UNKNOWN_ID, png],
+            "destinations": destinations,
+        },
+        format="json",
+    )
+    body = assert_problem(response, 422, "invalid")
+    no_media = "No such media in this workspace."
+    assert body["errors"] == [
+        {"location": "body.destinations[1].account_id", "message": "Unknown account."},
+        {"location": "body.destinations", "message": "Each account may appear once."},
+        {"location": "body.media_ids[0]", "message": no_media, "value": UNKNOWN_ID},
+        {
+            "location": "body.destinations[0].text",
+            "message": "mastodon.post allows 500 graphemes; each URL counts as 23, "
+            "@user@domain counts as @user; this text has 501.",
+        },
+        {
+            "location": "body.destinations[0].options.colour",
+            "message": "Unknown option for this format.",
+        },
+        {
+            "location": "body.destinations[0].options.visibility",
+            "message": "One of: public, unlisted, private, direct.",
+            "value": "everyone",
+        },
+        {
+            "location": "body.destinations[0].options.language",
+            "message": "At most 8 characters.",
+        },
+        {"location": "body.text", "message": "telegram.message needs text."},
+        {"location": "body.media_ids", "message": "telegram.message allows 0 media items."},
+        {"location": "body.media_ids[1]", "message": "telegram.message does not take image/png."},
+        {"location": "body.destinations[2].options.chat_id", "message": "At most 40 characters."},
+        {
+            "location": "body.destinations[3].media_ids[1]",
+            "message": no_media,
+            "value": UNKNOWN_ID,
+        },
+        {
+            "location": "body.destinations[3].media_ids[2]",
+            "message": "bluesky.post does not take image/gif.",
+        },
+        {
+            "location": "body.destinations[3].options.language",
+            "message": f"One of: {', '.join(LANGUAGES)}.",
+            "value": "klingonese",
+        },
+        {
+            "location": "body.destinations[3].options.language",
+            "message": "At most 8 characters.",
+        },
+        {
+            "location": "body.destinations[4].media_ids[1]",
+            "message": no_media,
+            "value": UNKNOWN_ID,
+        },
+        {
+            "location": "body.destinations[4].media_ids[0]",
+            "message": "X: video is not supported yet.",
+        },
+        {
+            "location": "body.destinations[5].profile",
+            "message": "mastodon has no format mastodon.reel.",
+            "value": "mastodon.reel",
+        },
+        {"location": "body.text", "message": "Send text, media or both."},
+        {
+            "location": "body.destinations[6].media_ids",
+            "message": "telegram.photo needs a media item.",
+        },
+    ]
+    assert not Publication.objects.exists()
+
+
+def test_create_settles_profile_and_options_without_changing_the_callers_destinations(
+    workspace: Any, user: User
+) -> None:
+    from publishing.services.publications import publication_create
+
+    masto = make_account(workspace, "mastodon")
+    destinations = [{"account_id": str(masto.pk), "options": {"language": "de"}}]
+    publication = publication_create(
+        actor=Actor(user=user), workspace_id=workspace.pk, text="x", destinations=destinations
+    )
+    assert destinations == [{"account_id": str(masto.pk), "options": {"language": "de"}}]
+    stored = publication.destinations.get()
+    assert stored.profile == "mastodon.post"
+    assert stored.options == {"language": "de", "visibility": "public"}
+
+
+def test_an_account_refusal_wins_over_every_field_error(
+    owner_client: APIClient, workspace: Any, make_user: Callable[..., User]
+) -> None:
+    """An unknown account (404) or one of another workspace (403) is answered before any 422,
+    whichever destination it is; between two refusals, the first destination's wins."""
+    from workspaces.services import organization_create, workspace_create
+
+    stranger = make_user()
+    org = organization_create(actor=Actor(user=stranger), name="Other")
+    elsewhere = workspace_create(
+        actor=Actor(user=stranger), organization_id=org.pk, name="Elsewhere"
+    )
+    foreign = str(make_account(elsewhere, "discord_webhook").pk)
+    masto = str(make_account(workspace, "mastodon").pk)
+
+    def post(*destinations: dict[str, Any]) -> Any:
+        return owner_client.post(
+            f"{API}/publications",
+            {
+                "workspace_id": str(workspace.pk),
+                "text": "x",
+                "media_ids": [UNKNOWN_ID],
+                "destinations": list(destinations),
+            },
+            format="json",
+        )
+
+    too_long = {"account_id": masto, "text": "a" * 501, "options": {"colour": "red"}}
+    assert_problem(post(too_long, {"account_id": UNKNOWN_ID}), 404, "not_found")
+    assert_problem(post(too_long, {"account_id": foreign}), 403, "account_not_in_workspace")
+    assert_problem(
+        post({"account_id": foreign}, {"account_id": UNKNOWN_ID}),
+        403,
+        "account_not_in_workspace",
+    )
+    assert_problem(post({"account_id": UNKNOWN_ID}, {"account_id": foreign}), 404, "not_found")
+    assert_problem(
+        post({"account_id": "nope"}, too_long, too_long, {"account_id": foreign}),
+        403,
+        "account_not_in_workspace",
     )
     assert not Publication.objects.exists()
 

@@ -15,10 +15,10 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from providers import get_adapter
+from providers.webhook import WebhookAdapter
+from providers.x.text import POST_PROFILE as X_POST
 from publishing import tasks
-from publishing.providers import get_adapter
-from publishing.providers.webhook import WebhookAdapter
-from publishing.providers.x.text import POST_PROFILE as X_POST
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.publishing_support import API, create_publication, make_account, ok, upload
 from tests.video_support import make_video

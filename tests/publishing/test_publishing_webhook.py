@@ -18,11 +18,11 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from publishing import credentials
+from providers import credentials
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
 from publishing.services import delivery, media_links
 from tests.problem_asserts import assert_invalid
-from tests.providers.webhook import PATH_TOKEN, SECRET, WebhookReceiverStandIn
+from tests.providers.webhook.standin import PATH_TOKEN, SECRET, WebhookReceiverStandIn
 from tests.publishing_support import API, create_publication, ok, upload
 
 pytestmark = pytest.mark.django_db

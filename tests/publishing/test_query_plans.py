@@ -45,7 +45,7 @@ REMOVED_AT_MOST = 20  # rows read then discarded by a filter, per scan
 
 @pytest.fixture
 def seeded(user: Any, organization: Any, workspace: Any) -> dict[str, Any]:
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import ProviderApp
 
     now = timezone.now()

@@ -28,10 +28,10 @@ from django.conf import settings as django_settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from publishing import credentials, tasks
+from providers import credentials, get_adapter
+from providers.base import PublishRequest
+from publishing import tasks
 from publishing.models import Account, Destination, Publication
-from publishing.providers import get_adapter
-from publishing.providers.base import PublishRequest
 from publishing.services import tokens
 from publishing.services.accounts import (
     account_connect,
@@ -39,7 +39,7 @@ from publishing.services.accounts import (
     account_disconnect,
 )
 from readiness import services as readiness
-from tests.providers.bluesky import BlueskyStandIn
+from tests.providers.bluesky.standin import BlueskyStandIn
 from tests.providers.standin import Reply, Request
 from workspaces.access import Actor
 

@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from providers import PROVIDERS
 from publishing.models import Account, Destination, Publication
-from publishing.providers import PROVIDERS
 from publishing.services import delivery
 from readiness import ledgers
 from readiness.models import (
@@ -27,7 +27,7 @@ from readiness.models import (
 )
 from readiness.projection import provider_readiness_projection
 from tests.problem_asserts import assert_invalid, assert_problem
-from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.publishing_support import API, connect, create_publication, ok
 from tests.readiness_support import (  # noqa: F401  (scan_ledgers: autouse fixture)
     FORBIDDEN,
@@ -37,6 +37,7 @@ from tests.readiness_support import (  # noqa: F401  (scan_ledgers: autouse fixt
     enforce,
     ledger_values,
     make_account,
+    run_form_fields,
     scan_ledgers,
 )
 
@@ -151,6 +152,87 @@ def test_projection_reports_blocking_issues(
     assert [i["code"] for i in entries["bluesky"]["blocking_issues"]] == ["provider_disabled"]
 
 
+def test_projection_counts_issues_per_provider_connect_first(workspace: Any, settings: Any) -> None:
+    """Each provider's blocking issues: every blocker of its connect decision and of its accounts'
+    immediate and scheduled decisions, counted by code (sorted), each with the first detail
+    seen: the connect decision's."""
+    settings.HERALD_DISABLED_PROVIDERS = ["mastodon"]
+    make_account(workspace, "x")  # no operator app: the connect and every account decision
+    make_account(workspace, "mastodon", app=None)
+    entries = {
+        e["provider"]: e
+        for e in provider_readiness_projection(workspace_id=workspace.pk)["providers"]
+    }
+    assert entries["x"]["blocking_issues"] == [
+        {"code": "app_missing", "detail": "The provider app is not configured.", "count": 5}
+    ]
+    assert entries["linkedin"]["blocking_issues"] == [
+        {"code": "app_missing", "detail": "The provider app is not configured.", "count": 1}
+    ]
+    assert entries["mastodon"]["blocking_issues"] == [
+        {
+            "code": "app_missing",
+            "detail": "The account's provider app registration is missing.",
+            "count": 2,
+        },
+        {
+            "code": "provider_disabled",
+            "detail": "mastodon is disabled on this instance.",
+            "count": 3,
+        },
+    ]
+    assert list(entries["x"]) == [
+        "provider",
+        "display_name",
+        "state",
+        "executable",
+        "connectable",
+        "publishable",
+        "advertisable",
+        "intent",
+        "facts",
+        "blockers",
+        "contract_digest",
+        "subject_digest",
+        "subject",
+        "configured_app_state",
+        "connected_accounts",
+        "blocking_issues",
+        "profiles",
+    ]
+
+
+def test_projection_narrows_to_the_given_accounts_and_one_profile(workspace: Any) -> None:
+    """Capability resolution: every provider's connect decision, and profiles (and account
+    counts) of the given accounts only, in one output profile when one is named."""
+    bot = make_account(workspace, "telegram")
+    other_bot = make_account(workspace, "telegram")
+    hook = make_account(workspace)
+    entries = {
+        e["provider"]: e
+        for e in provider_readiness_projection(
+            workspace_id=workspace.pk, accounts=[bot, hook], content_profile="telegram.photo"
+        )["providers"]
+    }
+    assert list(entries) == list(PROVIDERS)
+    telegram = entries["telegram"]
+    assert [(p["account_id"], p["output_profile"]) for p in telegram["profiles"]] == [
+        (str(bot.pk), "telegram.photo")
+    ]
+    assert telegram["connected_accounts"] == 1
+    assert entries["discord_webhook"]["profiles"] == []  # no telegram.photo there
+    assert entries["discord_webhook"]["connected_accounts"] == 1
+    every = {
+        e["provider"]: e
+        for e in provider_readiness_projection(workspace_id=workspace.pk)["providers"]
+    }
+    assert [(p["account_id"], p["output_profile"]) for p in every["telegram"]["profiles"]] == [
+        (str(account.pk), profile)
+        for account in sorted((bot, other_bot), key=lambda a: (a.created_at, a.pk))
+        for profile in ("telegram.message", "telegram.photo")
+    ]
+
+
 def test_projection_under_enforcement(
     owner_client: APIClient, workspace: Any, settings: Any
 ) -> None:
@@ -228,7 +310,7 @@ def _projection_queries(workspace: Any) -> int:
 def test_projection_queries_do_not_grow_with_accounts(
     owner_client: APIClient, workspace: Any, django_assert_max_num_queries: Any
 ) -> None:
-    from publishing import credentials
+    from providers import credentials
 
     make_account(workspace)
     small = _projection_queries(workspace)
@@ -739,18 +821,7 @@ def test_admin_pages_are_add_only(admin_user: Any, workspace: Any) -> None:
     assert ApprovalReview.objects.latest("id").operations == sorted(
         OPERATIONS
     )  # none selected: all
-    account = make_account(workspace)
-    fields = {
-        "kind": "local",
-        "provider": "discord_webhook",
-        "operation": "publish_immediate",
-        "output_profile": "discord_webhook.message",
-        "account_id": str(account.pk),
-        "external_result_reference": "message 1234",
-    }
-    for check in checks_for("discord_webhook", "publish_immediate"):
-        fields[f"check_{check['name']}"] = check["outcome"]
-        fields[f"reason_{check['name']}"] = check.get("reason", "")
+    fields = run_form_fields(make_account(workspace))
     response = client.post("/admin/readiness/certificationrun/add/", fields)
     assert response.status_code == 302, response.content.decode()[:3000]
     run = CertificationRun.objects.get()

@@ -8,19 +8,21 @@ deployment matrix shows what always blocks; evidence is bound to its exact subje
 from __future__ import annotations
 
 import dataclasses
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from django.utils import timezone
 
-from publishing.providers import get_adapter
+from providers import get_adapter
 from readiness.decisions import (
     BLOCKERS,
     CERTIFICATION_TEST,
+    FACTS,
     HEALTHY,
     STATES,
     AccountFacts,
+    DecisionInputs,
     Policy,
     evaluate,
 )
@@ -52,11 +54,12 @@ class Case:
             granted_scopes=(),
         )
     )
-    local: str | None = "passed"  # passed | failed | expired | None (no run)
+    local: str | None = "passed"  # passed | failed | expired | failed_expired | None (no run)
     live: str | None = "passed"
     live_scopes: tuple[str, ...] = ()
     approval: str | None = "approved"  # approved | trial | rejected | not_required | expired | None
     approval_operations: tuple[str, ...] = OPS
+    approval_expires_at: datetime | None = None  # of any outcome; "expired" sets EARLIER
     controls: tuple[tuple[str, str, str], ...] = (("", "", "enabled"),)
     unavailable: bool = False
     disabled: frozenset[str] = frozenset()
@@ -68,7 +71,7 @@ class Case:
     policy_mode: str = "standard"
 
     def decide(self) -> Any:
-        from publishing.providers import PROVIDERS
+        from providers import PROVIDERS
 
         caps = get_adapter(self.provider).capabilities if self.provider in PROVIDERS else None
         app = app_identity(self.provider, caps)
@@ -91,9 +94,9 @@ class Case:
         for kind, outcome in (("local", self.local), ("live", self.live)):
             if outcome is not None:
                 evidence.runs[(subject.digest, kind, contract)] = RunFact(
-                    outcome="failed" if outcome == "failed" else "passed",
+                    outcome="failed" if outcome.startswith("failed") else "passed",
                     tested_at=EARLIER,
-                    expires_at=EARLIER if outcome == "expired" else LATER,
+                    expires_at=EARLIER if outcome.endswith("expired") else LATER,
                     required_scopes=self.live_scopes if kind == "live" else (),
                     granted_scopes=(),
                 )
@@ -103,7 +106,7 @@ class Case:
             ] = ApprovalFact(
                 outcome="approved" if self.approval == "expired" else self.approval,
                 operations=self.approval_operations,
-                expires_at=EARLIER if self.approval == "expired" else None,
+                expires_at=EARLIER if self.approval == "expired" else self.approval_expires_at,
             )
         evidence.controls[subject.provider] = [ControlFact(p, o, m) for p, o, m in self.controls]
         policy = Policy(
@@ -114,15 +117,17 @@ class Case:
             claims=self.claims,
         )
         return evaluate(
-            subject=subject,
-            caps=caps,
-            app=app,
-            contract=contract,
-            evidence=evidence,
-            policy=policy,
-            now=NOW,
-            account=self.account,
-            intent=self.intent,
+            DecisionInputs(
+                subject=subject,
+                caps=caps,
+                app=app,
+                contract=contract,
+                evidence=evidence,
+                policy=policy,
+                now=NOW,
+                account=self.account,
+                intent=self.intent,
+            )
         )
 
 
@@ -551,3 +556,221 @@ def test_advertisable_needs_a_bound_claim_and_never_for_the_three_kinds(deployme
     decision = telegram.decide()
     assert decision.state == HEALTHY
     assert not decision.advertisable  # claimed, healthy, and still never advertised
+
+
+# --- Every fact as reported, and the order of the blockers ------------------------------------
+
+RUN = {"tested_at": EARLIER.isoformat(), "expires_at": LATER.isoformat()}
+NO_RUN = {"tested_at": None, "expires_at": None}
+EXPIRED_RUN = {"tested_at": EARLIER.isoformat(), "expires_at": EARLIER.isoformat()}
+UNREADABLE = account(credentials_readable=False)
+
+# (the changes, the fact, what the decision reports for it)
+FACT_CASES: list[tuple[dict[str, Any], str, dict[str, Any]]] = [
+    ({}, "control", {"status": "enabled", "source": "ledger"}),
+    ({"controls": ()}, "control", {"status": "missing", "source": "ledger"}),
+    ({"controls": (("", "", "degraded"),)}, "control", {"status": "degraded", "source": "ledger"}),
+    ({"controls": (("", "", "disabled"),)}, "control", {"status": "disabled", "source": "ledger"}),
+    (
+        {"disabled": frozenset({"discord_webhook"}), "controls": (("", "", "degraded"),)},
+        "control",
+        {"status": "disabled", "source": "environment"},
+    ),
+    (
+        {"unavailable": True, "disabled": frozenset({"discord_webhook"})},
+        "control",
+        {"status": "unknown", "source": "ledger"},
+    ),
+    ({}, "configuration", {"status": "present", "source": "builtin"}),
+    (
+        {"provider": "pinterest", "output_profile": "pinterest.pin"},
+        "configuration",
+        {"status": "missing", "source": "unknown"},
+    ),
+    (
+        {**MASTODON, "account": account(has_app=False, granted_scopes=MASTODON_SCOPES)},
+        "configuration",
+        {"status": "missing", "source": "dynamic"},
+    ),
+    ({"account": UNREADABLE}, "configuration", {"status": "unreadable", "source": "builtin"}),
+    (
+        {**MASTODON, "account": account(has_app=False, credentials_readable=False)},
+        "configuration",
+        {"status": "unreadable", "source": "dynamic"},
+    ),
+    (  # only an active account's credentials are read
+        {"account": account(status="reconnect_required", credentials_readable=False)},
+        "configuration",
+        {"status": "present", "source": "builtin"},
+    ),
+    ({}, "authorization", {"status": "valid"}),
+    (
+        {"account": None, "operation": "connect", "output_profile": ""},
+        "authorization",
+        {"status": "not_applicable"},
+    ),
+    ({"account": account(status="disconnected")}, "authorization", {"status": "invalid"}),
+    ({"account": account(has_credentials=False)}, "authorization", {"status": "missing"}),
+    (  # a scope the live run recorded as required counts like a contract scope
+        {"live_scopes": ("x.write",)},
+        "authorization",
+        {"status": "scope_missing"},
+    ),
+    ({}, "approval", {"status": "approved", "expires_at": None}),
+    ({"approval": None}, "approval", {"status": "missing"}),
+    ({"approval": "expired"}, "approval", {"status": "expired", "expires_at": EARLIER.isoformat()}),
+    (  # an expired rejection is reported as expired
+        {"approval": "rejected", "approval_expires_at": EARLIER},
+        "approval",
+        {"status": "expired", "expires_at": EARLIER.isoformat()},
+    ),
+    ({"approval": "rejected"}, "approval", {"status": "rejected"}),
+    (
+        {"approval": "trial", "approval_expires_at": LATER},
+        "approval",
+        {"status": "trial", "expires_at": LATER.isoformat()},
+    ),
+    (  # "not required" permits every operation, whatever it lists
+        {"approval": "not_required", "approval_operations": ("connect",)},
+        "approval",
+        {"status": "not_required", "expires_at": None},
+    ),
+    (
+        {"approval": "trial", "approval_operations": ("connect",)},
+        "approval",
+        {"status": "not_permitted"},
+    ),
+    ({"approval": "pending"}, "approval", {"status": "not_permitted"}),
+    ({}, "policy", {"status": "allowed", "mode": "standard"}),
+    (
+        {"restrictions": frozenset({"discord_webhook"})},
+        "policy",
+        {"status": "restricted", "mode": "standard"},
+    ),
+    ({"provider_environment": "sandbox"}, "policy", {"status": "restricted", "mode": "standard"}),
+    ({"policy_mode": "strict"}, "policy", {"status": "allowed", "mode": "strict"}),
+    ({}, "local_test", {"status": "passed", **RUN}),
+    ({"local": None}, "local_test", {"status": "missing", **NO_RUN}),
+    ({"local": "failed"}, "local_test", {"status": "failed", **RUN}),
+    ({"local": "expired"}, "local_test", {"status": "expired", **EXPIRED_RUN}),
+    ({}, "live_certification", {"status": "passed", **RUN}),
+    ({"live": None}, "live_certification", {"status": "missing", **NO_RUN}),
+    ({"live": "failed"}, "live_certification", {"status": "failed", **RUN}),
+    ({"live": "expired"}, "live_certification", {"status": "expired", **EXPIRED_RUN}),
+    (
+        {"intent": CERTIFICATION_TEST, "local": None},
+        "local_test",
+        {"status": "bypassed_missing", **NO_RUN},
+    ),
+    (
+        {"intent": CERTIFICATION_TEST, "live": "failed"},
+        "live_certification",
+        {"status": "bypassed_failed", **RUN},
+    ),
+    (
+        {"intent": CERTIFICATION_TEST, "local": "expired"},
+        "local_test",
+        {"status": "bypassed_expired", **EXPIRED_RUN},
+    ),
+    ({"intent": CERTIFICATION_TEST}, "live_certification", {"status": "passed", **RUN}),
+]
+
+
+@pytest.mark.parametrize(("changes", "fact", "reported"), FACT_CASES)
+def test_each_fact_reports_its_status(
+    changes: dict[str, Any], fact: str, reported: dict[str, Any]
+) -> None:
+    decision = Case(**changes).decide()
+    assert list(decision.facts) == list(FACTS)
+    assert dict(decision.facts[fact]) == reported
+
+
+def test_a_failed_run_is_failed_even_when_it_has_also_expired() -> None:
+    for fact, changes in (
+        ("local_test", {"local": "failed_expired"}),
+        ("live_certification", {"live": "failed_expired"}),
+    ):
+        decision = Case(**changes).decide()
+        assert decision.facts[fact] == {"status": "failed", **EXPIRED_RUN}
+        assert [b.code for b in decision.blockers] == [f"{fact}_failed"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "codes"),
+    [
+        (
+            {
+                **MASTODON,
+                "account": account(
+                    has_app=False, credentials_readable=False, granted_scopes=("read",)
+                ),
+                "disabled": frozenset({"mastodon"}),
+                "approval": None,
+                "restrictions": frozenset({"mastodon"}),
+                "provider_environment": "sandbox",
+                "local": None,
+                "live": "failed",
+            },
+            [
+                "provider_disabled",
+                "app_missing",
+                "credentials_unreadable",
+                "scope_missing",
+                "approval_missing",
+                "policy_restricted",
+                "non_production_identity",
+                "local_test_missing",
+                "live_certification_failed",
+            ],
+        ),
+        (
+            {
+                "provider": "mastodon",
+                "output_profile": "mastodon.poll",
+                "account": account(has_app=False, granted_scopes=MASTODON_SCOPES),
+                "controls": (("", "", "degraded"),),
+                "approval": "rejected",
+                "local": "expired",
+                "live": "expired",
+            },
+            [
+                "unsupported_profile",
+                "control_degraded",
+                "app_missing",
+                "approval_rejected",
+                "local_test_expired",
+                "live_certification_expired",
+            ],
+        ),
+        (
+            {"provider": "pinterest", "output_profile": "pinterest.pin", "controls": ()},
+            ["unsupported_provider", "control_missing"],
+        ),
+    ],
+)
+def test_blockers_are_listed_capabilities_first_then_fact_by_fact(
+    changes: dict[str, Any], codes: list[str]
+) -> None:
+    """Capabilities, then control, configuration, authorization, approval, policy, local and live
+    evidence, each in the order its checks run."""
+    assert [b.code for b in Case(**changes).decide().blockers] == codes
+
+
+def test_not_enforced_only_always_blocking_codes_are_listed_in_the_same_order() -> None:
+    decision = Case(
+        **MASTODON,
+        account=account(has_app=False, credentials_readable=False, granted_scopes=("read",)),
+        controls=(),
+        approval=None,
+        restrictions=frozenset({"mastodon"}),
+        local=None,
+        enforced=False,
+        deployment="self_hosted",
+    ).decide()
+    assert [b.code for b in decision.blockers] == [
+        "app_missing",
+        "credentials_unreadable",
+        "policy_restricted",
+    ]
+    assert decision.state == "needs_configuration"
+    assert decision.facts["authorization"] == {"status": "scope_missing"}  # a fact, not a blocker

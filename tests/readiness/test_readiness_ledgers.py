@@ -12,7 +12,7 @@ from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
 from config.errors import DomainError
-from publishing.providers import get_adapter
+from providers import get_adapter
 from readiness import ledgers
 from readiness import services as readiness
 from readiness.models import (
@@ -245,6 +245,154 @@ def test_a_run_cannot_carry_free_text_identities(admin_user: Any, workspace: Any
         ["follow", *get_adapter("mastodon").capabilities.required_scopes]
     )
     assert live.outcome == "passed"
+
+
+def _run_errors(admin_user: Any, **given: Any) -> list[dict[str, Any]]:
+    """The 422 errors of one certification append (the test fails if it is accepted)."""
+    operation = given.setdefault("operation", "publish_immediate")
+    given.setdefault("kind", "local")
+    given.setdefault("provider", "discord_webhook")
+    if "checks" not in given:
+        given["checks"] = checks_for(given["provider"], operation)
+    with pytest.raises(DomainError) as refused:
+        ledgers.certification_append(operator=admin_user, **given)
+    assert refused.value.status == 422
+    return list(refused.value.errors)
+
+
+PUBLISH = {"output_profile": "discord_webhook.message", "external_result_reference": "message 1"}
+
+
+def test_each_certification_refusal_names_its_field(admin_user: Any, workspace: Any) -> None:
+    """The first refused input, in the order the service checks them, is the one error."""
+    account = make_account(workspace)
+    mastodon = make_account(workspace, "mastodon")
+    future = timezone.now() + timedelta(hours=1)
+    cases: list[tuple[dict[str, Any], dict[str, Any]]] = [
+        (
+            {"provider": "myspace", "checks": []},
+            {"location": "body.provider", "message": "One of ", "value": "myspace"},
+        ),
+        (
+            {"external_result_reference": "message 1"},
+            {"location": "body.output_profile", "message": "Required for a publish operation."},
+        ),
+        (
+            {**PUBLISH, "output_profile": "discord_webhook.poll"},
+            {
+                "location": "body.output_profile",
+                "message": "One of discord_webhook.message.",
+                "value": "discord_webhook.poll",
+            },
+        ),
+        (
+            {"output_profile": "discord_webhook.message"},
+            {
+                "location": "body.external_result_reference",
+                "message": "Required for a publish operation (stored only as a fingerprint).",
+            },
+        ),
+        (
+            {"operation": "connect", "output_profile": "discord_webhook.message"},
+            {
+                "location": "body.output_profile",
+                "message": "Only publish operations have an output profile.",
+            },
+        ),
+        (
+            {**PUBLISH, "account_id": mastodon.pk, "instance_url": "https://x.example"},
+            {
+                "location": "body.account_id",
+                "message": "No connected discord_webhook account with this ID.",
+            },
+        ),
+        (
+            {**PUBLISH, "kind": "live", "instance_url": "https://x.example"},
+            {
+                "location": "body.account_id",
+                "message": "A live certification names the real account it used.",
+            },
+        ),
+        (
+            {"provider": "mastodon", "operation": "connect"},
+            {
+                "location": "body.instance_url",
+                "message": "A federated provider's evidence names its instance.",
+            },
+        ),
+        (
+            {**PUBLISH, "instance_url": "https://x.example", "account_kind": "nobody"},
+            {
+                "location": "body.instance_url",
+                "message": "discord_webhook has no federated instances.",
+            },
+        ),
+        (
+            {**PUBLISH, "account_id": account.pk, "account_kind": "nobody"},
+            {
+                "location": "body.account_kind",
+                "message": "The account kind comes from the named account.",
+                "value": "nobody",
+            },
+        ),
+        (
+            {**PUBLISH, "account_kind": "nobody", "checks": []},
+            {
+                "location": "body.account_kind",
+                "message": f"One of {', '.join(ledgers.ACCOUNT_KINDS)}.",
+                "value": "nobody",
+            },
+        ),
+        (
+            {**PUBLISH, "tested_at": future, "checks": []},
+            {"location": "body.checks", "message": "The connect check is missing."},
+        ),
+        (
+            {**PUBLISH, "tested_at": future},
+            {
+                "location": "body.tested_at",
+                "message": "Must not be in the future.",
+                "value": future.isoformat(),
+            },
+        ),
+    ]
+    for given, expected in cases:
+        errors = _run_errors(admin_user, **given)
+        first = errors[0]
+        assert first["location"] == expected["location"], given
+        assert first["message"].startswith(expected["message"]), (given, first)
+        assert first.get("value") == expected.get("value"), given
+        if expected["location"] != "body.checks":
+            assert len(errors) == 1, given
+    assert not CertificationRun.objects.exists()
+
+
+def test_a_run_is_bound_to_its_named_instance_and_expires_after_its_retest_days(
+    admin_user: Any, settings: Any
+) -> None:
+    def connect_run(provider: str, **extra: Any) -> Any:
+        return ledgers.certification_append(
+            operator=admin_user,
+            kind="local",
+            provider=provider,
+            operation="connect",
+            checks=checks_for(provider, "connect"),
+            **extra,
+        )
+
+    tested = timezone.now() - timedelta(days=2)
+    run = connect_run(
+        "mastodon", instance_url="https://mastodon.example", tested_at=tested, retest_days=7
+    )
+    assert run.instance_fingerprint.startswith("instance:sha256:")
+    assert run.account_kind == get_adapter("mastodon").capabilities.account_kind
+    assert (run.account_fingerprint, run.external_result_fingerprint) == ("", "")
+    assert run.granted_scopes == []
+    assert (run.tested_at, run.expires_at) == (tested, tested + timedelta(days=7))
+    later = connect_run("bluesky")
+    assert later.expires_at - later.tested_at == timedelta(
+        days=settings.HERALD_CERTIFICATION_RETEST_DAYS
+    )
 
 
 def test_only_an_instance_administrator_appends(make_user: Any) -> None:

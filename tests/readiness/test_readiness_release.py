@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from publishing.providers import get_adapter
+from providers import get_adapter
 from readiness import services as readiness
 from readiness.claims import (
     CLAIMS_FILE,
@@ -210,7 +210,7 @@ def test_rule_3_a_live_scope_snapshot_must_cover_the_required_scopes(
     release wrote, or one appended outside the service) is no proof for a public claim."""
     from django.contrib.auth import get_user_model
 
-    from publishing import credentials
+    from providers import credentials
     from publishing.models import ProviderApp
     from readiness.models import CertificationCheck, CertificationRun
 

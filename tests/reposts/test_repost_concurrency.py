@@ -15,7 +15,7 @@ from django.db import connection
 from config.errors import RevisionConflictError
 from reposts import engine, services
 from reposts.models import RepostExecution, RepostPolicy
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.repost_support import Requests, live_mastodon_boosts, mastodon_account, published, rule
 from workspaces.access import Actor
 

@@ -3,6 +3,7 @@ engine call gets an explicit ``now``."""
 
 from __future__ import annotations
 
+import logging
 import time
 from datetime import datetime, timedelta
 from typing import Any
@@ -11,17 +12,21 @@ from unittest import mock
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+from redis.exceptions import ConnectionError as RedisConnectionError
 from rest_framework.test import APIClient
 
+from config.nudge import reset_broker_backoff
+from config.outages import reset_outage_log
+from providers import get_adapter
 from publishing.models import Account
-from publishing.providers import get_adapter
 from publishing.services.accounts import account_context
 from reposts import engine, rules
 from reposts.models import RepostExecution, RepostStage
 from tests.openapi_support import SchemaChecker
-from tests.providers.bluesky import ACCOUNTS as BLUESKY_ACCOUNTS
-from tests.providers.bluesky import BlueskyStandIn
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.bluesky.standin import ACCOUNTS as BLUESKY_ACCOUNTS
+from tests.providers.bluesky.standin import BlueskyStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.publishing_support import make_account
 from tests.repost_support import (
     API,
@@ -858,6 +863,44 @@ def test_the_engine_clock_defaults_to_now(
         counts = engine.engine_tick()
     assert counts == {"created": 1, "dispatched": 1}
     delay.assert_called_once_with(str(only_execution().pk))
+
+
+def test_a_tick_with_redis_down_leaves_its_executions_to_a_later_tick(
+    owner_client: APIClient,
+    workspace: Any,
+    source: Account,
+    target: Account,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A Redis outage can reach the enqueue as redis-py's own ConnectionError rather than
+    kombu's wrapper. The tick must not fail on it: both due executions keep the lease the tick
+    gave them (a later tick dispatches them again), the outage is one warning without a
+    traceback, and after the first failure the tick stops trying the broker for the rest."""
+    save(owner_client, workspace, policy([target], [source], delay_seconds=0))
+    published(source)
+    published(source)
+    refused = RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+    reset_broker_backoff()
+    reset_outage_log()
+    try:
+        with (
+            mock.patch.object(
+                engine.tasks.execution_advance, "delay", side_effect=refused
+            ) as delay,
+            caplog.at_level(logging.WARNING),
+        ):
+            counts = engine.engine_tick()
+    finally:
+        reset_broker_backoff()
+        reset_outage_log()
+    assert counts == {"created": 2, "dispatched": 2}
+    assert delay.call_count == 1
+    leased = RepostExecution.objects.filter(next_check_at__gt=timezone.now())
+    assert leased.count() == 2
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, [r.getMessage() for r in warnings]
+    assert "broker unavailable (enqueue)" in warnings[0].getMessage()
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
 
 
 def test_one_post_is_read_once_per_interval_for_all_its_targets(

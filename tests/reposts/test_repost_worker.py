@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from reposts.models import RepostExecution, RepostStage
-from tests.providers.mastodon import MastodonStandIn
+from tests.providers.mastodon.standin import MastodonStandIn
 from tests.repost_support import (
     Requests,
     live_mastodon_boosts,

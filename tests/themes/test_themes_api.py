@@ -1,7 +1,6 @@
-"""Organization themes over the API (spec §2 Theme, §4 Themes): create from the
-default built-in, the draft and its revision check, publishing immutable revisions, summaries,
-the available-to-workspace page, the organization default, workspace assignment, deletion, and
-who may do what."""
+"""Organization themes over the API: create from the default built-in, the draft and its
+revision check, publishing immutable revisions, summaries, the available-to-workspace page, the
+organization default, workspace assignment, deletion, and who may do what."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Theme assets (spec §2 ThemeAssetRecord, §4, §8; docs/themes.md): typed uploads through
+"""Theme assets (docs/themes.md): typed uploads through
 django-storages, limits, the content endpoint, stable newest-first pagination, deletion of assets
 in use, and the S3 path against a real S3-compatible server on 127.0.0.1 (moto server mode)."""
 

@@ -1,6 +1,6 @@
 """Theme responses against the served contract: every body names its JSON Schema in ``$schema``
-(the component the operation declares) and validates against it; the spec's parameters are
-declared as the spec states them; list endpoints run a fixed number of queries."""
+(the component the operation declares) and validates against it; the path and page parameters
+are declared with their types and bounds; list endpoints run a fixed number of queries."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_every_theme_operation_is_declared(contract: dict[str, Any]) -> None:
     assert declared >= THEME_OPERATIONS
 
 
-def test_spec_parameters_are_declared_as_the_spec_states(contract: dict[str, Any]) -> None:
+def test_path_and_page_parameters_are_declared_with_their_bounds(contract: dict[str, Any]) -> None:
     revision = contract["paths"]["/api/v1/themes/{theme_id}/revisions/{revision}"]["get"]
     params = {p["name"]: p for p in revision["parameters"]}
     assert params["revision"]["in"] == "path"

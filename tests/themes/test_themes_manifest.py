@@ -1,4 +1,4 @@
-"""Theme manifests (spec §2 Manifest, Scheme; docs/themes.md): every rule is checked by the one
+"""Theme manifests (docs/themes.md): every rule is checked by the one
 declarative definition, each failure a 422 at its exact location; the built-ins pass the same
 validation; and the OpenAPI contract is derived from the same definition."""
 

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.upgrades_support import (
     ROOT,
     Api,

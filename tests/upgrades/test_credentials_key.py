@@ -85,7 +85,7 @@ def test_migrate_refuses_to_start_with_the_wrong_key(tmp_path: Path) -> None:
         env,
         "shell",
         "-c",
-        "from publishing import credentials; from publishing.models import ProviderApp; "
+        "from providers import credentials; from publishing.models import ProviderApp; "
         "ProviderApp.objects.create(provider='mastodon', instance_url='https://m.example', "
         "redirect_uri='', credentials_encrypted=credentials.encrypt({'client_id': 'c'}))",
     )

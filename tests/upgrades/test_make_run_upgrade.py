@@ -17,7 +17,7 @@ import pytest
 from django.db import connection
 
 from tests.make_run_support import Run, run_env
-from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.upgrades_support import (
     Api,
     api_token,

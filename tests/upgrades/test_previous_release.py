@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.providers.discord_webhook import DiscordWebhookStandIn
+from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.upgrades_support import (
     ROOT,
     api_token,

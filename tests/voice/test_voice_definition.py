@@ -12,7 +12,15 @@ from rest_framework.test import APIClient
 from config.errors import FieldValidationError
 from tests.problem_asserts import assert_invalid
 from voice import services
-from voice.definition import MAX_DEFINITION_BYTES, encoded_size
+from voice.definition import (
+    MAX_DEFINITION_BYTES,
+    MEMBERS,
+    DefinitionError,
+    clean_definition,
+    empty_definition,
+    encoded_size,
+    stored_definition,
+)
 from voice.models import VoiceProfile
 from workspaces.access import Actor
 
@@ -371,3 +379,57 @@ def test_profile_names(owner_client: APIClient, workspace: Any, name: str, locat
         f"{API}/voice-profiles", {"workspace_id": str(workspace.pk), "name": name}, format="json"
     )
     assert_invalid(response, location)
+
+
+def test_errors_come_in_member_order_with_their_paths() -> None:
+    """Unknown members first, then single strings, string lists and object lists, each in the
+    order of its table; the message joins them."""
+    with pytest.raises(DefinitionError) as excinfo:
+        clean_definition(
+            {
+                "examples": ["not an object", {"text": "ok", "mood": "x"}, {"platform": "x"}],
+                "traits": "not a list",
+                "humor": 7,
+                "zeal": 1,
+                3: "a key that is no string",
+            }
+        )
+    assert excinfo.value.errors == [
+        ("3", "Unknown field."),
+        ("zeal", "Unknown field."),
+        ("humor", "Must be a string."),
+        ("traits", "Must be an array of strings."),
+        ("examples[0]", "Must be an object."),
+        ("examples[1].mood", "Unknown field."),
+        ("examples[2].text", "This field is required."),
+    ]
+    assert str(excinfo.value).startswith("3: Unknown field.; zeal: Unknown field.; humor:")
+    with pytest.raises(DefinitionError) as excinfo:
+        clean_definition("not an object")
+    assert str(excinfo.value) == "definition: Must be an object."
+
+
+def test_blank_items_are_refused_and_objects_are_compared_whole() -> None:
+    with pytest.raises(DefinitionError) as excinfo:
+        clean_definition({"traits": ["", "Calm", "calm "]})
+    assert excinfo.value.errors == [("traits[0]", "Items may not be blank.")]
+    cleaned = clean_definition(
+        {
+            "corrections": [
+                {"original": "A", "preferred": "B"},
+                {"original": "a", "preferred": "b", "lesson": ""},
+                {"original": "a", "preferred": "b", "lesson": "Keep it short"},
+            ]
+        }
+    )
+    assert cleaned["corrections"] == [
+        {"original": "A", "preferred": "B", "lesson": ""},
+        {"original": "a", "preferred": "b", "lesson": "Keep it short"},
+    ]
+    assert set(cleaned) == set(MEMBERS)
+
+
+def test_a_stored_definition_gains_the_members_it_lacks() -> None:
+    stored = stored_definition({"humor": "dry", "retired": "x"})
+    assert stored == {**empty_definition(), "humor": "dry"}
+    assert stored_definition(None) == empty_definition()

@@ -16,7 +16,7 @@ from django.test import Client, RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
-from publishing import credentials
+from providers import credentials
 from publishing.models import (
     Account,
     Destination,
@@ -26,6 +26,7 @@ from publishing.models import (
     PublicationEvent,
     SchedulerHeartbeat,
 )
+from tests.admin_support import assert_addition_logged, record_calls
 from voice.models import VoiceProfile
 from workspaces import services
 from workspaces.access import Actor
@@ -79,6 +80,78 @@ def events(workspace: Workspace, action: str) -> list[AccessAuditEvent]:
 def errors_of(response: Any) -> str:
     assert response.status_code == 200, response.status_code  # the form again, with errors
     return response.content.decode()
+
+
+# --- How the admin writes: one service call, kept only if the page saves ------------------------
+
+
+def test_every_admin_that_writes_through_services_is_a_service_admin() -> None:
+    """One mechanism (config.admin): the identity pages and the readiness ledgers."""
+    from django.contrib import admin
+
+    from config.admin import ServiceAdmin
+
+    assert {
+        model._meta.label_lower
+        for model, model_admin in admin.site._registry.items()
+        if isinstance(model_admin, ServiceAdmin)
+    } == {
+        "workspaces.organization",
+        "workspaces.workspace",
+        "workspaces.workspacemembership",
+        "readiness.approvalreview",
+        "readiness.runtimecontrol",
+        "readiness.certificationrun",
+        "readiness.certificationcheck",
+    }
+
+
+def test_a_save_calls_the_service_once(
+    admin_client: Client,
+    workspace: Workspace,
+    make_user: Callable[..., User],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls = record_calls(monkeypatch, services, "workspace_member_add")
+    newcomer = make_user("newcomer@example.com")
+    response = admin_client.post(
+        url("workspaces_workspacemembership_add"),
+        {"workspace": workspace.pk, "user": newcomer.pk, "role": "viewer"},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert [call["user_id"] for call in calls] == [newcomer.pk]
+
+
+def test_the_admin_goes_on_with_the_row_the_service_saved(
+    admin_client: Client, root: User, user: User
+) -> None:
+    """The success message links to, and the admin log records, the row the service wrote."""
+
+    response = admin_client.post(
+        url("workspaces_organization_add"),
+        {"name": "\uff22eta", "owner": "owner@example.com"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    organization = Organization.objects.get(name="Beta")  # as the service normalized it
+    [message] = [str(m) for m in response.context["messages"]]
+    assert url("workspaces_organization_change", organization.pk) in message
+    assert "Beta" in message
+    assert_addition_logged(root, organization)
+
+
+def test_a_page_that_fails_after_its_form_keeps_no_write(
+    admin_client: Client, workspace: Workspace
+) -> None:
+    """The form is valid and its service call wrote, but the page's inline data is missing: the
+    page shows the error and the write is rolled back."""
+    response = admin_client.post(
+        url("workspaces_workspace_change", workspace.pk),
+        {"name": "Renamed", "timezone": "Asia/Tokyo", "plan": "self_hosted"},
+    )
+    assert "ManagementForm data is missing" in errors_of(response)
+    workspace.refresh_from_db()
+    assert (workspace.name, workspace.timezone) == ("Main", "UTC")
 
 
 # --- Workspace memberships ----------------------------------------------------------------

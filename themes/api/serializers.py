@@ -1,5 +1,5 @@
-"""Theme request and response shapes (spec §2 Theme, ThemeDraft, PublishedRevision,
-ThemeSummary, ThemeAssetRecord, ThemeAssetPage). The manifest's shape is the one declarative
+"""Theme request and response shapes (Theme, ThemeDraft, PublishedRevision, ThemeSummary,
+ThemeAssetRecord, ThemeAssetPage). The manifest's shape is the one declarative
 definition in ``themes.manifest.definition``, for requests and responses alike."""
 
 from __future__ import annotations

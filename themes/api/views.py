@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.http import FileResponse, HttpResponse, HttpResponseBase
@@ -13,6 +14,7 @@ from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
 from rest_framework.views import APIView
 
 from config.api.problems import RequestValidationError
@@ -63,6 +65,25 @@ def _theme_response(
     return respond(request, s.ThemeSerializer, detail, status=status, location=location)
 
 
+def _organization_page(
+    request: Request,
+    selector: Callable[..., Any],
+    serializer: type[BaseSerializer[Any]],
+    **path: str,
+) -> Response:
+    """A keyset page of an organization's rows: ``organization_id``, ``limit`` and ``cursor``
+    from the query (and the IDs of the path) handed to the selector."""
+    query = parse_query(s.OrganizationPageQuerySerializer, request)
+    page = selector(
+        actor=actor_from_request(request),
+        organization_id=query["organization_id"],
+        limit=query["limit"],
+        cursor=query.get("cursor"),
+        **path,
+    )
+    return respond_page(request, serializer, page)
+
+
 class BuiltInThemeListView(APIView):
     @extend_schema(
         operation_id="themes_built_ins",
@@ -87,14 +108,9 @@ class ThemeListView(APIView):
         "owner or admin). Fetch one theme for its draft and published manifests.",
     )
     def get(self, request: Request) -> Response:
-        query = parse_query(s.OrganizationPageQuerySerializer, request)
-        page = selectors.theme_summary_page(
-            actor=actor_from_request(request),
-            organization_id=query["organization_id"],
-            limit=query["limit"],
-            cursor=query.get("cursor"),
+        return _organization_page(
+            request, selectors.theme_summary_page, s.ThemeSummaryPageSerializer
         )
-        return respond_page(request, s.ThemeSummaryPageSerializer, page)
 
     @extend_schema(
         operation_id="themes_create",
@@ -226,15 +242,12 @@ class ThemeRevisionListView(APIView):
         description="Published revisions, newest first, without manifests (fetch one revision for it).",
     )
     def get(self, request: Request, theme_id: str) -> Response:
-        query = parse_query(s.OrganizationPageQuerySerializer, request)
-        page = selectors.theme_revision_page(
-            actor=actor_from_request(request),
+        return _organization_page(
+            request,
+            selectors.theme_revision_page,
+            s.PublishedRevisionPageSerializer,
             theme_id=theme_id,
-            organization_id=query["organization_id"],
-            limit=query["limit"],
-            cursor=query.get("cursor"),
         )
-        return respond_page(request, s.PublishedRevisionPageSerializer, page)
 
 
 class ThemeRevisionDetailView(APIView):
@@ -333,14 +346,7 @@ class ThemeAssetListView(APIView):
         "keyset cursor that stays stable while new assets arrive.",
     )
     def get(self, request: Request) -> Response:
-        query = parse_query(s.OrganizationPageQuerySerializer, request)
-        page = selectors.theme_asset_page(
-            actor=actor_from_request(request),
-            organization_id=query["organization_id"],
-            limit=query["limit"],
-            cursor=query.get("cursor"),
-        )
-        return respond_page(request, s.ThemeAssetPageSerializer, page)
+        return _organization_page(request, selectors.theme_asset_page, s.ThemeAssetPageSerializer)
 
     @extend_schema(
         operation_id="theme_assets_upload",

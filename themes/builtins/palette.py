@@ -5,10 +5,14 @@ validation enforces."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from themes.builtins.recipes import Hue, Recipe
 from themes.manifest import css
 from themes.manifest import vocabulary as v
+
+T = TypeVar("T")
 
 MARGIN = 0.15  # solved inks clear their minimum by this much, so rounding to hex never fails
 
@@ -23,9 +27,6 @@ class Palette:
 
     def tone(self, hue: Hue, lightness: float, chroma_scale: float = 1.0) -> css.Rgba:
         return css.oklch_in_gamut(lightness, hue.chroma * chroma_scale * self.scale, hue.hue)
-
-    def n(self, lightness: float, chroma_scale: float = 1.0) -> css.Rgba:
-        return self.tone(self.recipe.neutral, lightness, chroma_scale)
 
     def solve(
         self,
@@ -69,165 +70,214 @@ def _hex_rgb(text: str) -> tuple[float, float, float]:
 RED, GREEN, AMBER, BLUE = Hue(27, 0.19), Hue(150, 0.14), Hue(75, 0.16), Hue(250, 0.14)
 
 
-def scheme_colors(recipe: Recipe, scheme: str) -> dict[str, str]:
-    p = Palette(recipe, scheme)
-    dark = p.dark
-    text = recipe.text_contrast
-    strong = max(text, v.TEXT_CONTRAST)
+# --- The tables --------------------------------------------------------------------------------
+# A hue is a recipe role ("neutral", "accent", "focal", "workspace") or a fixed hue. A lightness
+# is absolute, or ``Canvas(offset)`` from the recipe's canvas lightness in that scheme; levels
+# are (light scheme, dark scheme). An ink's minimum is "text" (the recipe's text contrast),
+# "strong" (that, at least 4.5:1) or "ui" (3:1).
 
-    def lvl(light: float, dark_value: float) -> float:
-        return dark_value if dark else light
 
-    canvas = p.n(lvl(recipe.light_canvas, recipe.dark_canvas))
-    surface = p.n(lvl(min(1.0, recipe.light_canvas + 0.015), recipe.dark_canvas + 0.03))
-    raised = p.n(lvl(1.0, recipe.dark_canvas + 0.06))
-    sunken = p.n(lvl(recipe.light_canvas - 0.025, max(0.0, recipe.dark_canvas - 0.03)))
-    sidebar = p.n(lvl(recipe.light_canvas - 0.02, max(0.0, recipe.dark_canvas - 0.02)))
-    field_ground = p.n(lvl(1.0, recipe.dark_canvas + 0.045))
-    grounds = [canvas, surface, raised, sunken, field_ground]
-    ink = p.solve(recipe.neutral, lvl(0.22, 0.96), grounds, strong, chroma_scale=1.5)
-    muted = p.solve(recipe.neutral, lvl(0.48, 0.76), grounds, text, chroma_scale=1.5)
-    light_ink = p.solve(recipe.neutral, 0.99, [css.BLACK], 4.5, chroma_scale=0.3)  # near-white
+@dataclass(frozen=True)
+class Canvas:
+    offset: float
 
-    def action(
-        hue: Hue, light: float, dark_value: float
-    ) -> tuple[css.Rgba, css.Rgba, css.Rgba, css.Rgba]:
-        """Rest, hover, active and ink of a filled action."""
-        if dark:
-            rest = p.tone(hue, dark_value)
-            ink_color = p.solve(
-                hue,
-                0.18,
-                [rest, p.tone(hue, dark_value + 0.05), p.tone(hue, dark_value + 0.1)],
-                text,
-                0.6,
-            )
-            return rest, p.tone(hue, dark_value + 0.05), p.tone(hue, dark_value + 0.1), ink_color
-        rest = p.ground_for_white(hue, light, light_ink, text)
+
+Lightness = float | Canvas
+Levels = tuple[Lightness, Lightness]
+
+
+@dataclass(frozen=True)
+class Tone:
+    hue: str | Hue
+    levels: Levels
+    chroma: float | tuple[float, float] = 1.0  # one scale, or (light, dark)
+
+
+@dataclass(frozen=True)
+class Ink:
+    """A text or line color, solved from ``levels`` until it reaches its minimum on every
+    ground (a color key or a tone) it is read on."""
+
+    hue: str | Hue
+    levels: Levels
+    grounds: tuple[str | Tone, ...]
+    minimum: str = "text"
+    chroma: float = 1.0
+
+
+@dataclass(frozen=True)
+class Action:
+    """A filled action: rest, hover, active and its ink (``states``: whether hover and active
+    are color keys of their own)."""
+
+    hue: str | Hue
+    light: float
+    dark: float
+    states: bool = True
+
+
+SURFACES = ("canvas", "surface", "surfaceRaised", "surfaceSunken", "field")
+
+TONES: dict[str, Tone] = {
+    "canvas": Tone("neutral", (Canvas(0.0), Canvas(0.0))),
+    "surface": Tone("neutral", (Canvas(0.015), Canvas(0.03))),
+    "surfaceRaised": Tone("neutral", (1.0, Canvas(0.06))),
+    "surfaceSunken": Tone("neutral", (Canvas(-0.025), Canvas(-0.03))),
+    "sidebar": Tone("neutral", (Canvas(-0.02), Canvas(-0.02))),
+    "field": Tone("neutral", (1.0, Canvas(0.045))),
+    "actionOrdinary": Tone("neutral", (1.0, Canvas(0.06))),
+    "actionOrdinaryHover": Tone("neutral", (0.96, Canvas(0.09))),
+    "actionOrdinaryActive": Tone("neutral", (0.93, Canvas(0.12))),
+    "actionOrdinaryBorder": Tone("neutral", (0.82, Canvas(0.2))),
+    "actionQuietHover": Tone("neutral", (Canvas(-0.04), Canvas(0.06))),
+    "actionQuietActive": Tone("neutral", (Canvas(-0.07), Canvas(0.1))),
+    "border": Tone("neutral", (0.88, Canvas(0.12)), chroma=(1.2, 1.0)),
+    "cardHover": Tone("neutral", (Canvas(-0.01), Canvas(0.05))),
+    "disabled": Tone("neutral", (0.93, Canvas(0.07))),
+    "fieldBorder": Tone("neutral", (0.78, Canvas(0.2))),
+    "fieldDisabled": Tone("neutral", (0.955, Canvas(0.03))),
+    "fieldHover": Tone("neutral", (0.985, Canvas(0.065))),
+    "input": Tone("neutral", (0.8, Canvas(0.22))),
+    "navigationHover": Tone("neutral", (Canvas(-0.035), Canvas(0.05))),
+    "sidebarBorder": Tone("neutral", (0.89, Canvas(0.1))),
+    "selection": Tone("accent", (0.9, 0.38), chroma=0.45),
+    "navigationActive": Tone("accent", (0.93, 0.3), chroma=0.3),
+    "sidebarActive": Tone("accent", (0.91, 0.33), chroma=0.35),
+    "caret": Tone("accent", (0.5, 0.75)),
+    "chart1": Tone("accent", (0.58, 0.72)),
+    "chart2": Tone("focal", (0.62, 0.75)),
+    "chart3": Tone(GREEN, (0.6, 0.74)),
+    "chart4": Tone(AMBER, (0.72, 0.8)),
+    "chart5": Tone(RED, (0.6, 0.72)),
+}
+
+STATUSES: dict[str, Hue] = {"danger": RED, "success": GREEN, "warning": AMBER, "info": BLUE}
+STATUS_GROUND, STATUS_INK = (0.95, 0.3), (0.4, 0.88)
+STATUS_CHROMA = (0.35, 0.5)
+
+# The ordinary action's ink also reads on this shade (about its hover and pressed states).
+ORDINARY_SHADE = Tone("neutral", (0.95, Canvas(0.1)))
+
+INKS: dict[str, Ink] = {
+    "ink": Ink("neutral", (0.22, 0.96), SURFACES, "strong", 1.5),
+    "mutedInk": Ink("neutral", (0.48, 0.76), SURFACES, "text", 1.5),
+    "actionOrdinaryInk": Ink(
+        "neutral", (0.25, 0.94), ("actionOrdinary", ORDINARY_SHADE), "strong", 1.5
+    ),
+    "actionQuietInk": Ink("accent", (0.45, 0.8), ("canvas", "actionQuietHover")),
+    "link": Ink("accent", (0.45, 0.8), ("canvas", "surface")),
+    "actionLinkHover": Ink("accent", (0.38, 0.86), ("canvas", "surface")),
+    "focus": Ink("accent", (0.55, 0.72), ("canvas", "surface", "field", "sidebar"), "ui"),
+    "disabledInk": Ink("neutral", (0.6, 0.6), ("disabled",), "ui"),
+    "fieldDisabledInk": Ink("neutral", (0.62, 0.58), ("fieldDisabled",), "ui"),
+    "fieldInk": Ink("neutral", (0.2, 0.95), ("field",), "strong", 1.5),
+    "navigationActiveInk": Ink("accent", (0.35, 0.9), ("navigationActive",)),
+    "selectionInk": Ink("accent", (0.2, 0.97), ("selection",), "text", 0.4),
+    "sidebarActiveInk": Ink("accent", (0.32, 0.92), ("sidebarActive",)),
+    "sidebarInk": Ink("neutral", (0.3, 0.9), ("sidebar",), "text", 1.5),
+}
+
+ACTIONS: dict[str, Action] = {
+    "actionPrimary": Action("accent", 0.52, 0.72),
+    "actionFocal": Action("focal", 0.55, 0.75),
+    "actionDestructive": Action(RED, 0.55, 0.7),
+    "brand": Action("accent", 0.45, 0.68, states=False),
+    "workspace": Action("workspace", 0.5, 0.7, states=False),
+}
+ACTION_INK_ON_DARK = 0.18  # dark scheme: a dark ink on a light action
+
+# Chrome is dark in the dark scheme, and in the light one when the recipe asks for it.
+DARK_CHROME = Tone("neutral", (0.24, Canvas(-0.04)), chroma=1.5)
+LIGHT_CHROME = Tone("neutral", (Canvas(-0.01), Canvas(0.0)))
+
+SAME_AS = {
+    "actionLink": "link",
+    "fieldFocus": "focus",
+    "overlay": "surfaceRaised",
+    "browserSurface": "surface",
+}
+SCRIM = ("rgb(0 0 0 / 0.45)", "rgb(0 0 0 / 0.6)")
+
+
+# --- Solving a scheme ----------------------------------------------------------------------
+
+
+class SchemePalette(Palette):
+    """The tables above, read for one recipe and scheme."""
+
+    def __init__(self, recipe: Recipe, scheme: str) -> None:
+        super().__init__(recipe, scheme)
+        text = recipe.text_contrast
+        self.minimums = {"text": text, "strong": max(text, v.TEXT_CONTRAST), "ui": v.UI_CONTRAST}
+        self.colors: dict[str, css.Rgba] = {}
+
+    def pick(self, pair: tuple[T, T]) -> T:
+        return pair[1] if self.dark else pair[0]
+
+    def hue(self, hue: str | Hue) -> Hue:
+        role: Hue = getattr(self.recipe, hue) if isinstance(hue, str) else hue
+        return role
+
+    def lightness(self, levels: Levels) -> float:
+        level = self.pick(levels)
+        if not isinstance(level, Canvas):
+            return level
+        canvas = self.recipe.dark_canvas if self.dark else self.recipe.light_canvas
+        return min(1.0, max(0.0, canvas + level.offset))
+
+    def of(self, tone: Tone) -> css.Rgba:
+        chroma = self.pick(tone.chroma) if isinstance(tone.chroma, tuple) else tone.chroma
+        return self.tone(self.hue(tone.hue), self.lightness(tone.levels), chroma)
+
+    def ink(self, ink: Ink) -> css.Rgba:
+        grounds = [self.colors[g] if isinstance(g, str) else self.of(g) for g in ink.grounds]
+        return self.solve(
+            self.hue(ink.hue),
+            self.lightness(ink.levels),
+            grounds,
+            self.minimums[ink.minimum],
+            ink.chroma,
+        )
+
+    def action(self, action: Action, light_ink: css.Rgba) -> list[css.Rgba]:
+        """Rest, hover, active and ink: in the dark scheme a light action under a dark ink
+        solved on all three states; in the light one the lightest tone a near-white ink reads
+        on, darkening for hover and active."""
+        hue, text = self.hue(action.hue), self.minimums["text"]
+        if self.dark:
+            states = [self.tone(hue, action.dark + step) for step in (0.0, 0.05, 0.1)]
+            return [*states, self.solve(hue, ACTION_INK_ON_DARK, states, text, 0.6)]
+        rest = self.ground_for_white(hue, action.light, light_ink, text)
         rest_l = css.rgba_to_oklch(rest)[0]
-        return rest, p.tone(hue, rest_l - 0.05), p.tone(hue, rest_l - 0.1), light_ink
+        return [rest, self.tone(hue, rest_l - 0.05), self.tone(hue, rest_l - 0.1), light_ink]
 
-    primary = action(recipe.accent, 0.52, 0.72)
-    focal = action(recipe.focal, 0.55, 0.75)
-    destructive = action(RED, 0.55, 0.7)
-    brand = action(recipe.accent, 0.45, 0.68)
-    workspace = action(recipe.workspace, 0.5, 0.7)
+    def chrome(self) -> tuple[css.Rgba, css.Rgba]:
+        chrome = self.of(DARK_CHROME if self.recipe.chrome_dark or self.dark else LIGHT_CHROME)
+        start = 0.96 if css.rgba_to_oklch(chrome)[0] < 0.6 else 0.2
+        strong = self.minimums["strong"]
+        return chrome, self.solve(self.recipe.neutral, start, [chrome], strong, 0.5)
 
-    ordinary = p.n(lvl(1.0, recipe.dark_canvas + 0.06))
-    ordinary_ink = p.solve(
-        recipe.neutral,
-        lvl(0.25, 0.94),
-        [ordinary, p.n(lvl(0.95, recipe.dark_canvas + 0.1))],
-        strong,
-        1.5,
-    )
-    quiet_hover = p.n(lvl(recipe.light_canvas - 0.04, recipe.dark_canvas + 0.06))
-    quiet_ink = p.solve(recipe.accent, lvl(0.45, 0.8), [canvas, quiet_hover], text)
-    link = p.solve(recipe.accent, lvl(0.45, 0.8), [canvas, surface], text)
-    link_hover = p.solve(recipe.accent, lvl(0.38, 0.86), [canvas, surface], text)
-    focus = p.solve(
-        recipe.accent, lvl(0.55, 0.72), [canvas, surface, field_ground, sidebar], v.UI_CONTRAST
-    )
 
-    def status(hue: Hue) -> tuple[css.Rgba, css.Rgba]:
-        ground = p.tone(hue, lvl(0.95, 0.3), 0.35 if not dark else 0.5)
-        return ground, p.solve(hue, lvl(0.4, 0.88), [ground], text)
-
-    danger, success, warning, info = status(RED), status(GREEN), status(AMBER), status(BLUE)
-    selection = p.tone(recipe.accent, lvl(0.9, 0.38), 0.45)
-    navigation_active = p.tone(recipe.accent, lvl(0.93, 0.3), 0.3)
-    sidebar_active = p.tone(recipe.accent, lvl(0.91, 0.33), 0.35)
-    disabled = p.n(lvl(0.93, recipe.dark_canvas + 0.07))
-    field_disabled = p.n(lvl(0.955, recipe.dark_canvas + 0.03))
-    if recipe.chrome_dark or dark:
-        chrome = p.n(lvl(0.24, max(0.0, recipe.dark_canvas - 0.04)), 1.5)
-    else:
-        chrome = p.n(lvl(recipe.light_canvas - 0.01, recipe.dark_canvas))
-    chrome_ink = p.solve(
-        recipe.neutral, 0.96 if css.rgba_to_oklch(chrome)[0] < 0.6 else 0.2, [chrome], strong, 0.5
-    )
-
-    colors: dict[str, css.Rgba | str] = {
-        "actionDestructive": destructive[0],
-        "actionDestructiveHover": destructive[1],
-        "actionDestructiveActive": destructive[2],
-        "actionDestructiveInk": destructive[3],
-        "actionFocal": focal[0],
-        "actionFocalHover": focal[1],
-        "actionFocalActive": focal[2],
-        "actionFocalInk": focal[3],
-        "actionLink": link,
-        "actionLinkHover": link_hover,
-        "actionOrdinary": ordinary,
-        "actionOrdinaryHover": p.n(lvl(0.96, recipe.dark_canvas + 0.09)),
-        "actionOrdinaryActive": p.n(lvl(0.93, recipe.dark_canvas + 0.12)),
-        "actionOrdinaryBorder": p.n(lvl(0.82, recipe.dark_canvas + 0.2)),
-        "actionOrdinaryInk": ordinary_ink,
-        "actionPrimary": primary[0],
-        "actionPrimaryHover": primary[1],
-        "actionPrimaryActive": primary[2],
-        "actionPrimaryInk": primary[3],
-        "actionQuiet": "transparent",
-        "actionQuietHover": quiet_hover,
-        "actionQuietActive": p.n(lvl(recipe.light_canvas - 0.07, recipe.dark_canvas + 0.1)),
-        "actionQuietInk": quiet_ink,
-        "border": p.n(lvl(0.88, recipe.dark_canvas + 0.12), 1.2 if not dark else 1.0),
-        "brand": brand[0],
-        "brandInk": brand[3],
-        "browserChrome": chrome if recipe.chrome_dark else canvas,
-        "browserSurface": surface,
-        "canvas": canvas,
-        "cardHover": p.n(lvl(recipe.light_canvas - 0.01, recipe.dark_canvas + 0.05)),
-        "caret": p.tone(recipe.accent, lvl(0.5, 0.75)),
-        "chart1": p.tone(recipe.accent, lvl(0.58, 0.72)),
-        "chart2": p.tone(recipe.focal, lvl(0.62, 0.75)),
-        "chart3": p.tone(GREEN, lvl(0.6, 0.74)),
-        "chart4": p.tone(AMBER, lvl(0.72, 0.8)),
-        "chart5": p.tone(RED, lvl(0.6, 0.72)),
-        "chrome": chrome,
-        "chromeInk": chrome_ink,
-        "danger": danger[0],
-        "dangerInk": danger[1],
-        "disabled": disabled,
-        "disabledInk": p.solve(recipe.neutral, lvl(0.6, 0.6), [disabled], v.UI_CONTRAST),
-        "field": field_ground,
-        "fieldBorder": p.n(lvl(0.78, recipe.dark_canvas + 0.2)),
-        "fieldDisabled": field_disabled,
-        "fieldDisabledInk": p.solve(
-            recipe.neutral, lvl(0.62, 0.58), [field_disabled], v.UI_CONTRAST
-        ),
-        "fieldFocus": focus,
-        "fieldHover": p.n(lvl(0.985, recipe.dark_canvas + 0.065)),
-        "fieldInk": p.solve(recipe.neutral, lvl(0.2, 0.95), [field_ground], strong, 1.5),
-        "focus": focus,
-        "info": info[0],
-        "infoInk": info[1],
-        "ink": ink,
-        "input": p.n(lvl(0.8, recipe.dark_canvas + 0.22)),
-        "link": link,
-        "mutedInk": muted,
-        "navigationActive": navigation_active,
-        "navigationActiveInk": p.solve(recipe.accent, lvl(0.35, 0.9), [navigation_active], text),
-        "navigationHover": p.n(lvl(recipe.light_canvas - 0.035, recipe.dark_canvas + 0.05)),
-        "overlay": raised,
-        "scrim": "rgb(0 0 0 / 0.45)" if not dark else "rgb(0 0 0 / 0.6)",
-        "selection": selection,
-        "selectionInk": p.solve(recipe.accent, lvl(0.2, 0.97), [selection], text, 0.4),
-        "sidebar": sidebar,
-        "sidebarActive": sidebar_active,
-        "sidebarActiveInk": p.solve(recipe.accent, lvl(0.32, 0.92), [sidebar_active], text),
-        "sidebarBorder": p.n(lvl(0.89, recipe.dark_canvas + 0.1)),
-        "sidebarInk": p.solve(recipe.neutral, lvl(0.3, 0.9), [sidebar], text, 1.5),
-        "success": success[0],
-        "successInk": success[1],
-        "surface": surface,
-        "surfaceRaised": raised,
-        "surfaceSunken": sunken,
-        "warning": warning[0],
-        "warningInk": warning[1],
-        "workspace": workspace[0],
-        "workspaceInk": workspace[3],
-    }
-    out = {key: value if isinstance(value, str) else value.hex() for key, value in colors.items()}
-    assert set(out) == set(v.COLOR_KEYS)  # noqa: S101 - a recipe table must be complete
+def scheme_colors(recipe: Recipe, scheme: str) -> dict[str, str]:
+    """Every color key of one scheme, as hex (in the vocabulary's order)."""
+    p = SchemePalette(recipe, scheme)
+    colors = p.colors
+    colors.update({key: p.of(tone) for key, tone in TONES.items()})
+    for key, hue in STATUSES.items():
+        colors[key] = p.tone(hue, p.pick(STATUS_GROUND), p.pick(STATUS_CHROMA))
+        colors[f"{key}Ink"] = p.solve(hue, p.pick(STATUS_INK), [colors[key]], p.minimums["text"])
+    colors.update({key: p.ink(ink) for key, ink in INKS.items()})
+    light_ink = p.solve(recipe.neutral, 0.99, [css.BLACK], 4.5, chroma_scale=0.3)  # near-white
+    for key, action in ACTIONS.items():
+        rest, hover, active, ink = p.action(action, light_ink)
+        colors.update({key: rest, f"{key}Ink": ink})
+        if action.states:
+            colors.update({f"{key}Hover": hover, f"{key}Active": active})
+    colors["chrome"], colors["chromeInk"] = p.chrome()
+    colors["browserChrome"] = colors["chrome"] if recipe.chrome_dark else colors["canvas"]
+    colors.update({key: colors[same] for key, same in SAME_AS.items()})
+    out = {key: color.hex() for key, color in colors.items()}
+    out["actionQuiet"] = "transparent"
+    out["scrim"] = p.pick(SCRIM)
+    assert set(out) == set(v.COLOR_KEYS)  # noqa: S101 - the tables must be complete
     return {key: out[key] for key in v.COLOR_KEYS}

@@ -26,7 +26,7 @@ class Recipe:
     accent: Hue
     focal: Hue
     workspace: Hue
-    type_families: dict[str, tuple[str, tuple[str, ...]]]
+    type_families: dict[str, tuple[str, tuple[str, ...]]]  # type role -> (family, fallbacks)
     components: dict[str, str]
     canvas_treatment: str = "plain"
     density: str = "comfortable"
@@ -56,6 +56,15 @@ SYSTEM = (
 )
 SERIF = ("Georgia", ("Georgia", "ui-serif", "Times New Roman", "serif"))
 MONO = ("ui-monospace", ("ui-monospace", "Menlo", "Monaco", "Consolas", "monospace"))
+
+
+Family = tuple[str, tuple[str, ...]]
+
+
+def _type_families(main: Family, **roles: Family) -> dict[str, Family]:
+    """Every type role set in ``main`` (code in ``MONO``) unless ``roles`` names another."""
+    return dict.fromkeys(v.TYPOGRAPHY_ROLES, main) | {"code": MONO} | roles
+
 
 _BASE_COMPONENTS = {
     "badge": "tonal",
@@ -99,14 +108,7 @@ RECIPES: tuple[Recipe, ...] = (
         accent=Hue(259, 0.17),
         focal=Hue(285, 0.16),
         workspace=Hue(200, 0.12),
-        type_families={
-            "body": SANS,
-            "code": MONO,
-            "display": SANS,
-            "label": SANS,
-            "metadata": SANS,
-            "title": SANS,
-        },
+        type_families=_type_families(SANS),
         components=_components(),
     ),
     Recipe(
@@ -118,21 +120,13 @@ RECIPES: tuple[Recipe, ...] = (
         accent=Hue(38, 0.13),
         focal=Hue(150, 0.08),
         workspace=Hue(60, 0.1),
-        type_families={
-            "body": SERIF,
-            "code": MONO,
-            "display": SERIF,
-            "label": SANS,
-            "metadata": SANS,
-            "title": SERIF,
-        },
+        type_families=_type_families(SERIF, label=SANS, metadata=SANS),
         components=_components(
             card="paper",
             container="tinted",
             decoration="editorial",
             button="tonal",
             navigation="quiet",
-            tabs="underline",
             table="plain",
             list="spaced",
             emptyState="illustrated",
@@ -159,17 +153,9 @@ RECIPES: tuple[Recipe, ...] = (
         accent=Hue(264, 0.2),
         focal=Hue(300, 0.2),
         workspace=Hue(240, 0.15),
-        type_families={
-            "body": SYSTEM,
-            "code": MONO,
-            "display": SYSTEM,
-            "label": SYSTEM,
-            "metadata": SYSTEM,
-            "title": SYSTEM,
-        },
+        type_families=_type_families(SYSTEM),
         components=_components(
             button="outlined",
-            card="outlined",
             container="outlined",
             dialog="outlined",
             popover="outlined",
@@ -179,10 +165,6 @@ RECIPES: tuple[Recipe, ...] = (
             pagination="outlined",
             badge="outlined",
             chip="outlined",
-            input="outlined",
-            select="outlined",
-            tabs="underline",
-            table="ruled",
         ),
         radius=2,
         border_width="2px",
@@ -205,18 +187,9 @@ RECIPES: tuple[Recipe, ...] = (
         accent=Hue(292, 0.16),
         focal=Hue(205, 0.12),
         workspace=Hue(330, 0.12),
-        type_families={
-            "body": SANS,
-            "code": MONO,
-            "display": SANS,
-            "label": SANS,
-            "metadata": SANS,
-            "title": SANS,
-        },
+        type_families=_type_families(SANS),
         components=_components(
             card="lifted",
-            button="solid",
-            navigation="tonal",
             tabs="pill",
             chip="solid",
             pagination="pill",
@@ -243,24 +216,14 @@ RECIPES: tuple[Recipe, ...] = (
         accent=Hue(150, 0.13),
         focal=Hue(75, 0.15),
         workspace=Hue(110, 0.12),
-        type_families={
-            "body": SANS,
-            "code": MONO,
-            "display": SERIF,
-            "label": SANS,
-            "metadata": SANS,
-            "title": SERIF,
-        },
+        type_families=_type_families(SANS, display=SERIF, title=SERIF),
         components=_components(
             button="tonal",
-            badge="tonal",
-            chip="tonal",
             switch="tonal",
             card="flat",
             container="tinted",
             decoration="botanical",
             emptyState="illustrated",
-            navigation="tonal",
             tabs="pill",
             pagination="pill",
             list="spaced",
@@ -287,17 +250,9 @@ RECIPES: tuple[Recipe, ...] = (
         accent=Hue(220, 0.12),
         focal=Hue(50, 0.16),
         workspace=Hue(180, 0.1),
-        type_families={
-            "body": SANS,
-            "code": MONO,
-            "display": SANS,
-            "label": SANS,
-            "metadata": MONO,
-            "title": SANS,
-        },
+        type_families=_type_families(SANS, metadata=MONO),
         components=_components(
             button="precise",
-            card="outlined",
             container="outlined",
             editorChrome="precision",
             decoration="precision",
@@ -305,8 +260,6 @@ RECIPES: tuple[Recipe, ...] = (
             table="striped",
             navigation="outlined",
             pagination="outlined",
-            input="outlined",
-            select="outlined",
             list="plain",
             loadingState="skeleton",
             toolbar="outlined",
@@ -334,16 +287,8 @@ RECIPES: tuple[Recipe, ...] = (
         accent=Hue(340, 0.19),
         focal=Hue(55, 0.17),
         workspace=Hue(280, 0.15),
-        type_families={
-            "body": SANS,
-            "code": MONO,
-            "display": SANS,
-            "label": SANS,
-            "metadata": SANS,
-            "title": SANS,
-        },
+        type_families=_type_families(SANS),
         components=_components(
-            button="solid",
             chip="solid",
             badge="solid",
             card="lifted",
@@ -351,7 +296,6 @@ RECIPES: tuple[Recipe, ...] = (
             tabs="pill",
             pagination="pill",
             emptyState="illustrated",
-            navigation="tonal",
             loadingState="pulse",
             toolbar="floating",
             input="filled",

@@ -1,5 +1,5 @@
-"""The vocabulary of theme manifests: every key, allowed value and bound of spec §2 (Manifest,
-Scheme) with the rules of ``docs/themes.md``. Plain data, no Django: ``definition.py`` builds the
+"""The vocabulary of theme manifests: every key, allowed value and bound of a manifest
+and its schemes, with the rules of ``docs/themes.md``. Plain data, no Django: ``definition.py`` builds the
 validating serializers (and with them the OpenAPI schema) from these tables, the built-in themes
 are written against them, and the settings name the enumerations after them.
 """

@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 from django.utils import timezone
 
-from config.errors import FieldValidationError, NotFoundError
+from config.errors import FieldValidationError, NotFoundError, field_error
 from config.types import ModelId
 from themes.errors import ThemeAssetInUseError
 from themes.models import ThemeAsset
@@ -41,6 +41,7 @@ PILLOW_FORMATS = {
     "AVIF": "image/avif",
 }
 _AVIF_BRANDS = (b"avif", b"avis")
+IMAGE_EXPECTED = "a PNG, JPEG, WebP or AVIF image"
 
 
 def sniff_media_type(head: bytes) -> str | None:
@@ -69,10 +70,9 @@ def sniff_media_type(head: bytes) -> str | None:
 
 
 def _invalid(location: str, message: str, value: Any = None) -> FieldValidationError:
-    error: dict[str, Any] = {"location": f"body.{location}", "message": message}
-    if value is not None:
-        error["value"] = value
-    return FieldValidationError([error])
+    if value is None:  # no value to show (a None value is never echoed here)
+        return FieldValidationError.at(f"body.{location}", message)
+    return FieldValidationError.at(f"body.{location}", message, value=value)
 
 
 @dataclass(frozen=True)
@@ -172,66 +172,20 @@ def theme_asset_upload(
     font_weight: int | None = None,
     license_acknowledged: bool = False,
 ) -> ThemeAsset:
+    """Store an asset once every check passed, cheapest first: the name, the font metadata and
+    license, the size, the type read from the bytes, then the font or image itself."""
     organization, _ = require_organization(actor, organization_id)
-    name = name.strip()
-    if not 1 <= len(name) <= 120:
-        raise _invalid("name", "1 to 120 characters.")
+    name = _checked_name(name)
     is_font = kind == ThemeAsset.Kind.FONT
-    if not is_font:
-        for field, value in (
-            ("font_family", font_family),
-            ("font_style", font_style),
-            ("font_weight", font_weight),
-        ):
-            if value not in (None, ""):
-                raise _invalid(field, "Only font assets take font metadata.")
+    font = {"font_family": font_family, "font_style": font_style, "font_weight": font_weight}
+    if is_font:
+        _check_font_fields(font, license_acknowledged=license_acknowledged)
     else:
-        missing = [
-            field
-            for field, value in (
-                ("font_family", font_family),
-                ("font_style", font_style),
-                ("font_weight", font_weight),
-            )
-            if value in (None, "")
-        ]
-        if missing:
-            raise FieldValidationError(
-                [
-                    {"location": f"body.{field}", "message": "Required for a font."}
-                    for field in missing
-                ]
-            )
-        if not license_acknowledged:
-            raise _invalid(
-                "license_acknowledged",
-                "Acknowledge that the organization holds a license to use this font on the web (true).",
-            )
-    limit = (
-        settings.HERALD_THEME_FONT_MAX_BYTES if is_font else settings.HERALD_THEME_IMAGE_MAX_BYTES
-    )
-    size = upload.size or 0
-    if size <= 0:
-        raise _invalid("file", "The file is empty.")
-    if size > limit:
-        raise _invalid(
-            "file", f"The file is {size} bytes; a {kind} may have at most {limit} bytes."
-        )
+        _check_no_font_fields(font)
+    size = _checked_size(upload, kind, is_font=is_font)
     upload.seek(0)
     data = upload.read()
-    media_type = sniff_media_type(data[:64])
-    expected = "a WOFF2 font" if is_font else "a PNG, JPEG, WebP or AVIF image"
-    if media_type is None:
-        raise _invalid("file", f"Unrecognized file type: expected {expected}.")
-    if is_font and media_type != FONT_MEDIA_TYPE:
-        raise _invalid(
-            "file", f"The file is {media_type}, declared as a font: expected {expected}."
-        )
-    if not is_font and media_type not in IMAGE_TYPES:
-        raise _invalid(
-            "file", f"The file is {media_type}, declared as an image: expected {expected}."
-        )
-
+    media_type = _checked_media_type(data, is_font=is_font)
     asset = ThemeAsset(
         organization=organization,
         name=name,
@@ -244,17 +198,7 @@ def theme_asset_upload(
         created_by=str(actor.user.pk),
     )
     if is_font:
-        metadata = read_font(data)
-        if metadata.italic != (font_style == "italic"):
-            raise _invalid(
-                "font_style",
-                f"The font file is {'italic' if metadata.italic else 'normal'}.",
-                font_style,
-            )
-        if metadata.weight != font_weight:
-            raise _invalid(
-                "font_weight", f"The font file has weight {metadata.weight}.", font_weight
-            )
+        _check_font_file(data, style=font_style, weight=font_weight)
         asset.font_family, asset.font_style, asset.font_weight = (
             str(font_family),
             str(font_style),
@@ -263,16 +207,89 @@ def theme_asset_upload(
     else:
         image = read_image(data, media_type)
         asset.width, asset.height = image.width, image.height
+    _store(asset, upload, ".woff2" if is_font else IMAGE_TYPES[media_type])
+    return asset
 
-    extension = ".woff2" if is_font else IMAGE_TYPES[media_type]
+
+def _checked_name(name: str) -> str:
+    name = name.strip()
+    if not 1 <= len(name) <= 120:
+        raise _invalid("name", "1 to 120 characters.")
+    return name
+
+
+def _check_no_font_fields(font: dict[str, Any]) -> None:
+    for field, value in font.items():
+        if value not in (None, ""):
+            raise _invalid(field, "Only font assets take font metadata.")
+
+
+def _check_font_fields(font: dict[str, Any], *, license_acknowledged: bool) -> None:
+    """A font declares its family, style and weight (every missing one is listed), and the
+    organization acknowledges its web license."""
+    missing = [field for field, value in font.items() if value in (None, "")]
+    if missing:
+        raise FieldValidationError(
+            [field_error(f"body.{field}", "Required for a font.") for field in missing]
+        )
+    if not license_acknowledged:
+        raise _invalid(
+            "license_acknowledged",
+            "Acknowledge that the organization holds a license to use this font on the web (true).",
+        )
+
+
+def _checked_size(upload: UploadedFile[bytes], kind: str, *, is_font: bool) -> int:
+    limit = (
+        settings.HERALD_THEME_FONT_MAX_BYTES if is_font else settings.HERALD_THEME_IMAGE_MAX_BYTES
+    )
+    size = upload.size or 0
+    if size <= 0:
+        raise _invalid("file", "The file is empty.")
+    if size > limit:
+        raise _invalid(
+            "file", f"The file is {size} bytes; a {kind} may have at most {limit} bytes."
+        )
+    return size
+
+
+def _checked_media_type(data: bytes, *, is_font: bool) -> str:
+    """The type the bytes say, which must be one the declared kind takes."""
+    media_type = sniff_media_type(data[:64])
+    if is_font:
+        declared, accepted, expected = "a font", {FONT_MEDIA_TYPE}, "a WOFF2 font"
+    else:
+        declared, accepted, expected = "an image", set(IMAGE_TYPES), IMAGE_EXPECTED
+    if media_type is None:
+        raise _invalid("file", f"Unrecognized file type: expected {expected}.")
+    if media_type not in accepted:
+        raise _invalid(
+            "file", f"The file is {media_type}, declared as {declared}: expected {expected}."
+        )
+    return media_type
+
+
+def _check_font_file(data: bytes, *, style: str | None, weight: int | None) -> None:
+    """The font file is the style and weight it is declared as."""
+    metadata = read_font(data)
+    if metadata.italic != (style == "italic"):
+        raise _invalid(
+            "font_style", f"The font file is {'italic' if metadata.italic else 'normal'}.", style
+        )
+    if metadata.weight != weight:
+        raise _invalid("font_weight", f"The font file has weight {metadata.weight}.", weight)
+
+
+def _store(asset: ThemeAsset, upload: UploadedFile[bytes], extension: str) -> None:
+    """The file, then the row; the file is deleted again when the row cannot be written, so
+    nothing is orphaned in the store."""
     upload.seek(0)
     asset.file.save(f"{asset.pk}{extension}", upload, save=False)
     try:
         asset.save(force_insert=True)
     except Exception:
-        asset.file.delete(save=False)  # nothing orphaned in the store
+        asset.file.delete(save=False)
         raise
-    return asset
 
 
 def theme_asset_delete(*, actor: Actor, asset_id: ModelId, organization_id: ModelId) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from config.errors import FieldValidationError, NotFoundError, RevisionConflictError
+from config.errors import FieldValidationError, NotFoundError, RevisionConflictError, field_error
 from config.types import ModelId
 from themes.builtins import BUILT_INS_BY_ID
 from themes.errors import ThemeInUseError, ThemeNameTakenError
@@ -51,9 +51,7 @@ def _locked_theme(*, theme_id: ModelId, organization_id: ModelId) -> Theme:
 def _check_name(name: str, location: str = "body.name") -> str:
     cleaned = name.strip()
     if not 1 <= len(cleaned) <= 80:
-        raise FieldValidationError(
-            [{"location": location, "message": "1 to 80 characters.", "value": name[:100]}]
-        )
+        raise FieldValidationError.at(location, "1 to 80 characters.", value=name[:100])
     return cleaned
 
 
@@ -83,27 +81,25 @@ def _manifest_asset_ids(
         expected_kind = ThemeAsset.Kind.FONT if collection == "fonts" else ThemeAsset.Kind.IMAGE
         if asset is None:
             errors.append(
-                {
-                    "location": f"{where}.sourceUrl",
-                    "value": item["sourceUrl"],
-                    "message": "No theme asset of this organization has this ID.",
-                }
+                field_error(
+                    f"{where}.sourceUrl",
+                    "No theme asset of this organization has this ID.",
+                    value=item["sourceUrl"],
+                )
             )
         elif asset.kind != expected_kind:
             errors.append(
-                {
-                    "location": f"{where}.sourceUrl",
-                    "value": item["sourceUrl"],
-                    "message": f"The asset is a {asset.kind}, not a {expected_kind}.",
-                }
+                field_error(
+                    f"{where}.sourceUrl",
+                    f"The asset is a {asset.kind}, not a {expected_kind}.",
+                    value=item["sourceUrl"],
+                )
             )
         elif collection == "assets" and asset.media_type != item["mimeType"]:
             errors.append(
-                {
-                    "location": f"{where}.mimeType",
-                    "value": item["mimeType"],
-                    "message": f"The asset is {asset.media_type}.",
-                }
+                field_error(
+                    f"{where}.mimeType", f"The asset is {asset.media_type}.", value=item["mimeType"]
+                )
             )
     if errors:
         raise FieldValidationError(errors)

@@ -47,15 +47,16 @@ from workspaces.services.plans import (
     usage_period,
 )
 from workspaces.services.workspaces import (
+    WORKSPACE_CREATED,
     organization_create,
     organization_update,
-    register_workspace_created,
     workspace_create,
     workspace_update,
 )
 
 __all__ = [
     "PLAN_METRICS",
+    "WORKSPACE_CREATED",
     "account_from_verification_token",
     "account_prove_mailbox",
     "account_rename",
@@ -76,7 +77,6 @@ __all__ = [
     "organization_update",
     "plan_check_current",
     "plan_limit",
-    "register_workspace_created",
     "require_instance_admin",
     "usage_consume",
     "usage_period",

@@ -33,13 +33,9 @@ def api_token_create(
     if expires_at is not None:
         now = timezone.now()
         if expires_at <= now:
-            raise FieldValidationError(
-                [{"location": "body.expires_at", "message": "Must be in the future."}]
-            )
+            raise FieldValidationError.at("body.expires_at", "Must be in the future.")
         if expires_at > now + timedelta(days=settings.HERALD_TOKEN_MAX_DAYS):
-            raise FieldValidationError(
-                [{"location": "body.expires_at", "message": "At most 365 days ahead."}]
-            )
+            raise FieldValidationError.at("body.expires_at", "At most 365 days ahead.")
     for _ in range(5):
         token_id, full_token, secret_hash = new_token()
         if not ApiToken.objects.filter(pk=token_id).exists():

@@ -53,7 +53,7 @@ def workspace_deletion_blockers(workspace: Workspace) -> list[lifecycle.Blocker]
         blockers.append(
             lifecycle.Blocker("active_billing", "Cancel the workspace's active subscription first.")
         )
-    for check in lifecycle.blocker_checks():
+    for check in lifecycle.BLOCKER_CHECKS.all():
         blockers.extend(check(workspace))
     return blockers
 
@@ -65,7 +65,7 @@ def workspace_deletion_preview(*, actor: Actor, workspace_id: ModelId) -> dict[s
         "invitations": Invitation.objects.filter(workspace=workspace).count(),
         "api_tokens": ApiToken.objects.filter(workspace=workspace).count(),
     }
-    for summary in lifecycle.data_summaries():
+    for summary in lifecycle.DATA_SUMMARIES.all():
         data_loss.update(summary(workspace))
     retained = {
         "access_audit_events": AccessAuditEvent.objects.filter(workspace_id=workspace.pk).count(),
@@ -110,14 +110,8 @@ def workspace_delete(
     if not recent and not password_confirmed:
         raise RecentAuthenticationRequiredError()
     if confirm_name != workspace.name:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.confirm_name",
-                    "message": "Must equal the workspace's exact name.",
-                    "value": confirm_name,
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.confirm_name", "Must equal the workspace's exact name.", value=confirm_name
         )
     blockers = workspace_deletion_blockers(workspace)
     if blockers:

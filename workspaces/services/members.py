@@ -71,9 +71,7 @@ def workspace_member_add(
     if user is None:
         raise NotFoundError(f"No user with ID {pk}.")
     if role not in Role.values:
-        raise FieldValidationError(
-            [{"location": "body.role", "message": "Unknown role.", "value": role}]
-        )
+        raise FieldValidationError.at("body.role", "Unknown role.", value=role)
     if WorkspaceMembership.objects.filter(workspace=workspace, user=user).exists():
         raise ConflictError(
             "This person is already a member of the workspace.", code="already_member"

@@ -3,12 +3,13 @@ change."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
 
 from config.errors import ConflictError, FieldValidationError, NotFoundError
 from config.names import name_or_invalid
+from config.registry import Many
 from config.types import ModelId
 from workspaces.access import (
     ORG_ADMIN_ROLES,
@@ -28,6 +29,10 @@ from workspaces.models import (
 )
 from workspaces.services.audit import audit_record, require_instance_admin
 
+# Apps that seed per-workspace data (the voice app's "Default voice") register here; each hook
+# runs inside workspace_create's transaction, after the first admin's membership is written.
+WORKSPACE_CREATED: Many[Callable[[Workspace], object]] = Many("workspaces.created")
+
 Role = WorkspaceMembership.Role
 Status = WorkspaceMembership.Status
 
@@ -44,14 +49,8 @@ def _check_timezone(timezone_name: str) -> str:
     try:
         zoneinfo.ZoneInfo(timezone_name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, TypeError) as exc:
-        raise FieldValidationError(
-            [
-                {
-                    "location": "body.timezone",
-                    "message": "Unknown IANA time zone.",
-                    "value": timezone_name,
-                }
-            ]
+        raise FieldValidationError.at(
+            "body.timezone", "Unknown IANA time zone.", value=timezone_name
         ) from exc
     return timezone_name
 
@@ -117,7 +116,7 @@ def workspace_create(
             organization=organization, user=first_admin, role__in=ORG_ADMIN_ROLES
         ).exists():
             message = "Must be an owner or admin of the organization."
-            raise FieldValidationError([{"location": "body.first_admin", "message": message}])
+            raise FieldValidationError.at("body.first_admin", message)
     name = name_or_invalid(name, max_length=WORKSPACE_NAME_MAX)
     _check_timezone(timezone_name)
     plan = _ensure_default_plan()
@@ -139,18 +138,9 @@ def workspace_create(
         role=Role.ADMIN,
         status=Status.ACTIVE,
     )
-    for hook in _workspace_created_hooks:
+    for hook in WORKSPACE_CREATED.all():
         hook(workspace)
     return workspace
-
-
-_workspace_created_hooks: list[Any] = []
-
-
-def register_workspace_created(hook: Any) -> None:
-    """Apps that seed per-workspace data (e.g. the default voice profile) register here."""
-    if hook not in _workspace_created_hooks:
-        _workspace_created_hooks.append(hook)
 
 
 @transaction.atomic
@@ -178,9 +168,7 @@ def workspace_update(
         require_instance_admin(actor)
         plan = Plan.objects.filter(pk=plan_code).first()
         if plan is None:
-            raise FieldValidationError(
-                [{"location": "body.plan", "message": "Unknown plan.", "value": plan_code}]
-            )
+            raise FieldValidationError.at("body.plan", "Unknown plan.", value=plan_code)
         workspace.plan = plan
     try:
         with transaction.atomic():

@@ -3,7 +3,8 @@ with its own sets for opinion, interview and starter cards."""
 
 from __future__ import annotations
 
-from discovery.cards import MIN_ANGLES
+from dataclasses import dataclass
+
 from discovery.context import DiscoveryContext
 from discovery.engines.builtin.profile import Profile
 from discovery.engines.builtin.signals import Seed
@@ -150,276 +151,278 @@ _STARTER_ANGLES: dict[str, list[tuple[str, str, str]]] = {
 }
 
 
+_STAND = (
+    "Open with the claim in one line, back it with one reason from your own work, and end by "
+    "inviting disagreement."
+)
+
+
+@dataclass(frozen=True)
+class _Guidance:
+    """The profile's guidance, each piece ready to append to an approach ("" when absent)."""
+
+    register: str
+    stay: str  # the boundaries
+    avoid: str  # the disliked patterns
+    lesson: str  # the first lesson of the corrections
+    expression: str  # a recurring expression
+    words: str  # the vocabulary
+    has_disliked: bool
+
+
+def _guidance(profile: Profile, index: int) -> _Guidance:
+    boundaries = profile.items("boundaries")[:2]
+    disliked = profile.items("disliked_patterns")[:2]
+    vocabulary = profile.items("vocabulary")[:3]
+    lessons = [c.get("lesson", "") for c in profile.items("corrections") if c.get("lesson")][:1]
+    return _Guidance(
+        register=profile.register(),
+        stay=(
+            f"Stay within your boundaries: {_join([_clip(b, 90) for b in boundaries])}."
+            if boundaries
+            else ""
+        ),
+        avoid=(
+            f"Avoid {_join([_lower_first(_clip(d, 80)) for d in disliked])}." if disliked else ""
+        ),
+        lesson=f"Remember: {_sentence(_clip(lessons[0], 120))}" if lessons else "",
+        expression=profile.expression(index + 1),
+        words=(
+            f"Use your own terms ({_join([f'“{v}”' for v in vocabulary])}) where they fit."
+            if vocabulary
+            else ""
+        ),
+        has_disliked=bool(disliked),
+    )
+
+
+@dataclass(frozen=True)
+class _Subject:
+    """What a topic card's angles are about: a topic, or an earlier post (a follow-up or a
+    second run is about a post, whose "topic" is its first sentence: the angles then refer to
+    that post instead of pasting a sentence into "about …")."""
+
+    topic: str  # clipped, lower-cased for use mid-sentence
+    quote: str  # the post's first sentence in quotes, or ""
+    about_post: bool  # a follow-up, covered topic or second run with its post
+    about_sentence: bool  # about the post itself (not a covered topic)
+
+    @property
+    def ref(self) -> str:
+        return self.quote or "that post"
+
+
+def _with(core: str, *extras: str) -> str:
+    """An approach: ``core`` and the non-blank ``extras``, clipped."""
+    return _clip(" ".join([core, *[e for e in extras if e]]), 700)
+
+
+def _angle(label: str, thesis: str, approach: str) -> dict[str, str]:
+    return {"label": label, "thesis": thesis, "approach": approach}
+
+
 def angles(
     profile: Profile, ctx: DiscoveryContext, seed: Seed, opinion: str, story: str, index: int
 ) -> list[dict[str, str]]:
     """3 to 5 angles. The profile's guidance is spread where it matters most rather than
     repeated: the register on the stand, vocabulary on the how-to, boundaries on the
     story, disliked patterns on the myth and the audience question."""
-    topic = _lower_first(_clip(seed.topic, 100))
-    quote = profile.quoted(seed.publication)
+    guidance = _guidance(profile, index)
+    if seed.kind == "opinion":
+        return opinion_angles(profile, ctx, seed, guidance, index)
+    if seed.kind == "interview":
+        return interview_angles(ctx, seed, guidance)
+    if seed.kind == "starter":
+        return starter_angles(ctx, seed, guidance.register, guidance.stay, guidance.avoid)
     about_post = (
         seed.kind in {"follow_up", "covered", "second_chance"} and seed.publication is not None
     )
-    subject = quote if about_post and seed.kind != "covered" and quote else topic
-    # A follow-up or second run is about a post, whose "topic" is its first sentence: the
-    # angles then refer to that post instead of pasting a sentence into "about …".
-    about_sentence = about_post and seed.kind != "covered"
-    ref = quote or "that post"
-    expression = profile.expression(index + 1)
-    vocabulary = profile.items("vocabulary")[:3]
-    boundaries = profile.items("boundaries")[:2]
-    disliked = profile.items("disliked_patterns")[:2]
-    lessons = [c.get("lesson", "") for c in profile.items("corrections") if c.get("lesson")][:1]
-
-    def with_(core: str, *extras: str) -> str:
-        return _clip(" ".join([core, *[e for e in extras if e]]), 700)
-
-    register = profile.register()
-    stay = (
-        f"Stay within your boundaries: {_join([_clip(b, 90) for b in boundaries])}."
-        if boundaries
-        else ""
+    subject = _Subject(
+        topic=_lower_first(_clip(seed.topic, 100)),
+        quote=profile.quoted(seed.publication),
+        about_post=about_post,
+        about_sentence=about_post and seed.kind != "covered",
     )
-    avoid = f"Avoid {_join([_lower_first(_clip(d, 80)) for d in disliked])}." if disliked else ""
-    lesson = f"Remember: {_sentence(_clip(lessons[0], 120))}" if lessons else ""
+    found = [
+        _stand_angle(subject, opinion, guidance),
+        _next_angle(subject) if about_post else _how_to_angle(subject, guidance),
+        _story_angle(subject, story, profile.example(index, seed.topic), guidance),
+    ]
+    if (
+        guidance.has_disliked
+        or len(profile.items("opinions")) >= 2
+        or seed.kind in {"gap", "focus"}
+    ):
+        found.append(_myth_angle(subject, guidance))
+    if ctx.audience and len(found) < 5:
+        found.append(_audience_angle(subject, ctx.audience, guidance))
+    return found[:5]
 
-    if seed.kind == "opinion":
-        return opinion_angles(profile, ctx, seed, register, stay, avoid, expression, index)
-    if seed.kind == "interview":
-        return interview_angles(ctx, seed, register, stay, lesson)
-    if seed.kind == "starter":
-        return starter_angles(ctx, seed, register, stay, avoid)
-    angles: list[dict[str, str]] = []
+
+def _stand_angle(subject: _Subject, opinion: str, guidance: _Guidance) -> dict[str, str]:
     if opinion:
         stand = _sentence(_clip(opinion, 400))
-    elif about_post:
-        stand = f"Where you stand now on {ref if about_sentence else subject}, with what you know today."
+    elif subject.about_post:
+        on = subject.ref if subject.about_sentence else subject.topic
+        stand = f"Where you stand now on {on}, with what you know today."
     else:
-        stand = f"Say plainly where you stand on {topic} and why."
-    angles.append(
-        {
-            "label": "Take a stand",
-            "thesis": stand,
-            "approach": with_(
-                "Open with the claim in one line, back it with one reason from your own work, "
-                "and end by inviting disagreement.",
-                register,
-                lesson,
-            ),
-        }
+        stand = f"Say plainly where you stand on {subject.topic} and why."
+    return _angle("Take a stand", stand, _with(_STAND, guidance.register, guidance.lesson))
+
+
+def _next_angle(subject: _Subject) -> dict[str, str]:
+    return _angle(
+        "What happened next",
+        f"What changed since you posted {subject.quote or f'about {subject.topic}'}.",
+        _with(
+            "Quote or link the earlier post, then give the update: one result, one "
+            "surprise, one thing you would do differently."
+        ),
     )
-    if about_post:
-        angles.append(
-            {
-                "label": "What happened next",
-                "thesis": f"What changed since you posted {quote or f'about {topic}'}.",
-                "approach": with_(
-                    "Quote or link the earlier post, then give the update: one result, one "
-                    "surprise, one thing you would do differently."
-                ),
-            }
-        )
-    else:
-        words = (
-            f"Use your own terms ({_join([f'“{v}”' for v in vocabulary])}) where they fit."
-            if vocabulary
-            else ""
-        )
-        angles.append(
-            {
-                "label": "Show how",
-                "thesis": f"A concrete, repeatable way to handle {topic}, taken from how you work.",
-                "approach": with_(
-                    "Three short numbered steps, each with a real example; keep theory to one "
-                    "sentence.",
-                    words,
-                ),
-            }
-        )
-    example = profile.example(index, seed.topic)
+
+
+def _how_to_angle(subject: _Subject, guidance: _Guidance) -> dict[str, str]:
+    return _angle(
+        "Show how",
+        f"A concrete, repeatable way to handle {subject.topic}, taken from how you work.",
+        _with(
+            "Three short numbered steps, each with a real example; keep theory to one sentence.",
+            guidance.words,
+        ),
+    )
+
+
+def _story_angle(
+    subject: _Subject, story: str, example: dict[str, str] | None, guidance: _Guidance
+) -> dict[str, str]:
     if story:
-        story_core = f"Retell it in the first person: {_clip(story, 220)}"
+        core = f"Retell it in the first person: {_clip(story, 220)}"
     elif example is not None:
         where = f" for {example['platform']}" if example.get("platform") else ""
-        story_core = (
+        core = (
             "Anchor it in one specific moment and match the rhythm of the example you "
             f"saved{where}: “{_clip(example['text'], 160)}”"
         )
     else:
-        story_core = (
-            "Anchor it in one specific moment: who was there, what went wrong, what you learned."
-        )
-    if about_sentence:
-        story_thesis = (
-            f"The moment behind {quote} that the first post left out."
-            if quote
-            else "The moment behind that post, which it left out."
-        )
+        core = "Anchor it in one specific moment: who was there, what went wrong, what you learned."
+    if not subject.about_sentence:
+        thesis = f"A real moment from your work where {subject.topic} mattered."
+    elif subject.quote:
+        thesis = f"The moment behind {subject.quote} that the first post left out."
     else:
-        story_thesis = f"A real moment from your work where {topic} mattered."
-    angles.append(
-        {
-            "label": "Story from the work",
-            "thesis": story_thesis,
-            "approach": with_(story_core, stay),
-        }
+        thesis = "The moment behind that post, which it left out."
+    return _angle("Story from the work", thesis, _with(core, guidance.stay))
+
+
+def _myth_angle(subject: _Subject, guidance: _Guidance) -> dict[str, str]:
+    thesis = (
+        f"What readers may have assumed from {subject.ref}, and what actually happened."
+        if subject.about_sentence
+        else f"A common belief about {subject.topic} that your experience contradicts."
     )
-    if disliked or len(profile.items("opinions")) >= 2 or seed.kind in {"gap", "focus"}:
-        angles.append(
-            {
-                "label": "Myth vs. reality",
-                "thesis": (
-                    f"What readers may have assumed from {ref}, and what actually happened."
-                    if about_sentence
-                    else f"A common belief about {topic} that your experience contradicts."
-                ),
-                "approach": with_(
-                    "State the myth fairly in one line, then correct it with evidence from your "
-                    "own work.",
-                    f"Work in your phrase “{expression}”." if expression else "",
-                    avoid,
-                ),
-            }
-        )
-    if ctx.audience and len(angles) < 5:
-        angles.append(
-            {
-                "label": "Ask your audience",
-                "thesis": (
-                    f"Whether {_clip(ctx.audience, 120)} have been through the same, and "
-                    "what they saw."
-                    if about_sentence
-                    else f"What {_clip(ctx.audience, 120)} find hardest about {topic}."
-                ),
-                "approach": with_(
-                    "Share your own answer in two sentences, then ask one specific question "
-                    "people can answer in a reply.",
-                    avoid,
-                ),
-            }
-        )
-    if len(angles) < MIN_ANGLES:
-        angles.append(
-            {
-                "label": "Lessons learned",
-                "thesis": (
-                    "Three things you would tell someone about to try the same."
-                    if about_sentence
-                    else f"Three things you would tell someone about to take on {topic}."
-                ),
-                "approach": with_(
-                    "One short paragraph per lesson, each ending in a concrete action.", stay
-                ),
-            }
-        )
-    return angles[:5]
+    phrase = f"Work in your phrase “{guidance.expression}”." if guidance.expression else ""
+    approach = _with(
+        "State the myth fairly in one line, then correct it with evidence from your own work.",
+        phrase,
+        guidance.avoid,
+    )
+    return _angle("Myth vs. reality", thesis, approach)
+
+
+def _audience_angle(subject: _Subject, audience: str, guidance: _Guidance) -> dict[str, str]:
+    thesis = (
+        f"Whether {_clip(audience, 120)} have been through the same, and what they saw."
+        if subject.about_sentence
+        else f"What {_clip(audience, 120)} find hardest about {subject.topic}."
+    )
+    approach = _with(
+        "Share your own answer in two sentences, then ask one specific question "
+        "people can answer in a reply.",
+        guidance.avoid,
+    )
+    return _angle("Ask your audience", thesis, approach)
 
 
 def opinion_angles(
-    profile: Profile,
-    ctx: DiscoveryContext,
-    seed: Seed,
-    register: str,
-    stay: str,
-    avoid: str,
-    expression: str,
-    index: int,
+    profile: Profile, ctx: DiscoveryContext, seed: Seed, guidance: _Guidance, index: int
 ) -> list[dict[str, str]]:
-    claim = _sentence(_clip(seed.opinion, 400))
     example = profile.example(index, seed.opinion)
     rhythm = (
         f"Match the rhythm of the example you saved: “{_clip(example['text'], 160)}”"
         if example is not None
         else ""
     )
-    angles = [
-        {
-            "label": "Take a stand",
-            "thesis": claim,
-            "approach": _clip(
-                "Open with the claim in one line, back it with one reason from your own work, "
-                f"and end by inviting disagreement. {register}",
-                700,
-            ).strip(),
-        },
-        {
-            "label": "The evidence",
-            "thesis": "The strongest case from your own work for this view.",
-            "approach": _clip(
-                f"Lead with one specific case, then the general point; numbers beat adjectives. {rhythm}",
-                700,
-            ).strip(),
-        },
-        {
-            "label": "Story from the work",
-            "thesis": "The moment that convinced you.",
-            "approach": _clip(
-                f"Tell it in the first person, from before you held this view to after. {stay}", 700
-            ).strip(),
-        },
-        {
-            "label": "Steelman the other side",
-            "thesis": "The best argument against this view, and why you still hold it.",
-            "approach": _clip(
-                "State the opposing view so fairly its holders would sign it, then answer it."
-                + (f" Work in your phrase “{expression}”." if expression else "")
-                + f" {avoid}",
-                700,
-            ).strip(),
-        },
+    phrase = f"Work in your phrase “{guidance.expression}”." if guidance.expression else ""
+    rows = [
+        ("Take a stand", _sentence(_clip(seed.opinion, 400)), _STAND, (guidance.register,)),
+        (
+            "The evidence",
+            "The strongest case from your own work for this view.",
+            "Lead with one specific case, then the general point; numbers beat adjectives.",
+            (rhythm,),
+        ),
+        (
+            "Story from the work",
+            "The moment that convinced you.",
+            "Tell it in the first person, from before you held this view to after.",
+            (guidance.stay,),
+        ),
+        (
+            "Steelman the other side",
+            "The best argument against this view, and why you still hold it.",
+            "State the opposing view so fairly its holders would sign it, then answer it.",
+            (phrase, guidance.avoid),
+        ),
     ]
     if ctx.audience:
-        angles.append(
-            {
-                "label": "Ask your audience",
-                "thesis": f"Whether {_clip(ctx.audience, 120)} agree, and where they have seen the opposite.",
-                "approach": _clip(
-                    f"State your view in one line, then ask for counter-examples. {avoid}", 700
-                ).strip(),
-            }
+        rows.append(
+            (
+                "Ask your audience",
+                f"Whether {_clip(ctx.audience, 120)} agree, and where they have seen the opposite.",
+                "State your view in one line, then ask for counter-examples.",
+                (guidance.avoid,),
+            )
         )
-    return angles
+    return [_angle(label, thesis, _with(core, *extras)) for label, thesis, core, extras in rows]
 
 
 def interview_angles(
-    ctx: DiscoveryContext, seed: Seed, register: str, stay: str, lesson: str
+    ctx: DiscoveryContext, seed: Seed, guidance: _Guidance
 ) -> list[dict[str, str]]:
     question = _sentence(_clip(seed.topic, 300)).rstrip(".")
-    angles = [
-        {
-            "label": "The short version",
-            "thesis": _sentence(_gist(seed.story, 300)) or question,
-            "approach": _clip(
-                f"Answer the question in the first sentence, then give the one detail that makes it real. {register}",
-                700,
-            ).strip(),
-        },
-        {
-            "label": "Story from the work",
-            "thesis": "The full story behind your answer.",
-            "approach": _clip(
-                f"Retell it in the first person: {_clip(seed.story, 220)} {stay}", 700
-            ).strip(),
-        },
-        {
-            "label": "What you would do differently",
-            "thesis": "What you would change if it happened again tomorrow.",
-            "approach": _clip(
-                f"Name the decision, what you know now, and the one change you would make. {lesson}",
-                700,
-            ).strip(),
-        },
+    found = [
+        _angle(
+            "The short version",
+            _sentence(_gist(seed.story, 300)) or question,
+            _with(
+                "Answer the question in the first sentence, then give the one detail that "
+                "makes it real.",
+                guidance.register,
+            ),
+        ),
+        _angle(
+            "Story from the work",
+            "The full story behind your answer.",
+            _with(f"Retell it in the first person: {_clip(seed.story, 220)}", guidance.stay),
+        ),
+        _angle(
+            "What you would do differently",
+            "What you would change if it happened again tomorrow.",
+            _with(
+                "Name the decision, what you know now, and the one change you would make.",
+                guidance.lesson,
+            ),
+        ),
     ]
     if ctx.audience:
-        angles.append(
-            {
-                "label": "Ask your audience",
-                "thesis": f"Ask {_clip(ctx.audience, 120)} the same question: {question}",
-                "approach": "Give your answer in two sentences first, so replies have something to build on.",
-            }
+        found.append(
+            _angle(
+                "Ask your audience",
+                f"Ask {_clip(ctx.audience, 120)} the same question: {question}",
+                "Give your answer in two sentences first, so replies have something to build on.",
+            )
         )
-    return angles
+    return found
 
 
 def starter_angles(

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from publishing import credentials
+from providers import credentials
 from publishing.models import Account, OAuthState, ProviderApp
 
 

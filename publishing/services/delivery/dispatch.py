@@ -7,7 +7,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -28,6 +28,9 @@ logger = logging.getLogger(__name__)
 
 DISPATCH_REFILL_SECONDS = 0.2
 DISPATCH_BUSY_SECONDS = 5.0
+
+# A due destination as the dispatcher ranks it: (id, workspace id, rank in its workspace).
+_Candidate = tuple[Any, Any, int]
 
 
 @contextlib.contextmanager
@@ -51,7 +54,7 @@ def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
     """Move up to ``batch`` due scheduled destinations to ``queued``, round-robin by workspace;
     their ids in that order, and whether a workspace's cap held some of its due work back.
 
-    Fairness (README "Delivery"): each workspace's due work is ranked by due time, and the batch
+    Fairness (docs/operations.md "Delivery: politeness and fairness"): each workspace's due work is ranked by due time, and the batch
     takes every workspace's first, then every workspace's second, and so on, so one workspace's
     burst never goes into the (FIFO) queue ahead of another's single due destination. A
     workspace has at most HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE destinations queued (ready) or
@@ -63,6 +66,21 @@ def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
     """
     now = timezone.now()
     cap = settings.HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE
+    candidates = _ranked_due_candidates(now=now, cap=cap, batch=batch)
+    capped = False
+    if cap > 0 and candidates:
+        allowed = _within_workspace_caps(candidates, now=now, cap=cap)
+        capped = len(allowed) < len(candidates)
+        candidates = allowed
+    if not candidates:
+        return [], capped
+    return _queue_due(candidates, now=now, batch=batch), capped
+
+
+def _ranked_due_candidates(*, now: datetime, cap: int, batch: int) -> list[_Candidate]:
+    """Due scheduled destinations as ``(id, workspace id, rank in its workspace)``, every
+    workspace's first before any workspace's second; twice ``batch`` of them, because a tick that
+    overlaps another skips the rows the other holds. Ranks above ``cap`` are left out."""
     # Each due destination's workspace is looked up by the publication's primary key (a
     # correlated subquery), not joined: PostgreSQL cannot tell that few scheduled destinations are
     # due (it multiplies the two conditions' selectivities), and with a join it planned a hash
@@ -84,34 +102,37 @@ def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
     )
     if cap > 0:
         ranked = ranked.filter(rank__lte=cap)
-    # Twice the batch: a tick that overlaps another skips the rows the other holds.
     with _without_jit():
-        candidates = list(
+        return list(
             ranked.order_by("rank", "due_at", "id").values_list("pk", "due_workspace", "rank")[
                 : batch * 2
             ]
         )
-    capped = False
-    if cap > 0 and candidates:
-        # Busy: sending, or queued (or waiting to retry) to go within DISPATCH_BUSY_SECONDS. That
-        # includes sends put back for want of an in-flight slot (their message comes back in 1-2 s,
-        # held by the worker, ahead of the broker queue), not those deferred by a host's pause.
-        soon = now + timedelta(seconds=DISPATCH_BUSY_SECONDS)
-        busy = dict(
-            Destination.objects.filter(
-                Q(status=S.SENDING)
-                | Q(status__in=[S.QUEUED, S.RETRY_WAIT], next_attempt_at__lte=soon),
-                publication__workspace_id__in={w for _, w, _ in candidates},
-            )
-            .values_list("publication__workspace_id")
-            .annotate(n=Count("pk"))
-            .values_list("publication__workspace_id", "n")
+
+
+def _within_workspace_caps(
+    candidates: list[_Candidate], *, now: datetime, cap: int
+) -> list[_Candidate]:
+    """The candidates their workspace's cap still has room for, counting the work it already has
+    busy: sending, or queued (or waiting to retry) to go within DISPATCH_BUSY_SECONDS. That
+    includes sends put back for want of an in-flight slot (their message comes back in 1-2 s,
+    held by the worker, ahead of the broker queue), not those deferred by a host's pause."""
+    soon = now + timedelta(seconds=DISPATCH_BUSY_SECONDS)
+    busy = dict(
+        Destination.objects.filter(
+            Q(status=S.SENDING) | Q(status__in=[S.QUEUED, S.RETRY_WAIT], next_attempt_at__lte=soon),
+            publication__workspace_id__in={w for _, w, _ in candidates},
         )
-        allowed = [(pk, w, rank) for pk, w, rank in candidates if rank <= cap - busy.get(w, 0)]
-        capped = len(allowed) < len(candidates)
-        candidates = allowed
-    if not candidates:
-        return [], capped
+        .values_list("publication__workspace_id")
+        .annotate(n=Count("pk"))
+        .values_list("publication__workspace_id", "n")
+    )
+    return [(pk, w, rank) for pk, w, rank in candidates if rank <= cap - busy.get(w, 0)]
+
+
+def _queue_due(candidates: list[_Candidate], *, now: datetime, batch: int) -> list[Any]:
+    """Lock the first ``batch`` candidates no other tick holds (``SKIP LOCKED``) and move them,
+    with their publications, to queued in one transaction; their ids, in the candidates' order."""
     with transaction.atomic():
         locked = dict(
             Destination.objects.select_for_update(skip_locked=True)
@@ -134,7 +155,7 @@ def _dispatch_due(*, batch: int) -> tuple[list[Any], bool]:
                 )
                 for publication_id in publication_ids
             )
-    return [destination_id for destination_id, _ in due], capped
+    return [destination_id for destination_id, _ in due]
 
 
 def _send_queue_depth() -> int | None:
@@ -171,32 +192,54 @@ def _enqueue_sends(destination_ids: list[Any]) -> None:
 def delivery_dispatch(
     *, batch: int = 500, due_batch: int = 200, max_due_batches: int = 50
 ) -> dict[str, int]:
-    """One beat tick: due scheduled work, lost messages, dead workers, deadlines.
+    """One beat tick, in phases: due work, dead workers' claims, deadlines, lost messages,
+    ambiguous outcomes to reconcile; then the heartbeat. Returns how many rows each phase took.
 
-    Due work goes out first, in small batches (each committed, then enqueued) until none is
-    left or ``max_due_batches`` were taken: a burst of publications due in the same second
-    leaves in this tick, not ``batch`` per tick, and the ticks that overlap a long one share the
-    burst (each batch skips the rows another tick holds), so enqueueing it runs in parallel.
+    Every phase after the first takes at most ``batch`` rows, judged against the time the tick
+    began; due work goes in batches of ``due_batch`` (see :func:`_dispatch_due_work`).
     """
     now = timezone.now()
-    counts: dict[str, int] = {"due": 0}
-    # While a workspace's cap holds its due work back, the tick tops the queue up again every
-    # DISPATCH_REFILL_SECONDS for most of its interval, so that one busy workspace still keeps
-    # the workers busy between ticks.
+    counts = {"due": _dispatch_due_work(due_batch=due_batch, max_due_batches=max_due_batches)}
+    counts["expired_claims"] = _recover_expired_claims(now=now, batch=batch)
+    counts["overdue"] = _fail_past_deadline(now=now, batch=batch)
+    counts["overdue"] += _hand_unconfirmed_to_people(now=now, batch=batch)
+    counts["enqueued"] = counts["due"] + _nudge_stale_work(now=now, batch=batch)
+    counts["reconcile"] = _enqueue_reconciles(now=now, batch=batch)
+    SchedulerHeartbeat.objects.update_or_create(name="dispatcher", defaults={"last_tick_at": now})
+    return counts
+
+
+def _dispatch_due_work(*, due_batch: int, max_due_batches: int) -> int:
+    """Queue and enqueue due work in small batches (each committed, then enqueued); how many.
+
+    Batches go until none is left or ``max_due_batches`` were taken: a burst of publications due
+    in the same second leaves in this tick, not one batch per tick, and the ticks that overlap a
+    long one share the burst (each batch skips the rows another tick holds), so enqueueing it
+    runs in parallel. While a workspace's cap holds its due work back, the tick tops the queue up
+    again every DISPATCH_REFILL_SECONDS for most of its interval, so that one busy workspace
+    still keeps the workers busy between ticks.
+    """
     refill_until = time.monotonic() + settings.HERALD_DISPATCH_INTERVAL_SECONDS * 0.8
-    batches = 0
-    while batches < max_due_batches:
+    dispatched = 0
+    for _ in range(max_due_batches):
         due, capped = _dispatch_due(batch=due_batch)
-        batches += 1
         _enqueue_sends(due)
-        counts["due"] += len(due)
+        dispatched += len(due)
         if len(due) >= due_batch:
             continue
         if not capped or time.monotonic() + DISPATCH_REFILL_SECONDS > refill_until:
             break
-        release_connection()
+        release_connection()  # no connection held while sleeping
         time.sleep(DISPATCH_REFILL_SECONDS)
-    # Dead workers: a claim that expired. If the write may have started, reconcile.
+    return dispatched
+
+
+def _recover_expired_claims(*, now: datetime, batch: int) -> int:
+    """Dead workers: sending claims that expired before ``now``; how many were found.
+
+    A claim whose write may have started (``write_started_at``) may have reached the provider:
+    it becomes ambiguous, to be reconciled, never re-sent. One whose write never started is
+    queued again and enqueued at once."""
     expired = list(
         Destination.objects.filter(status=S.SENDING, claim_expires_at__lt=now).values_list(
             "pk", "write_started_at", "publication_id"
@@ -204,38 +247,58 @@ def delivery_dispatch(
     )
     for destination_id, write_started_at, publication_id in expired:
         if write_started_at is not None:
-            message = "The worker stopped while sending; checking with the provider."
-            with transaction.atomic():
-                if Destination.objects.filter(
-                    pk=destination_id, status=S.SENDING, claim_expires_at__lt=now
-                ).update(
-                    status=S.AMBIGUOUS,
-                    error_kind="ambiguous",
-                    claim_expires_at=None,
-                    next_attempt_at=now,
-                    error_message=message,
-                    updated_at=now,
-                ):
-                    event_record(
-                        publication_id=publication_id,
-                        destination=Destination(pk=destination_id),
-                        kind="destination.ambiguous",
-                        status=S.AMBIGUOUS,
-                        detail=message,
-                    )
-        elif Destination.objects.filter(
+            _mark_ambiguous_after_dead_worker(destination_id, publication_id, now=now)
+        else:
+            _requeue_after_dead_worker(destination_id, publication_id, now=now)
+    return len(expired)
+
+
+def _mark_ambiguous_after_dead_worker(
+    destination_id: Any, publication_id: Any, *, now: datetime
+) -> None:
+    """The worker died after the write may have started: ambiguous, with its event, in one
+    transaction; only while the claim is still the expired one (a live worker may have settled
+    it since it was read)."""
+    message = "The worker stopped while sending; checking with the provider."
+    with transaction.atomic():
+        if Destination.objects.filter(
             pk=destination_id, status=S.SENDING, claim_expires_at__lt=now
-        ).update(status=S.QUEUED, claim_expires_at=None, next_attempt_at=now, updated_at=now):
+        ).update(
+            status=S.AMBIGUOUS,
+            error_kind="ambiguous",
+            claim_expires_at=None,
+            next_attempt_at=now,
+            error_message=message,
+            updated_at=now,
+        ):
             event_record(
                 publication_id=publication_id,
                 destination=Destination(pk=destination_id),
-                kind="destination.requeued",
-                status=S.QUEUED,
-                detail="The worker stopped before sending; queued again.",
+                kind="destination.ambiguous",
+                status=S.AMBIGUOUS,
+                detail=message,
             )
-            tasks.delivery_send.delay(str(destination_id))
-    counts["expired_claims"] = len(expired)
-    # Deadlines: queued work that never got through (field lesson 2: never "queued forever").
+
+
+def _requeue_after_dead_worker(destination_id: Any, publication_id: Any, *, now: datetime) -> None:
+    """The worker died before the write started: sending again is safe. Queued again (only while
+    the claim is still the expired one) and enqueued."""
+    if Destination.objects.filter(
+        pk=destination_id, status=S.SENDING, claim_expires_at__lt=now
+    ).update(status=S.QUEUED, claim_expires_at=None, next_attempt_at=now, updated_at=now):
+        event_record(
+            publication_id=publication_id,
+            destination=Destination(pk=destination_id),
+            kind="destination.requeued",
+            status=S.QUEUED,
+            detail="The worker stopped before sending; queued again.",
+        )
+        tasks.delivery_send.delay(str(destination_id))
+
+
+def _fail_past_deadline(*, now: datetime, batch: int) -> int:
+    """Queued work that never got through before its deadline fails (nothing stays "queued"
+    forever); how many."""
     overdue = list(
         Destination.objects.filter(
             status__in=[S.QUEUED, S.RETRY_WAIT], deadline_at__lt=now
@@ -250,7 +313,13 @@ def delivery_dispatch(
             message="Delivery did not complete before its deadline.",
             action="retry",
         )
-    # An outcome that stays unknown past the deadline goes to a person: never re-sent blindly.
+    return len(overdue)
+
+
+def _hand_unconfirmed_to_people(*, now: datetime, batch: int) -> int:
+    """An outcome that stays unknown past the deadline goes to a person (``contact_support``),
+    never re-sent blindly; how many. Each with its event and the publication's status, in one
+    transaction."""
     unconfirmed = list(
         Destination.objects.filter(status=S.AMBIGUOUS, deadline_at__lt=now)
         .exclude(action="contact_support")
@@ -271,13 +340,18 @@ def delivery_dispatch(
                     detail="The provider could not confirm the post before the deadline; check the account.",
                 )
                 aggregate(publication_id)
-    counts["overdue"] = len(overdue) + len(unconfirmed)
-    # Queued work whose message may be lost (broker restart, dropped nudge) is nudged again once
-    # it is stale. A duplicate finds nothing to claim. Work that is merely waiting in a backlog
-    # is not lost: at most as many stale rows as the queue holds messages can still have one, so
-    # only the oldest beyond that number go again (every stale row when the queue is empty or the
-    # broker cannot say). Otherwise a backlog older than the stale age is nudged again every
-    # tick, and the duplicates slow the workers down further.
+    return len(unconfirmed)
+
+
+def _nudge_stale_work(*, now: datetime, batch: int) -> int:
+    """Enqueue again the queued work whose message may be lost (broker restart, dropped nudge)
+    once it is stale; how many. A duplicate finds nothing to claim.
+
+    Work that is merely waiting in a backlog is not lost: at most as many stale rows as the
+    queue holds messages can still have one, so only the oldest beyond that number go again
+    (every stale row when the queue is empty or the broker cannot say). Otherwise a backlog
+    older than the stale age is nudged again every tick, and the duplicates slow the workers
+    down further."""
     stale_before = now - timedelta(seconds=settings.HERALD_DISPATCH_STALE_SECONDS)
     stale_rows = Destination.objects.filter(
         status__in=[S.QUEUED, S.RETRY_WAIT], next_attempt_at__lte=stale_before
@@ -291,7 +365,12 @@ def delivery_dispatch(
         )
     for destination_id in stale:
         tasks.delivery_send.delay(str(destination_id))
-    counts["enqueued"] = counts["due"] + len(stale)
+    return len(stale)
+
+
+def _enqueue_reconciles(*, now: datetime, batch: int) -> int:
+    """One ``delivery_reconcile`` message per ambiguous destination whose next check is due (a
+    person's case, ``contact_support``, is left alone); how many."""
     ambiguous = list(
         Destination.objects.filter(status=S.AMBIGUOUS, next_attempt_at__lte=now)
         .exclude(action="contact_support")
@@ -299,6 +378,4 @@ def delivery_dispatch(
     )
     for destination_id in ambiguous:
         tasks.delivery_reconcile.delay(str(destination_id))
-    counts["reconcile"] = len(ambiguous)
-    SchedulerHeartbeat.objects.update_or_create(name="dispatcher", defaults={"last_tick_at": now})
-    return counts
+    return len(ambiguous)

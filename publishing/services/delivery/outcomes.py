@@ -13,15 +13,16 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from config.nudge import nudge
 from config.queries import CompiledQuery, Param
 from config.types import ModelId
-from publishing import tasks
-from publishing.models import Destination, Publication
-from publishing.providers.base import (
+from providers.base import (
     ErrorKind,
     ProviderError,
     PublishResult,
 )
+from publishing import tasks
+from publishing.models import Destination, Publication
 from publishing.services.accounts import account_mark_reconnect_required
 from publishing.services.publications import event_record
 
@@ -109,9 +110,7 @@ def handle_failure(destination: Destination, exc: ProviderError) -> None:
                 status=S.AMBIGUOUS,
                 detail=exc.message,
             )
-            transaction.on_commit(
-                partial(tasks.nudge, tasks.delivery_reconcile, str(destination.pk))
-            )
+            transaction.on_commit(partial(nudge, tasks.delivery_reconcile, str(destination.pk)))
         return
     if exc.kind == ErrorKind.AUTH:
         account_mark_reconnect_required(account_id=destination.account_id, reason=exc.message)
@@ -145,7 +144,7 @@ def handle_failure(destination: Destination, exc: ProviderError) -> None:
                     data={"next_attempt_at": next_at.isoformat(), "retry_after": exc.retry_after},
                 )
                 transaction.on_commit(
-                    partial(tasks.nudge, tasks.delivery_send, str(destination.pk), countdown=delay)
+                    partial(nudge, tasks.delivery_send, str(destination.pk), countdown=delay)
                 )
             return
     settle(destination, S.FAILED, kind=exc.kind.value, message=exc.message, action=exc.action)

@@ -1,4 +1,4 @@
-"""Politeness (README "Delivery"): in-flight caps per account and per provider host, and the
+"""Politeness (docs/operations.md "Delivery: politeness and fairness"): in-flight caps per account and per provider host, and the
 pause of a host after a 429 or Retry-After. A send without a free slot gives its claim back."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from config import limits
 from config.db import release_connection
+from config.nudge import nudge
 from publishing import tasks
 from publishing.models import Destination
 from publishing.services.delivery.outcomes import S
@@ -132,5 +133,5 @@ def unclaim(destination: Destination, delay: float) -> None:
             updated_at=now,
         ):
             transaction.on_commit(
-                partial(tasks.nudge, tasks.delivery_send, str(destination.pk), countdown=delay)
+                partial(nudge, tasks.delivery_send, str(destination.pk), countdown=delay)
             )

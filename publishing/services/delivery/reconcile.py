@@ -16,15 +16,17 @@ from django.db.models import Q
 from django.utils import timezone
 
 from config.db import release_connection
+from config.nudge import nudge
 from config.types import ModelId
-from publishing import tasks
-from publishing.models import Destination
-from publishing.providers import get_adapter
-from publishing.providers.base import (
+from providers import get_adapter
+from providers.base import (
     ErrorKind,
     NotSupported,
     ProviderError,
+    PublishResult,
 )
+from publishing import tasks
+from publishing.models import Destination
 from publishing.services.accounts import account_context, account_mark_reconnect_required
 from publishing.services.delivery.outcomes import S, aggregate, backoff_seconds, publish_succeeded
 from publishing.services.delivery.politeness import host_paused_until, pause_host, provider_host
@@ -36,7 +38,30 @@ logger = logging.getLogger(__name__)
 
 
 def delivery_reconcile(*, destination_id: ModelId) -> None:
-    """Ask the provider whether an ambiguous write landed; re-queue only when it says no."""
+    """Ask the provider whether an ambiguous write landed; re-queue only when it says no.
+
+    Whatever stops the question from being answered (readiness blocks it, the host asked for a
+    pause, the provider fails) leaves the destination ambiguous and asks again later: an
+    unknown outcome is never re-sent blindly."""
+    if not _claim_for_reconcile(destination_id):
+        return
+    destination = Destination.objects.select_related("publication", "account", "account__app").get(
+        pk=destination_id
+    )
+    if not _readiness_allows(destination):
+        return
+    answered, found = _ask_provider(destination)
+    if not answered:
+        return
+    if found is not None:
+        _record_found(destination, found)
+    else:
+        _requeue_absent(destination)
+
+
+def _claim_for_reconcile(destination_id: ModelId) -> bool:
+    """Take the destination for one lease (its ``next_attempt_at`` moves past it), so that two
+    reconcile messages for it do not both ask the provider; whether this one got it."""
     now = timezone.now()
     lease = now + timedelta(seconds=settings.HERALD_DELIVERY_LEASE_SECONDS)
     claimed = (
@@ -48,14 +73,13 @@ def delivery_reconcile(*, destination_id: ModelId) -> None:
         .exclude(action="contact_support")
         .update(next_attempt_at=lease, updated_at=now)
     )
-    if not claimed:
-        return
-    destination = Destination.objects.select_related("publication", "account", "account__app").get(
-        pk=destination_id
-    )
-    # Readiness is asked before every provider call, reconciliation included (it may re-send
-    # within the provider's idempotency window). While blocked, the outcome stays unknown and
-    # is asked again later, with no provider call in between.
+    return bool(claimed)
+
+
+def _readiness_allows(destination: Destination) -> bool:
+    """Readiness is asked before every provider call, reconciliation included (it may re-send
+    within the provider's idempotency window). While blocked, the outcome stays unknown and is
+    asked again later, with no provider call in between."""
     operation = "publish_scheduled" if destination.publication.scheduled_at else "publish_immediate"
     decision = readiness.decide_account(
         account=destination.account,
@@ -63,14 +87,20 @@ def delivery_reconcile(*, destination_id: ModelId) -> None:
         profile=destination.profile,
         intent=destination.publication.execution_intent,
     )
-    if not decision.executable:
-        _reconcile_later(
-            destination,
-            retry_after=settings.HERALD_RETRY_MAX_SECONDS,
-            readiness_decision=decision.as_dict(),
-            action="reconnect" if decision.state == "reconnect_required" else "",
-        )
-        return
+    if decision.executable:
+        return True
+    _reconcile_later(
+        destination,
+        retry_after=settings.HERALD_RETRY_MAX_SECONDS,
+        readiness_decision=decision.as_dict(),
+        action="reconnect" if decision.state == "reconnect_required" else "",
+    )
+    return False
+
+
+def _ask_provider(destination: Destination) -> tuple[bool, PublishResult | None]:
+    """``(True, the post or None)`` when the provider answered; ``(False, None)`` when it did
+    not, with what comes next already recorded (asked later, or handed to a person)."""
     adapter = get_adapter(destination.account.provider)
     host = ""
     try:
@@ -79,56 +109,77 @@ def delivery_reconcile(*, destination_id: ModelId) -> None:
         if paused_until := host_paused_until(host):  # the host asked for a pause: ask it later
             jitter = random.uniform(0.0, 1.0)  # noqa: S311 (spreads retries, not a secret)
             _reconcile_later(destination, retry_after=paused_until - time.time() + jitter)
-            return
+            return False, None
         release_connection()
         found = adapter.reconcile(
             account=context, request=request, external_id=destination.external_id
         )
     except NotSupported:
-        with transaction.atomic():
-            Destination.objects.filter(pk=destination.pk).update(
-                action="contact_support",
-                next_attempt_at=None,
-                error_message="The provider cannot confirm whether the post was accepted; check the account.",
-            )
-            event_record(
-                publication_id=destination.publication_id,
-                destination=destination,
-                kind="destination.unconfirmable",
-                status=S.AMBIGUOUS,
-            )
-            aggregate(destination.publication_id)
-        return
+        _hand_to_person(destination)
     except ProviderError as exc:
-        if exc.kind == ErrorKind.AUTH:
-            account_mark_reconnect_required(account_id=destination.account_id, reason=exc.message)
-            _reconcile_later(
-                destination, retry_after=settings.HERALD_RETRY_MAX_SECONDS, action="reconnect"
-            )
-            return
-        if exc.kind == ErrorKind.RATE_LIMITED or exc.retry_after is not None:
-            pause_host(host, exc.retry_after)
-        _reconcile_later(destination, retry_after=backoff_seconds(1, exc.retry_after))
-        return
+        _after_provider_error(destination, exc, host=host)
     except Exception:
         logger.exception("Unexpected failure reconciling destination %s", destination.pk)
         _reconcile_later(destination, retry_after=backoff_seconds(1))
+    else:
+        return True, found
+    return False, None
+
+
+def _hand_to_person(destination: Destination) -> None:
+    """The provider cannot look a post up: the outcome can only be confirmed by a person
+    (``contact_support``), and the publication settles around it."""
+    with transaction.atomic():
+        Destination.objects.filter(pk=destination.pk).update(
+            action="contact_support",
+            next_attempt_at=None,
+            error_message="The provider cannot confirm whether the post was accepted; check the account.",
+        )
+        event_record(
+            publication_id=destination.publication_id,
+            destination=destination,
+            kind="destination.unconfirmable",
+            status=S.AMBIGUOUS,
+        )
+        aggregate(destination.publication_id)
+
+
+def _after_provider_error(destination: Destination, exc: ProviderError, *, host: str) -> None:
+    """Ask again later: after a reconnect when the account's grant failed, after the host's
+    pause when it asked for one, else after one backoff step."""
+    if exc.kind == ErrorKind.AUTH:
+        account_mark_reconnect_required(account_id=destination.account_id, reason=exc.message)
+        _reconcile_later(
+            destination, retry_after=settings.HERALD_RETRY_MAX_SECONDS, action="reconnect"
+        )
         return
-    if found is not None:
-        with transaction.atomic():
-            if not Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
-                status=S.SENDING
-            ):
-                return  # settled meanwhile (e.g. the original send finished after all)
-            event_record(
-                publication_id=destination.publication_id,
-                destination=destination,
-                kind="destination.reconciled",
-                status=S.PUBLISHED,
-            )
-        publish_succeeded(destination, found)
-        return
-    with transaction.atomic():  # the provider has no such post: sending again is safe
+    if exc.kind == ErrorKind.RATE_LIMITED or exc.retry_after is not None:
+        pause_host(host, exc.retry_after)
+    _reconcile_later(destination, retry_after=backoff_seconds(1, exc.retry_after))
+
+
+def _record_found(destination: Destination, found: PublishResult) -> None:
+    """The post landed: published, with the provider's id and URL. The row goes back to sending
+    first (conditionally, so a send that settled it meanwhile wins) and is then recorded as any
+    successful send is."""
+    with transaction.atomic():
+        if not Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
+            status=S.SENDING
+        ):
+            return  # settled meanwhile (e.g. the original send finished after all)
+        event_record(
+            publication_id=destination.publication_id,
+            destination=destination,
+            kind="destination.reconciled",
+            status=S.PUBLISHED,
+        )
+    publish_succeeded(destination, found)
+
+
+def _requeue_absent(destination: Destination) -> None:
+    """The provider has no such post: sending again is safe. Queued, and enqueued once the
+    transaction commits."""
+    with transaction.atomic():
         Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
             status=S.QUEUED, next_attempt_at=timezone.now(), write_started_at=None
         )
@@ -138,7 +189,7 @@ def delivery_reconcile(*, destination_id: ModelId) -> None:
             kind="destination.reconciled_absent",
             status=S.QUEUED,
         )
-        transaction.on_commit(partial(tasks.nudge, tasks.delivery_send, str(destination.pk)))
+        transaction.on_commit(partial(nudge, tasks.delivery_send, str(destination.pk)))
 
 
 def _reconcile_later(
@@ -148,6 +199,8 @@ def _reconcile_later(
     action: str = "",
     readiness_decision: dict[str, Any] | None = None,
 ) -> None:
+    """Leave the outcome unknown and ask again in ``retry_after`` seconds (only while the
+    destination is still ambiguous: a send that settled it meanwhile wins)."""
     Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
         next_attempt_at=timezone.now() + timedelta(seconds=retry_after),
         action=action,

@@ -16,14 +16,14 @@ from django.utils import timezone
 from config.db import release_connection
 from config.queries import CompiledQuery, Param
 from config.types import ModelId
-from publishing.models import Destination, Media
-from publishing.providers import get_adapter
-from publishing.providers.base import (
+from providers import get_adapter
+from providers.base import (
     ErrorKind,
     MediaItem,
     ProviderError,
     PublishRequest,
 )
+from publishing.models import Destination, Media
 from publishing.services import tokens  # just-in-time token refresh before a send
 from publishing.services.accounts import account_context
 from publishing.services.delivery.outcomes import S, handle_failure, publish_succeeded, settle
@@ -138,7 +138,7 @@ def delivery_send(*, destination_id: ModelId) -> None:
             message=f"The stored credentials cannot be read ({type(exc).__name__}); reconnect the account.",
         )
         return
-    # Politeness (README "Delivery"): one slot of the account and one of the provider host for
+    # Politeness (docs/operations.md "Delivery: politeness and fairness"): one slot of the account and one of the provider host for
     # the call; none while the host is paused after a 429 or Retry-After. Without a slot the
     # destination goes back to the queue: nothing was sent and no attempt is counted.
     slots = in_flight_slots(destination, context)

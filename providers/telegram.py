@@ -1,0 +1,293 @@
+"""Telegram bot: a bot token and a chat; text messages and single photos.
+
+Protocol (core.telegram.org/bots/api): ``<api>/bot<token>/<method>`` with ``getMe``,
+``getChat``, ``getUpdates``, ``sendMessage`` and ``sendPhoto``; answers
+``{"ok": true, "result": ...}`` or ``{"ok": false, "error_code", "description",
+"parameters": {"retry_after", "migrate_to_chat_id"}}``.
+
+The Bot API has no idempotency key and no way for a bot to look up a message it may have sent,
+so reconcile is not supported: an ambiguous send stays ``ambiguous`` for a person to check.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import requests
+
+from providers.base import (
+    AccountContext,
+    Capabilities,
+    ConnectedAccount,
+    ConnectionMode,
+    ErrorKind,
+    MediaRule,
+    OptionSpec,
+    OutputProfile,
+    ProviderAdapter,
+    ProviderError,
+    ProviderInputError,
+    PublishRequest,
+    PublishResult,
+    VideoRule,
+)
+from providers.helpers import precheck, read_media
+from providers.http import HttpClient
+from providers.http_errors import ErrorDetail, ProviderHTTPError, default_error_detail
+
+PROVIDER = "telegram"
+LABEL = "Telegram"
+DEFAULT_API_URL = "https://api.telegram.org"
+MAX_PHOTO_BYTES = 10 * 1024 * 1024
+_TOKEN_RE = re.compile(r"^\d{3,20}:[A-Za-z0-9_-]{20,100}$")
+_CHAT_RE = re.compile(r"^(-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$")
+
+
+def telegram_length(text: str) -> int:
+    """Telegram limits count UTF-16 code units (an emoji outside the BMP counts 2)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+_CHAT_OPTION = OptionSpec("chat_id", max_length=40)
+MESSAGE_PROFILE = OutputProfile(
+    key="telegram.message",
+    text_limit=4096,
+    text_counter=telegram_length,
+    text_required=True,
+    options=(_CHAT_OPTION,),
+    counting_rule="UTF-16 code units",
+)
+PHOTO_PROFILE = OutputProfile(
+    key="telegram.photo",
+    text_limit=1024,
+    text_counter=telegram_length,
+    media=MediaRule(
+        max_count=1,
+        mime_types=("image/jpeg", "image/png", "image/webp"),
+        max_bytes=MAX_PHOTO_BYTES,
+        required=True,
+    ),
+    video=VideoRule(
+        network="Telegram",
+        delivers=False,
+        containers=("mp4",),
+        video_codecs=("h264", "hevc"),
+        audio_codecs=("aac", "mp3"),
+        max_bytes=50 * 1024 * 1024,  # what a bot may upload (sendVideo)
+        max_count=1,
+        source="core.telegram.org/bots/api: sendVideo (MPEG4, bots upload up to 50 MB)",
+    ),
+    options=(_CHAT_OPTION,),
+    counting_rule="UTF-16 code units (caption)",
+)
+
+
+def _parse_error(response: requests.Response) -> ErrorDetail:
+    try:
+        body = response.json()
+    except ValueError:
+        return default_error_detail(response)
+    if not isinstance(body, dict):
+        return ErrorDetail()
+    parameters = body.get("parameters") or {}
+    retry_after = parameters.get("retry_after") if isinstance(parameters, dict) else None
+    description = str(body.get("description") or "")
+    kind = None
+    if isinstance(parameters, dict) and parameters.get("migrate_to_chat_id"):
+        description += " (the group became a supergroup; reconnect with its new chat id)"
+        kind = ErrorKind.AUTH
+    return ErrorDetail(
+        message=description,
+        kind=kind,
+        code=str(body.get("error_code") or ""),
+        retry_after=float(retry_after) if isinstance(retry_after, int | float) else None,
+    )
+
+
+def _chat_label(chat: dict[str, Any]) -> str:
+    if chat.get("title"):
+        return str(chat["title"])
+    if chat.get("username"):
+        return "@" + str(chat["username"])
+    name = " ".join(str(chat.get(k) or "") for k in ("first_name", "last_name")).strip()
+    return name or str(chat.get("id", ""))
+
+
+class TelegramAdapter(ProviderAdapter):
+    capabilities = Capabilities(
+        provider=PROVIDER,
+        display_name="Telegram bot",
+        connection=ConnectionMode.CREDENTIALS,
+        profiles=(MESSAGE_PROFILE, PHOTO_PROFILE),
+        account_kind="bot",
+        credential_fields=("bot_token", "chat_id"),
+        supports_refresh=True,  # re-validates the token and the chat
+        supports_destination_options=True,
+    )
+
+    def __init__(self, *, http: HttpClient | None = None, api_url: str = DEFAULT_API_URL) -> None:
+        self.http = http or HttpClient()
+        # Operator-configured (e.g. a local Bot API server): not a user URL.
+        self.api_url = (api_url or DEFAULT_API_URL).rstrip("/")
+
+    def _call(
+        self,
+        token: str,
+        method: str,
+        *,
+        operation: str,
+        write: bool = False,
+        http_method: str = "POST",
+        **kwargs: Any,
+    ) -> Any:
+        if not _TOKEN_RE.match(token or ""):
+            raise ProviderError(ErrorKind.AUTH, f"{LABEL}: the bot token is malformed; reconnect.")
+        response = self.http.request(
+            http_method,
+            f"{self.api_url}/bot{token}/{method}",
+            provider=LABEL,
+            operation=operation,
+            write=write,
+            ok=(200,),
+            secrets=(token,),
+            parse_error=_parse_error,
+            **kwargs,
+        )
+        body = self.http.json(response, provider=LABEL, operation=operation, write=write)
+        if not isinstance(body, dict) or not body.get("ok"):
+            kind = ErrorKind.AMBIGUOUS if write else ErrorKind.TRANSIENT
+            raise ProviderHTTPError(kind, f"{LABEL}: unexpected answer to {operation}.", status=200)
+        return body.get("result")
+
+    def _account(self, token: str, chat_id: str) -> ConnectedAccount:
+        bot = self._call(token, "getMe", operation="bot lookup", http_method="GET")
+        try:
+            chat = self._call(
+                token, "getChat", operation="chat lookup", json_body={"chat_id": chat_id}
+            )
+        except ProviderHTTPError as exc:
+            if exc.kind == ErrorKind.PERMANENT:
+                raise ProviderError(
+                    ErrorKind.PERMANENT,
+                    f"{LABEL}: the bot cannot see chat {chat_id[:40]}; add the bot to the chat first.",
+                ) from None
+            raise
+        return ConnectedAccount(
+            external_id=f"{bot['id']}:{chat['id']}",
+            username=str(bot.get("username") or bot.get("first_name") or bot["id"]),
+            display_name=_chat_label(chat),
+            account_kind="bot",
+            credentials={"bot_token": token, "chat_id": str(chat["id"])},
+            profile_url=f"https://t.me/{chat['username']}" if chat.get("username") else "",
+        )
+
+    def connect_with_credentials(self, *, fields: dict[str, str]) -> ConnectedAccount:
+        token = (fields.get("bot_token") or "").strip()
+        chat_id = (fields.get("chat_id") or "").strip()
+        if not _TOKEN_RE.match(token):
+            raise ProviderInputError(
+                "bot_token",
+                f"{LABEL}: the bot token must look like <digits>:<letters, digits, _ or ->.",
+            )
+        if not _CHAT_RE.match(chat_id):
+            raise ProviderInputError(
+                "chat_id", f"{LABEL}: chat_id must be a number or an @channel name."
+            )
+        return self._account(token, chat_id)
+
+    def refresh(self, *, account: AccountContext) -> ConnectedAccount:
+        return self._account(
+            account.credentials.get("bot_token", ""), account.credentials.get("chat_id", "")
+        )
+
+    @staticmethod
+    def _message_url(chat: dict[str, Any], message_id: int) -> str:
+        if chat.get("username"):
+            return f"https://t.me/{chat['username']}/{message_id}"
+        chat_id = str(chat.get("id", ""))
+        if chat_id.startswith("-100"):
+            return f"https://t.me/c/{chat_id[4:]}/{message_id}"
+        return ""
+
+    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
+        profile = {MESSAGE_PROFILE.key: MESSAGE_PROFILE, PHOTO_PROFILE.key: PHOTO_PROFILE}.get(
+            request.profile
+        )
+        if profile is None:
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
+        precheck(profile, request, provider=LABEL)
+        token = account.credentials.get("bot_token", "")
+        chat_id = request.options.get("chat_id") or account.credentials.get("chat_id", "")
+        if not _CHAT_RE.match(chat_id):
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: no valid chat to post to.")
+        if profile is MESSAGE_PROFILE:
+            message = self._call(
+                token,
+                "sendMessage",
+                operation="message post",
+                write=True,
+                json_body={"chat_id": chat_id, "text": request.text},
+            )
+        else:
+            item = request.media[0]
+            payload = read_media(item, provider=LABEL, max_bytes=MAX_PHOTO_BYTES)
+            data = {"chat_id": chat_id}
+            if request.text:
+                data["caption"] = request.text
+            message = self._call(
+                token,
+                "sendPhoto",
+                operation="photo post",
+                write=True,
+                data=data,
+                files={"photo": (item.name, payload, item.mime_type)},
+            )
+        chat = message.get("chat") or {"id": chat_id}
+        return PublishResult(
+            external_id=f"{chat['id']}:{message['message_id']}",
+            external_url=self._message_url(chat, int(message["message_id"])),
+        )
+
+    # reconcile: not supported (base class raises NotSupported) - see the module docstring.
+
+    def destination_options(
+        self, *, account: AccountContext, region_code: str = "US", language: str = "en"
+    ) -> dict[str, list[dict[str, str]]]:
+        """Chats the bot has seen (``getUpdates``, without confirming any update), the
+        connected chat first."""
+        token = account.credentials.get("bot_token", "")
+        chats: dict[str, str] = {}
+        configured = account.credentials.get("chat_id", "")
+        if configured:
+            try:
+                chat = self._call(
+                    token, "getChat", operation="chat lookup", json_body={"chat_id": configured}
+                )
+                chats[str(chat["id"])] = _chat_label(chat)
+            except ProviderHTTPError as exc:
+                if exc.kind != ErrorKind.PERMANENT:
+                    raise
+                chats[configured] = configured
+        try:
+            updates = self._call(
+                token, "getUpdates", operation="chat discovery", json_body={"timeout": 0}
+            )
+        except ProviderHTTPError as exc:
+            if exc.status != 409:  # 409: a webhook is set, so getUpdates is unavailable
+                raise
+            updates = []
+        for update in updates or []:
+            for key in (
+                "message",
+                "edited_message",
+                "channel_post",
+                "edited_channel_post",
+                "my_chat_member",
+                "chat_member",
+                "chat_join_request",
+            ):
+                chat = (update.get(key) or {}).get("chat")
+                if isinstance(chat, dict) and "id" in chat:
+                    chats.setdefault(str(chat["id"]), _chat_label(chat))
+        return {"chat_id": [{"label": label, "value": value} for value, label in chats.items()]}

@@ -1,0 +1,1 @@
+"""Bluesky: its stand-in (``standin``) and its adapter tests."""

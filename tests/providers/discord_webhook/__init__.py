@@ -1,0 +1,1 @@
+"""Discord incoming webhooks: its stand-in (``standin``) and its adapter tests."""

@@ -1,0 +1,1 @@
+"""LinkedIn: its stand-in (``standin``) and its adapter tests."""

@@ -1,0 +1,1 @@
+"""Mastodon: its stand-in (``standin``) and its adapter tests."""

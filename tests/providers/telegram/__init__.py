@@ -1,0 +1,1 @@
+"""Telegram: its stand-in (``standin``) and its adapter tests."""

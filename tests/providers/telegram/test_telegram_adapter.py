@@ -1,0 +1,196 @@
+"""Telegram bot adapter against the stand-in Bot API (real HTTP on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from providers import get_adapter
+from providers.base import (
+    AccountContext,
+    ErrorKind,
+    NotSupported,
+    ProviderError,
+    PublishRequest,
+)
+from providers.telegram import TelegramAdapter, telegram_length
+from tests.providers import assert_no_secret, media_item
+from tests.providers.telegram.standin import (
+    BOT,
+    BOT_TOKEN,
+    CHANNEL,
+    GROUP,
+    PRIVATE,
+    TelegramStandIn,
+)
+
+OTHER_TOKEN = "987654321:AAnotTheRightTokenButWellFormed_123456"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[TelegramStandIn]:
+    with TelegramStandIn() as standin:
+        yield standin
+
+
+@pytest.fixture(autouse=True)
+def _fresh(server: TelegramStandIn) -> None:
+    server.reset()
+
+
+@pytest.fixture
+def adapter(settings, server) -> TelegramAdapter:
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
+    settings.HERALD_TELEGRAM_API_URL = server.url
+    adapter = get_adapter("telegram")
+    assert isinstance(adapter, TelegramAdapter)
+    return adapter
+
+
+@pytest.fixture
+def account(adapter) -> AccountContext:
+    connected = adapter.connect_with_credentials(
+        fields={"bot_token": BOT_TOKEN, "chat_id": str(GROUP["id"])}
+    )
+    return AccountContext(external_id=connected.external_id, credentials=connected.credentials)
+
+
+def text(body: str = "Hello from Herald", key: str = "dest-1", **kwargs) -> PublishRequest:
+    return PublishRequest(profile="telegram.message", text=body, idempotency_key=key, **kwargs)
+
+
+def test_connect_validates_token_and_chat(adapter) -> None:
+    connected = adapter.connect_with_credentials(
+        fields={"bot_token": BOT_TOKEN, "chat_id": str(GROUP["id"])}
+    )
+    assert connected.external_id == f"{BOT['id']}:{GROUP['id']}"
+    assert connected.username == "herald_test_bot"
+    assert connected.display_name == "Herald Test Group"
+    assert connected.account_kind == "bot"
+    assert connected.credentials == {"bot_token": BOT_TOKEN, "chat_id": str(GROUP["id"])}
+    by_name = adapter.connect_with_credentials(
+        fields={"bot_token": BOT_TOKEN, "chat_id": "@heraldnews"}
+    )
+    assert by_name.credentials["chat_id"] == str(CHANNEL["id"])
+
+
+def test_connect_failures(adapter) -> None:
+    with pytest.raises(ProviderError) as caught:
+        adapter.connect_with_credentials(fields={"bot_token": "not a token", "chat_id": "1"})
+    assert caught.value.kind == ErrorKind.PERMANENT
+    with pytest.raises(ProviderError) as caught:
+        adapter.connect_with_credentials(fields={"bot_token": OTHER_TOKEN, "chat_id": "1"})
+    assert caught.value.kind == ErrorKind.AUTH
+    assert_no_secret(caught.value, [OTHER_TOKEN])
+    with pytest.raises(ProviderError) as caught:
+        adapter.connect_with_credentials(fields={"bot_token": BOT_TOKEN, "chat_id": "-100555"})
+    assert caught.value.kind == ErrorKind.PERMANENT
+    assert_no_secret(caught.value, [BOT_TOKEN])
+
+
+def test_publish_text(adapter, server, account) -> None:
+    result = adapter.publish(account=account, request=text())
+    assert result.external_id == f"{GROUP['id']}:101"
+    assert result.external_url == "https://t.me/c/1234567890/101"
+    assert server.posts_accepted == 1
+    channel = adapter.publish(
+        account=account, request=text(key="d2", options={"chat_id": str(CHANNEL["id"])})
+    )
+    assert channel.external_url == "https://t.me/heraldnews/101"
+
+
+def test_publish_photo_with_caption(adapter, server, account) -> None:
+    request = PublishRequest(
+        profile="telegram.photo", text="A caption", idempotency_key="p1", media=[media_item()]
+    )
+    result = adapter.publish(account=account, request=request)
+    assert result.external_id.endswith(":101")
+    assert server.posts[0]["caption"] == "A caption"
+    assert server.posts[0]["photo_bytes"] == request.media[0].size
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(
+            account=account,
+            request=PublishRequest(profile="telegram.photo", text="x", idempotency_key="p2"),
+        )
+    assert caught.value.kind == ErrorKind.PERMANENT  # exactly one image is required
+
+
+def test_counting_is_utf16(adapter, server, account) -> None:
+    assert telegram_length("😀") == 2
+    assert telegram_length("é") == 1
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=text("😀" * 2049))
+    assert caught.value.kind == ErrorKind.PERMANENT
+    adapter.publish(account=account, request=text("😀" * 2048))
+    assert server.posts_accepted == 1
+
+
+def test_rate_limit_uses_the_body_retry_after(adapter, server, account) -> None:
+    server.set_faults(rate_limit={"count": 1, "retry_after": 4, "standard_header": False})
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=text())
+    assert caught.value.kind == ErrorKind.RATE_LIMITED
+    assert caught.value.retry_after == 4
+    assert_no_secret(caught.value, [BOT_TOKEN])
+
+
+def test_server_error_is_transient(adapter, server, account) -> None:
+    server.set_faults(server_error={"count": 1, "status": 502})
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=text())
+    assert caught.value.kind == ErrorKind.TRANSIENT
+
+
+def test_accept_then_timeout_is_ambiguous_and_cannot_be_reconciled(
+    adapter, server, account
+) -> None:
+    server.set_faults(accept_then_timeout={"count": 1, "seconds": 2.5})
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=text())
+    assert caught.value.kind == ErrorKind.AMBIGUOUS
+    assert server.posts_accepted == 1
+    assert_no_secret(caught.value, [BOT_TOKEN])
+    with pytest.raises(NotSupported):
+        adapter.reconcile(account=account, request=text())
+
+
+def test_revoked_token_is_auth(adapter, server, account) -> None:
+    server.set_faults(reject_tokens=True)
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=text())
+    assert caught.value.kind == ErrorKind.AUTH
+    assert_no_secret(caught.value, [BOT_TOKEN])
+
+
+def test_permanent_rejection(adapter, server, account) -> None:
+    server.set_faults(
+        permanent={"count": 1, "status": 400, "message": "Bad Request: not enough rights"}
+    )
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=text())
+    assert caught.value.kind == ErrorKind.PERMANENT
+    assert "not enough rights" in caught.value.message
+
+
+def test_unreachable_api_hides_the_token(settings, account) -> None:
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
+    settings.HERALD_TELEGRAM_API_URL = f"http://127.0.0.1:{port}"
+    with pytest.raises(ProviderError) as caught:
+        get_adapter("telegram").publish(account=account, request=text())
+    assert caught.value.kind == ErrorKind.TRANSIENT
+    assert_no_secret(caught.value, [BOT_TOKEN])
+
+
+def test_destination_options_list_seen_chats(adapter, account) -> None:
+    options = adapter.destination_options(account=account)
+    assert options["chat_id"][0] == {"label": "Herald Test Group", "value": str(GROUP["id"])}
+    values = {o["value"]: o["label"] for o in options["chat_id"]}
+    assert values[str(CHANNEL["id"])] == "Herald News"
+    assert values[str(PRIVATE["id"])] == "Ada Lovelace"
+    assert len(values) == 3

@@ -1,0 +1,1 @@
+"""Threads: its stand-in (``standin``) and its adapter tests."""

@@ -1,0 +1,1 @@
+"""the generic signed webhook: its stand-in (``standin``) and its adapter tests."""

@@ -1,0 +1,1 @@
+"""X: its stand-in (``standin``) and its adapter tests."""
