@@ -33,6 +33,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 from providers.base import ErrorKind
 from providers.http_errors import (
     BlockedAddressError,
+    ErrorDetail,
     ErrorParser,
     ProviderHTTPError,
     classify,
@@ -162,35 +163,15 @@ class _Call:
 
     def failed(self, exc: BaseException) -> ProviderHTTPError:
         """No answer (see :func:`classify`), logged without the exception's text."""
-        error = classify(
-            provider=self.provider,
-            operation=self.operation,
-            write=self.write,
-            exception=exc,
-            host=self.host,
-            secrets=self.secrets,
-        )
-        logger.info(
-            "provider call failed",
-            extra={
-                "provider": self.provider,
-                "operation": self.operation,
-                "host": self.host,
-                "kind": error.kind.value,
-            },
-        )
+        error = self._classify(exception=exc)
+        logger.info("provider call failed", extra=self._fields(kind=error.kind.value))
         return error
 
     def log_answer(self, response: requests.Response, started: float) -> None:
+        elapsed_ms = int((time.monotonic() - started) * 1000)
         logger.debug(
             "provider call",
-            extra={
-                "provider": self.provider,
-                "operation": self.operation,
-                "host": self.host,
-                "status": response.status_code,
-                "elapsed_ms": int((time.monotonic() - started) * 1000),
-            },
+            extra=self._fields(status=response.status_code, elapsed_ms=elapsed_ms),
         )
 
     def refused(
@@ -199,26 +180,34 @@ class _Call:
         """An answer outside the expected statuses, with the provider's own error detail (read
         by the adapter's parser when it has one)."""
         detail = parse_error(response) if parse_error else default_error_detail(response)
-        error = classify(
+        error = self._classify(response=response, detail=detail)
+        logger.info(
+            "provider call refused",
+            extra=self._fields(status=response.status_code, kind=error.kind.value),
+        )
+        return error
+
+    def _classify(
+        self,
+        *,
+        exception: BaseException | None = None,
+        response: requests.Response | None = None,
+        detail: ErrorDetail | None = None,
+    ) -> ProviderHTTPError:
+        return classify(
             provider=self.provider,
             operation=self.operation,
             write=self.write,
             response=response,
+            exception=exception,
             detail=detail,
             host=self.host,
             secrets=self.secrets,
         )
-        logger.info(
-            "provider call refused",
-            extra={
-                "provider": self.provider,
-                "operation": self.operation,
-                "host": self.host,
-                "status": response.status_code,
-                "kind": error.kind.value,
-            },
-        )
-        return error
+
+    def _fields(self, **more: object) -> dict[str, object]:
+        """The fields of this call's log lines."""
+        return {"provider": self.provider, "operation": self.operation, "host": self.host, **more}
 
 
 def _unreadable(provider: str, operation: str, write: bool, status: int) -> ProviderHTTPError:
