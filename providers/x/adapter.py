@@ -161,7 +161,7 @@ class XAdapter(OAuthHttpAdapter):
     def _grant_credentials(
         grant: dict[str, Any], previous_refresh: str = ""
     ) -> tuple[dict[str, str], datetime | None, tuple[str, ...]]:
-        # A refresh token is never replaced by nothing (field lesson 6).
+        # A refresh token is never replaced by nothing.
         refresh = str(grant.get("refresh_token") or previous_refresh)
         credentials = {"access_token": str(grant["access_token"]), "refresh_token": refresh}
         try:
