@@ -10,6 +10,7 @@ from typing import Any
 from providers.base import (
     ErrorKind,
     MediaItem,
+    MediaRule,
     OutputProfile,
     ProviderError,
     PublishRequest,
@@ -48,8 +49,14 @@ def read_media(item: MediaItem, *, provider: str, max_bytes: int) -> bytes:
 
 
 def precheck(profile: OutputProfile, request: PublishRequest, *, provider: str) -> None:
-    """Refuse, before any upload, what the profile says the provider will refuse."""
-    rule = profile.media
+    """Refuse, before any upload, what the profile says the provider will refuse: its media,
+    then its text, then its options (the first refusal is the one reported)."""
+    _check_media(profile.media, request, provider=provider)
+    _check_text(profile, request, provider=provider)
+    _check_options(profile, request, provider=provider)
+
+
+def _check_media(rule: MediaRule, request: PublishRequest, *, provider: str) -> None:
     if len(request.media) > rule.max_count:
         raise ProviderError(
             ErrorKind.PERMANENT, f"{provider}: at most {rule.max_count} media item(s) per post."
@@ -66,6 +73,9 @@ def precheck(profile: OutputProfile, request: PublishRequest, *, provider: str) 
                 ErrorKind.PERMANENT,
                 f"{provider}: {item.name} is larger than {rule.max_bytes} bytes.",
             )
+
+
+def _check_text(profile: OutputProfile, request: PublishRequest, *, provider: str) -> None:
     if profile.text_required and not request.text.strip():
         raise ProviderError(ErrorKind.PERMANENT, f"{provider}: text is required.")
     if not request.text.strip() and not request.media:
@@ -77,6 +87,10 @@ def precheck(profile: OutputProfile, request: PublishRequest, *, provider: str) 
             f"{provider}: text is {length} long ({profile.counting_rule}); "
             f"the limit is {profile.text_limit}.",
         )
+
+
+def _check_options(profile: OutputProfile, request: PublishRequest, *, provider: str) -> None:
+    """An option left empty is refused only when it is required and has no default."""
     for spec in profile.options:
         value = request.options.get(spec.name)
         if value in (None, ""):

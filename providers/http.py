@@ -23,6 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -32,6 +33,7 @@ from urllib3.exceptions import HTTPError as Urllib3Error
 from providers.base import ErrorKind
 from providers.http_errors import (
     BlockedAddressError,
+    ErrorDetail,
     ErrorParser,
     ProviderHTTPError,
     classify,
@@ -113,7 +115,7 @@ class HttpClient:
         the host once and goes only to a vetted public address (any address when the client
         allows private addresses).
         """
-        host = urlsplit(url).hostname or ""
+        call = _Call(provider, operation, write, urlsplit(url).hostname or "", tuple(secrets))
         started = time.monotonic()
         try:
             response = self._session(user_url).request(
@@ -128,63 +130,17 @@ class HttpClient:
                 allow_redirects=False,
                 stream=True,
             )
-            deadline = started + self.connect_timeout + 2 * self.read_timeout
-            complete = _read_answer(response, deadline)
+            complete = _read_answer(
+                response, started + self.connect_timeout + 2 * self.read_timeout
+            )
         except (requests.RequestException, BlockedAddressError, Urllib3Error, OSError) as exc:
-            error = classify(
-                provider=provider,
-                operation=operation,
-                write=write,
-                exception=exc,
-                host=host,
-                secrets=secrets,
-            )
-            logger.info(
-                "provider call failed",
-                extra={
-                    "provider": provider,
-                    "operation": operation,
-                    "host": host,
-                    "kind": error.kind.value,
-                },
-            )
-            raise error from None
-        elapsed_ms = int((time.monotonic() - started) * 1000)
-        logger.debug(
-            "provider call",
-            extra={
-                "provider": provider,
-                "operation": operation,
-                "host": host,
-                "status": response.status_code,
-                "elapsed_ms": elapsed_ms,
-            },
-        )
-        if response.status_code in tuple(ok):
-            if not complete:
-                raise _unreadable(provider, operation, write, response.status_code)
-            return response
-        detail = parse_error(response) if parse_error else default_error_detail(response)
-        error = classify(
-            provider=provider,
-            operation=operation,
-            write=write,
-            response=response,
-            detail=detail,
-            host=host,
-            secrets=secrets,
-        )
-        logger.info(
-            "provider call refused",
-            extra={
-                "provider": provider,
-                "operation": operation,
-                "host": host,
-                "status": response.status_code,
-                "kind": error.kind.value,
-            },
-        )
-        raise error
+            raise call.failed(exc) from None
+        call.log_answer(response, started)
+        if response.status_code not in tuple(ok):
+            raise call.refused(response, parse_error)
+        if not complete:
+            raise _unreadable(provider, operation, write, response.status_code)
+        return response
 
     @staticmethod
     def json(response: requests.Response, *, provider: str, operation: str, write: bool) -> Any:
@@ -193,6 +149,65 @@ class HttpClient:
             return response.json()
         except ValueError:
             raise _unreadable(provider, operation, write, response.status_code) from None
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One request as its errors and log lines name it (never its URL: it may hold a token)."""
+
+    provider: str
+    operation: str
+    write: bool
+    host: str
+    secrets: tuple[str, ...]
+
+    def failed(self, exc: BaseException) -> ProviderHTTPError:
+        """No answer (see :func:`classify`), logged without the exception's text."""
+        error = self._classify(exception=exc)
+        logger.info("provider call failed", extra=self._fields(kind=error.kind.value))
+        return error
+
+    def log_answer(self, response: requests.Response, started: float) -> None:
+        elapsed_ms = int((time.monotonic() - started) * 1000)
+        logger.debug(
+            "provider call",
+            extra=self._fields(status=response.status_code, elapsed_ms=elapsed_ms),
+        )
+
+    def refused(
+        self, response: requests.Response, parse_error: ErrorParser | None
+    ) -> ProviderHTTPError:
+        """An answer outside the expected statuses, with the provider's own error detail (read
+        by the adapter's parser when it has one)."""
+        detail = parse_error(response) if parse_error else default_error_detail(response)
+        error = self._classify(response=response, detail=detail)
+        logger.info(
+            "provider call refused",
+            extra=self._fields(status=response.status_code, kind=error.kind.value),
+        )
+        return error
+
+    def _classify(
+        self,
+        *,
+        exception: BaseException | None = None,
+        response: requests.Response | None = None,
+        detail: ErrorDetail | None = None,
+    ) -> ProviderHTTPError:
+        return classify(
+            provider=self.provider,
+            operation=self.operation,
+            write=self.write,
+            response=response,
+            exception=exception,
+            detail=detail,
+            host=self.host,
+            secrets=self.secrets,
+        )
+
+    def _fields(self, **more: object) -> dict[str, object]:
+        """The fields of this call's log lines."""
+        return {"provider": self.provider, "operation": self.operation, "host": self.host, **more}
 
 
 def _unreadable(provider: str, operation: str, write: bool, status: int) -> ProviderHTTPError:

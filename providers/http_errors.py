@@ -138,71 +138,85 @@ def classify(
     after such a request was sent is ``AMBIGUOUS``, never ``TRANSIENT``.
     """
     secrets = tuple(secrets)
-    where = host or "the provider"
     if exception is not None:
-        if isinstance(exception, BlockedAddressError):
-            return ProviderHTTPError(
-                ErrorKind.PERMANENT, f"{provider}: {where} is not a public address."
-            )
-        if isinstance(
-            exception,
-            requests.exceptions.InvalidURL
-            | requests.exceptions.MissingSchema
-            | requests.exceptions.InvalidSchema,
-        ):
-            return ProviderHTTPError(
-                ErrorKind.PERMANENT, f"{provider}: invalid URL for {operation}."
-            )
-        if _failed_before_sending(exception):
-            return ProviderHTTPError(
-                ErrorKind.TRANSIENT, f"{provider}: could not connect to {where} ({operation})."
-            )
-        if isinstance(exception, requests.exceptions.ReadTimeout):
-            if write:
-                return ProviderHTTPError(
-                    ErrorKind.AMBIGUOUS,
-                    f"{provider}: no answer from {where} after sending {operation}; "
-                    "it may have been accepted.",
-                )
-            return ProviderHTTPError(
-                ErrorKind.TRANSIENT, f"{provider}: {where} timed out ({operation})."
-            )
-        # Connection reset/aborted, truncated body, ...: the request (or part of it) was sent.
+        return _classify_exception(
+            exception, provider=provider, operation=operation, write=write, where=host
+        )
+    assert response is not None  # noqa: S101 - programming error, not input
+    return _classify_response(
+        response,
+        detail or default_error_detail(response),
+        provider=provider,
+        operation=operation,
+        write=write,
+        secrets=secrets,
+    )
+
+
+def _classify_exception(
+    exception: BaseException, *, provider: str, operation: str, write: bool, where: str
+) -> ProviderHTTPError:
+    """No answer: refused before the request left (the URL, the address, the connection), or
+    lost after it was sent (a timeout, a broken connection: ambiguous after a write)."""
+    where = where or "the provider"
+    if isinstance(exception, BlockedAddressError):
+        return ProviderHTTPError(
+            ErrorKind.PERMANENT, f"{provider}: {where} is not a public address."
+        )
+    if isinstance(
+        exception,
+        requests.exceptions.InvalidURL
+        | requests.exceptions.MissingSchema
+        | requests.exceptions.InvalidSchema,
+    ):
+        return ProviderHTTPError(ErrorKind.PERMANENT, f"{provider}: invalid URL for {operation}.")
+    if _failed_before_sending(exception):
+        return ProviderHTTPError(
+            ErrorKind.TRANSIENT, f"{provider}: could not connect to {where} ({operation})."
+        )
+    if isinstance(exception, requests.exceptions.ReadTimeout):
         if write:
             return ProviderHTTPError(
                 ErrorKind.AMBIGUOUS,
-                f"{provider}: connection to {where} broke after sending {operation}; "
+                f"{provider}: no answer from {where} after sending {operation}; "
                 "it may have been accepted.",
             )
         return ProviderHTTPError(
-            ErrorKind.TRANSIENT, f"{provider}: connection to {where} failed ({operation})."
+            ErrorKind.TRANSIENT, f"{provider}: {where} timed out ({operation})."
         )
+    # Connection reset/aborted, truncated body, ...: the request (or part of it) was sent.
+    if write:
+        return ProviderHTTPError(
+            ErrorKind.AMBIGUOUS,
+            f"{provider}: connection to {where} broke after sending {operation}; "
+            "it may have been accepted.",
+        )
+    return ProviderHTTPError(
+        ErrorKind.TRANSIENT, f"{provider}: connection to {where} failed ({operation})."
+    )
 
-    assert response is not None  # noqa: S101 - programming error, not input
+
+def _classify_response(
+    response: requests.Response,
+    detail: ErrorDetail,
+    *,
+    provider: str,
+    operation: str,
+    write: bool,
+    secrets: tuple[str, ...],
+) -> ProviderHTTPError:
+    """An answer outside the expected statuses: the parser's kind if it named one, else the
+    status's; the provider's own message, sanitized; a wait only for a rate limit."""
     status = response.status_code
-    detail = detail or default_error_detail(response)
     text = sanitize(detail.message, secrets) if detail.message else (response.reason or "")
     text = sanitize(text, secrets)
     message = f"{provider}: {operation} failed (HTTP {status})" + (f": {text}" if text else ".")
+    kind = detail.kind if detail.kind is not None else _status_kind(status, write=write)
+    if detail.kind is None and 300 <= status < 400:
+        message = f"{provider}: {operation} failed: unexpected redirect (HTTP {status})."
     retry_after = detail.retry_after
     if retry_after is None:
         retry_after = parse_retry_after(response.headers)
-
-    if detail.kind is not None:
-        kind = detail.kind
-    elif status == 429:
-        kind = ErrorKind.RATE_LIMITED
-    elif status in (401, 403):
-        kind = ErrorKind.AUTH
-    elif status in (504, 524):  # gateway timeouts: the origin may have processed the request
-        kind = ErrorKind.AMBIGUOUS if write else ErrorKind.TRANSIENT
-    elif status >= 500 or status == 408:
-        kind = ErrorKind.TRANSIENT
-    elif 300 <= status < 400:
-        kind = ErrorKind.PERMANENT
-        message = f"{provider}: {operation} failed: unexpected redirect (HTTP {status})."
-    else:
-        kind = ErrorKind.PERMANENT
     return ProviderHTTPError(
         kind,
         message,
@@ -210,6 +224,18 @@ def classify(
         status=status,
         code=detail.code,
     )
+
+
+def _status_kind(status: int, *, write: bool) -> ErrorKind:
+    if status == 429:
+        return ErrorKind.RATE_LIMITED
+    if status in (401, 403):
+        return ErrorKind.AUTH
+    if status in (504, 524):  # gateway timeouts: the origin may have processed the request
+        return ErrorKind.AMBIGUOUS if write else ErrorKind.TRANSIENT
+    if status >= 500 or status == 408:
+        return ErrorKind.TRANSIENT
+    return ErrorKind.PERMANENT  # redirects (never followed) and the other refusals
 
 
 def default_error_detail(response: requests.Response) -> ErrorDetail:

@@ -125,13 +125,7 @@ def check_public_url(
     With ``field`` (the URL is the user's input) a refusal is a :class:`ProviderInputError` at
     that field; without it (the URL came from a provider) a :class:`ProviderHTTPError`.
     """
-
-    def refusal(message: str) -> ProviderError:
-        if field:
-            return ProviderInputError(field, message)
-        return ProviderHTTPError(ErrorKind.PERMANENT, message)
-
-    bad = refusal(f"{provider}: the {what} is not a valid https URL.")
+    bad = _refusal(f"{provider}: the {what} is not a valid https URL.", field)
     try:
         parts = urlsplit(url.strip())
         port = parts.port
@@ -145,34 +139,55 @@ def check_public_url(
     normalized = urlunsplit(
         (parts.scheme, parts.netloc.lower(), parts.path.rstrip("/"), parts.query, "")
     )
-    if allow_private:
-        return normalized
-    blocked = refusal(f"{provider}: the {what} must point to a public internet address.")
+    if not allow_private:
+        _check_public_host(host, port, resolve=resolve, provider=provider, what=what, field=field)
+    return normalized
+
+
+def _refusal(message: str, field: str | None) -> ProviderError:
+    """The user's input is wrong (at ``field``), or, without a field, the provider's URL is."""
+    if field:
+        return ProviderInputError(field, message)
+    return ProviderHTTPError(ErrorKind.PERMANENT, message)
+
+
+def _check_public_host(
+    host: str, port: int | None, *, resolve: bool, provider: str, what: str, field: str | None
+) -> None:
+    """Refuse a local name, a non-public address literal and, with ``resolve``, a name any of
+    whose DNS answers is not a public address."""
+    blocked = _refusal(f"{provider}: the {what} must point to a public internet address.", field)
     if host in _LOCAL_NAMES or host.endswith(_LOCAL_SUFFIXES):
         raise blocked
+    literal = host.strip("[]")
     try:
-        ipaddress.ip_address(host.strip("[]"))
+        ipaddress.ip_address(literal)
     except ValueError:
-        is_literal = False
+        pass
     else:
-        is_literal = True
-    if is_literal:
-        if not is_public_ip(host.strip("[]")):
+        if not is_public_ip(literal):
             raise blocked
-        return normalized
+        return
     if resolve:
-        try:
-            answers = socket.getaddrinfo(host, port or 443, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:
-            message = f"{provider}: the {what} host {host} could not be resolved."
-            if isinstance(exc, UnicodeError) or (
-                isinstance(exc, socket.gaierror) and exc.errno in _NO_SUCH_HOST
-            ):
-                raise refusal(message) from None  # the name does not exist: the input is wrong
-            raise ProviderHTTPError(ErrorKind.PERMANENT, message) from None
+        answers = _resolve(host, port, provider=provider, what=what, field=field)
         if not answers or not all(is_public_ip(str(a[4][0])) for a in answers):
             raise blocked
-    return normalized
+
+
+def _resolve(
+    host: str, port: int | None, *, provider: str, what: str, field: str | None
+) -> list[Any]:
+    """``getaddrinfo``'s answers for ``host``. A name that does not exist is the input's fault
+    (a refusal at ``field``); a resolver that failed to answer is a ProviderHTTPError either way."""
+    try:
+        return socket.getaddrinfo(host, port or 443, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        message = f"{provider}: the {what} host {host} could not be resolved."
+        if isinstance(exc, UnicodeError) or (
+            isinstance(exc, socket.gaierror) and exc.errno in _NO_SUCH_HOST
+        ):
+            raise _refusal(message, field) from None
+        raise ProviderHTTPError(ErrorKind.PERMANENT, message) from None
 
 
 AddressPolicy = Callable[[str], bool]

@@ -176,7 +176,7 @@ class LinkedInAdapter(OAuthHttpAdapter):
     def _grant_credentials(
         grant: dict[str, Any], previous_refresh: str = ""
     ) -> tuple[dict[str, str], datetime | None, tuple[str, ...]]:
-        # A refresh token is never replaced by nothing (field lesson 6); most apps get none.
+        # A refresh token is never replaced by nothing; most apps get none.
         refresh = str(grant.get("refresh_token") or previous_refresh)
         credentials = {"access_token": str(grant["access_token"])}
         if refresh:

@@ -157,6 +157,26 @@ class ThreadsAdapter(OAuthHttpAdapter):
         """The code for a short-lived token (1 h), that for a long-lived one (60 days), then
         the profile."""
         self._require_app()
+        short_token = self._exchange_code(code=code, redirect_uri=redirect_uri)
+        credentials, expires_at = self._long_lived(self._exchange_short_lived(short_token))
+        me = self._account_lookup(credentials["access_token"])
+        username = str(me.get("username") or "")
+        return ConnectedAccount(
+            external_id=str(me["id"]),
+            username=username,
+            display_name=str(me.get("name") or ""),
+            avatar_url=str(me.get("threads_profile_picture_url") or ""),
+            credentials=credentials,
+            # The API base: the delivery service's per-host limits and pauses key on it.
+            instance_url=self.api_url,
+            # Threads' token answers carry no scope: the grant is what the window asked for.
+            granted_scopes=SCOPES,
+            expires_at=expires_at,
+            profile_url=self._profile_url(username),
+        )
+
+    def _exchange_code(self, *, code: str, redirect_uri: str) -> str:
+        """``POST /oauth/access_token``: the authorization code for a short-lived token."""
         short = self._json(
             self._call(
                 "POST",
@@ -177,7 +197,11 @@ class ThreadsAdapter(OAuthHttpAdapter):
         short_token = str(short.get("access_token") or "")
         if not short_token:
             raise ProviderError(ErrorKind.AUTH, f"{LABEL}: the token answer had no access token.")
-        grant = self._json(
+        return short_token
+
+    def _exchange_short_lived(self, short_token: str) -> dict[str, Any]:
+        """``GET /access_token?grant_type=th_exchange_token``: the long-lived grant."""
+        grant: dict[str, Any] = self._json(
             self._call(
                 "GET",
                 f"{self.api_url}/access_token",
@@ -192,12 +216,15 @@ class ThreadsAdapter(OAuthHttpAdapter):
             ),
             "long-lived token exchange",
         )
-        credentials, expires_at = self._long_lived(grant)
-        me = self._json(
+        return grant
+
+    def _account_lookup(self, token: str) -> dict[str, Any]:
+        """``GET /me``: the connected account's id (required), name and picture."""
+        me: dict[str, Any] = self._json(
             self._call(
                 "GET",
                 "/me",
-                token=credentials["access_token"],
+                token=token,
                 operation="account lookup",
                 params={"fields": "id,username,name,threads_profile_picture_url"},
             ),
@@ -205,20 +232,7 @@ class ThreadsAdapter(OAuthHttpAdapter):
         )
         if not me.get("id"):
             raise ProviderError(ErrorKind.AUTH, f"{LABEL}: the account could not be read.")
-        username = str(me.get("username") or "")
-        return ConnectedAccount(
-            external_id=str(me["id"]),
-            username=username,
-            display_name=str(me.get("name") or ""),
-            avatar_url=str(me.get("threads_profile_picture_url") or ""),
-            credentials=credentials,
-            # The API base: the delivery service's per-host limits and pauses key on it.
-            instance_url=self.api_url,
-            # Threads' token answers carry no scope: the grant is what the window asked for.
-            granted_scopes=SCOPES,
-            expires_at=expires_at,
-            profile_url=self._profile_url(username),
-        )
+        return me
 
     def can_refresh(self, *, credentials: dict[str, str]) -> bool:
         return bool(credentials.get("access_token"))

@@ -161,7 +161,7 @@ class XAdapter(OAuthHttpAdapter):
     def _grant_credentials(
         grant: dict[str, Any], previous_refresh: str = ""
     ) -> tuple[dict[str, str], datetime | None, tuple[str, ...]]:
-        # A refresh token is never replaced by nothing (field lesson 6).
+        # A refresh token is never replaced by nothing.
         refresh = str(grant.get("refresh_token") or previous_refresh)
         credentials = {"access_token": str(grant["access_token"]), "refresh_token": refresh}
         try:
@@ -445,6 +445,12 @@ class XAdapter(OAuthHttpAdapter):
             )
         if not account.external_id:
             raise CannotReconcile(f"{LABEL}: the account id is unknown; check the account.")
+        return self._find_in_recent_posts(token, account, request)
+
+    def _find_in_recent_posts(
+        self, token: str, account: AccountContext, request: PublishRequest
+    ) -> PublishResult | None:
+        """Steps 2 and 3 of :meth:`reconcile`: page through the account's own recent posts."""
         since = request.first_attempt_at - RECONCILE_SLACK if request.first_attempt_at else None
         wanted = comparable_text(request.text)
         params: dict[str, Any] = {
@@ -465,20 +471,13 @@ class XAdapter(OAuthHttpAdapter):
                 ),
                 "recent posts",
             )
-            for post in body.get("data") or []:
-                if not isinstance(post, dict) or not post.get("id"):
-                    continue
-                created = _created_at(post)
-                if since is not None and created is not None and created < since:
-                    continue
-                keys = (post.get("attachments") or {}).get("media_keys") or []
-                if len(keys) != len(request.media):
-                    continue
-                if comparable_text(str(post.get("text") or "")) == wanted:
-                    post_id = str(post["id"])
-                    return PublishResult(
-                        external_id=post_id, external_url=self._post_url(account, post_id)
-                    )
+            post_id = _matching_post_id(
+                body.get("data") or [], since=since, text=wanted, media_count=len(request.media)
+            )
+            if post_id:
+                return PublishResult(
+                    external_id=post_id, external_url=self._post_url(account, post_id)
+                )
             next_token = (body.get("meta") or {}).get("next_token")
             if not next_token:
                 return None  # every post since the window start (or ever) was seen
@@ -510,3 +509,22 @@ class XAdapter(OAuthHttpAdapter):
             reposts=int(counts.get("retweet_count") or 0) + int(counts.get("quote_count") or 0),
             views=int(counts.get("impression_count") or 0),
         )
+
+
+def _matching_post_id(
+    posts: list[Any], *, since: datetime | None, text: str, media_count: int
+) -> str:
+    """The id of the first post created since ``since`` with that comparable text and that
+    many media, or ``""``."""
+    for post in posts:
+        if not isinstance(post, dict) or not post.get("id"):
+            continue
+        created = _created_at(post)
+        if since is not None and created is not None and created < since:
+            continue
+        keys = (post.get("attachments") or {}).get("media_keys") or []
+        if len(keys) != media_count:
+            continue
+        if comparable_text(str(post.get("text") or "")) == text:
+            return str(post["id"])
+    return ""

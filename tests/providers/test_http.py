@@ -7,15 +7,17 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import Any
 
 import pytest
 import requests
 from urllib3.exceptions import MaxRetryError, NewConnectionError, ProtocolError
 
 from providers import get_adapter
-from providers.base import ErrorKind, ProviderError
+from providers.base import ErrorKind, OptionSpec, OutputProfile, ProviderError, PublishRequest
+from providers.helpers import precheck
 from providers.http import USER_AGENT, HttpClient
-from providers.http_errors import classify, sanitize
+from providers.http_errors import ErrorDetail, classify, sanitize
 from providers.retry_after import parse_retry_after
 from providers.url_safety import check_public_url
 from tests.providers.telegram.standin import TelegramStandIn
@@ -264,3 +266,76 @@ def test_client_defaults_and_registry_settings(settings) -> None:
     adapter = get_adapter("mastodon")
     assert (adapter.http.read_timeout, adapter.http.connect_timeout) == (20.0, 5.0)  # type: ignore[attr-defined]
     assert adapter.http.allow_private is True  # type: ignore[attr-defined]
+
+
+def test_retry_after_forms_that_cannot_be_read_give_way_to_the_next_header() -> None:
+    now = time.time()
+    assert parse_retry_after({"Retry-After": "soon", "RateLimit-Reset": "7"}, now=now) == 7
+    assert parse_retry_after({"Retry-After": "-3"}, now=now) == 0
+    assert parse_retry_after({"X-RateLimit-Reset-After": "x", "RateLimit-Reset": "5"}, now=now) == 5
+    naive = datetime.fromtimestamp(now + 30, UTC).replace(tzinfo=None).isoformat()
+    assert parse_retry_after({"X-RateLimit-Reset": naive}, now=now) == pytest.approx(30, abs=1)
+    past = format_datetime(datetime.fromtimestamp(now - 60, UTC), usegmt=True)
+    assert parse_retry_after({"Retry-After": past}, now=now) == 0
+    assert parse_retry_after({"RateLimit-Reset": "x", "X-RateLimit-Reset": "4"}, now=now) == 4
+
+
+def test_a_redirect_is_named_and_a_parser_kind_wins_over_the_status() -> None:
+    redirect = classify(
+        provider="p", operation="post", write=True, response=response(302), host="h"
+    )
+    assert (redirect.kind, str(redirect)) == (
+        ErrorKind.PERMANENT,
+        "p: post failed: unexpected redirect (HTTP 302).",
+    )
+    overridden = classify(
+        provider="p",
+        operation="post",
+        write=True,
+        response=response(302, headers={"Retry-After": "9"}),
+        detail=ErrorDetail(message="slow down", kind=ErrorKind.RATE_LIMITED, code="88"),
+    )
+    assert (overridden.kind, str(overridden), overridden.retry_after, overridden.code) == (
+        ErrorKind.RATE_LIMITED,
+        "p: post failed (HTTP 302): slow down",
+        9,
+        "88",
+    )
+
+
+def test_precheck_refuses_text_and_options_in_order() -> None:
+    profile = OutputProfile(
+        key="p.post",
+        text_limit=10,
+        text_counter=len,
+        text_required=True,
+        options=(
+            OptionSpec(name="lang", required=True, max_length=2),
+            OptionSpec(name="mode", choices=("a", "b"), default="a", required=True),
+        ),
+    )
+
+    def refusal(**fields: Any) -> str:
+        with pytest.raises(ProviderError) as caught:
+            precheck(
+                profile,
+                PublishRequest(profile="p.post", idempotency_key="k", **fields),
+                provider="P",
+            )
+        return str(caught.value)
+
+    assert refusal(text=" ", options={"mode": "zz"}) == "P: text is required."
+    assert refusal(text="x" * 11) == "P: text is 11 long (characters); the limit is 10."
+    assert refusal(text="hi", options={"lang": ""}) == "P: option lang is required."
+    assert refusal(text="hi", options={"lang": "en", "mode": "c"}) == (
+        "P: option mode has an unsupported value."
+    )
+    assert refusal(text="hi", options={"lang": "eng"}) == "P: option lang is too long."
+    optional_text = OutputProfile(key="p.post", text_limit=10, text_counter=len)
+    with pytest.raises(ProviderError, match=r"^P: nothing to publish\.$"):
+        precheck(optional_text, PublishRequest("p.post", " ", "k"), provider="P")
+    precheck(
+        profile,
+        PublishRequest(profile="p.post", text="hi", idempotency_key="k", options={"lang": "en"}),
+        provider="P",
+    )

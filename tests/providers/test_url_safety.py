@@ -341,3 +341,65 @@ def test_tls_is_verified_against_the_host_name_not_the_vetted_address(
                 session.get(f"https://other.test:{server.port}/", timeout=2, verify=cert_path)
     finally:
         server.close()
+
+
+# --- check_public_url: names and their DNS answers ----------------------------------------------
+
+
+def test_a_name_is_accepted_only_when_every_answer_is_public(resolver: Any) -> None:
+    resolver["table"]["public.test"] = ["8.8.8.8", "2001:4860:4860::8888"]
+    resolver["table"]["mixed.test"] = ["8.8.8.8", "10.0.0.8"]
+    assert (
+        check_public_url("https://Public.test:8443/a/", field="url") == "https://public.test:8443/a"
+    )
+    with pytest.raises(ProviderError) as caught:
+        check_public_url("https://mixed.test/", provider="Mastodon", what="instance URL")
+    assert (
+        str(caught.value) == "Mastodon: the instance URL must point to a public internet address."
+    )
+    assert not hasattr(caught.value, "field")  # the URL came from a provider: not a 422
+    assert resolver["asked"] == ["public.test", "mixed.test"]
+
+
+def test_a_name_that_does_not_exist_is_the_input_at_fault(resolver: Any) -> None:
+    with pytest.raises(ProviderError) as caught:
+        check_public_url("https://nowhere.test/", provider="Webhook", field="webhook_url")
+    assert getattr(caught.value, "field", None) == "webhook_url"
+    assert str(caught.value) == "Webhook: the URL host nowhere.test could not be resolved."
+
+
+def test_a_resolver_that_fails_to_answer_is_not_the_input_at_fault(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unanswered(*args: Any, **kwargs: Any) -> Answers:
+        raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unanswered)
+    with pytest.raises(ProviderError) as caught:
+        check_public_url("https://busy.test/", provider="Webhook", field="webhook_url")
+    assert not hasattr(caught.value, "field")
+    assert caught.value.kind == ErrorKind.PERMANENT
+    assert str(caught.value) == "Webhook: the URL host busy.test could not be resolved."
+
+
+def test_local_names_and_literals_are_judged_without_asking_the_resolver(resolver: Any) -> None:
+    for url in ("https://printer.local/", "https://localhost/", "https://[fe80::1]/"):
+        with pytest.raises(ProviderError, match="public internet address"):
+            check_public_url(url, field="url")
+    assert (
+        check_public_url("https://[2001:4860:4860::8888]/x/") == "https://[2001:4860:4860::8888]/x"
+    )
+    assert check_public_url("https://unknown.test/", resolve=False) == "https://unknown.test"
+    assert check_public_url("http://printer.local/", allow_private=True) == "http://printer.local"
+    assert resolver["asked"] == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://8.8.8.8:99999/", "https://user@8.8.8.8/", "http://8.8.8.8/", "https:///path"],
+)
+def test_a_malformed_url_is_refused_at_its_field(url: str) -> None:
+    with pytest.raises(ProviderError) as caught:
+        check_public_url(url, provider="Mastodon", what="instance URL", field="instance_url")
+    assert getattr(caught.value, "field", None) == "instance_url"
+    assert str(caught.value) == "Mastodon: the instance URL is not a valid https URL."

@@ -200,6 +200,42 @@ def test_bad_code_is_auth_and_leaks_nothing(adapter: ThreadsAdapter) -> None:
     assert_no_secret(caught.value, [code, CLIENT_SECRET])
 
 
+@pytest.mark.parametrize(
+    ("answers", "message"),
+    [
+        ([{"access_token": ""}], "Threads: the token answer had no access token."),
+        ([{"access_token": "short"}, {}], "Threads: the token answer had no access token."),
+        (
+            [{"access_token": "short"}, {"access_token": "long"}, {"username": "me"}],
+            "Threads: the account could not be read.",
+        ),
+    ],
+    ids=["no short-lived token", "no long-lived token", "no account id"],
+)
+def test_connect_refuses_an_answer_without_what_it_needs(
+    monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, Any]], message: str
+) -> None:
+    """Each step of the exchange stops the connect, as a reconnect, when its answer lacks the
+    token or the id the next step needs; no later step is asked."""
+    adapter = get_adapter("threads")
+    remaining = list(answers)
+    operations: list[str] = []
+
+    def call(method: str, path_or_url: str, **kwargs: Any) -> None:
+        operations.append(kwargs["operation"])
+
+    monkeypatch.setattr(adapter, "_call", call)
+    monkeypatch.setattr(adapter, "_json", lambda response, operation: remaining.pop(0))
+    with pytest.raises(ProviderError) as caught:
+        adapter.complete_authorization(code="c", redirect_uri=REDIRECT, code_verifier="")
+    assert (caught.value.kind, caught.value.message) == (ErrorKind.AUTH, message)
+    assert remaining == []
+    assert (
+        operations
+        == ["token exchange", "long-lived token exchange", "account lookup"][: len(answers)]
+    )
+
+
 def test_unconfigured_app_cannot_connect(settings: Any) -> None:
     settings.PROVIDER_OAUTH_APPS = {
         **settings.PROVIDER_OAUTH_APPS,

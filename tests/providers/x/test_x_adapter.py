@@ -399,6 +399,29 @@ def test_reconcile_compares_media_count(
     assert adapter.reconcile(account=account, request=text_only) is None
 
 
+def test_reconcile_skips_a_post_older_than_the_window_even_when_x_lists_it(
+    adapter: XAdapter, server: XStandIn, account: AccountContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The window is checked on each listed post too, not only asked of X (``start_time``)."""
+    server.store_post("Said before", created_at="2020-01-01T00:00:00.000Z")
+    monkeypatch.setattr("providers.x.adapter._rfc3339", lambda moment: "")  # X filters nothing
+    started = datetime.now(UTC)
+    assert (
+        adapter.reconcile(account=account, request=post("Said before", first_attempt_at=started))
+        is None
+    )
+    assert adapter.reconcile(account=account, request=post("Said before")) is not None
+
+
+def test_reconcile_without_the_account_id_cannot_search(
+    adapter: XAdapter, account: AccountContext
+) -> None:
+    nameless = AccountContext(external_id="", credentials=account.credentials)
+    with pytest.raises(NotSupported) as caught:
+        adapter.reconcile(account=nameless, request=post(first_attempt_at=datetime.now(UTC)))
+    assert caught.value.message == "X: the account id is unknown; check the account."
+
+
 def test_delete_is_idempotent(adapter: XAdapter, server: XStandIn, account: AccountContext) -> None:
     result = adapter.publish(account=account, request=post())
     adapter.delete(account=account, external_id=result.external_id)
