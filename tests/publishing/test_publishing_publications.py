@@ -1168,7 +1168,7 @@ def test_housekeeping_drops_expired_idempotency_records_and_oauth_states(user, w
         redirect_uri="https://x/cb",
         expires_at=timezone.now() - timedelta(minutes=1),
     )
-    assert housekeeping() == {"idempotency_records": 1, "oauth_states": 1}
+    assert housekeeping() == {"idempotency_records": 1, "oauth_states": 1, "media_probes_resent": 0}
     assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["fresh"]
 
 
