@@ -31,6 +31,7 @@ from providers.http_errors import (
     ProviderHTTPError,
     default_error_detail,
 )
+from providers.linkedin import video as video_protocol
 from providers.linkedin.text import (
     POST_PROFILE,
     comparable_text,
@@ -94,6 +95,22 @@ def _scopes(value: Any) -> tuple[str, ...]:
 
 def _urn_path(urn: str) -> str:
     return quote(urn, safe="")
+
+
+def _post_body(author: str, text: str) -> dict[str, Any]:
+    """A public main-feed post of ``author``; the content is added by the caller."""
+    return {
+        "author": author,
+        "commentary": escape_little(text),
+        "visibility": "PUBLIC",
+        "distribution": {
+            "feedDistribution": "MAIN_FEED",
+            "targetEntities": [],
+            "thirdPartyDistributionChannels": [],
+        },
+        "lifecycleState": "PUBLISHED",
+        "isReshareDisabledByAuthor": False,
+    }
 
 
 class LinkedInAdapter(OAuthHttpAdapter):
@@ -329,18 +346,7 @@ class LinkedInAdapter(OAuthHttpAdapter):
         author = self._author(account, request)
         token = self._token(account)
         images = [(self._upload(token, author, item), item.alt_text) for item in request.media]
-        body: dict[str, Any] = {
-            "author": author,
-            "commentary": escape_little(request.text),
-            "visibility": "PUBLIC",
-            "distribution": {
-                "feedDistribution": "MAIN_FEED",
-                "targetEntities": [],
-                "thirdPartyDistributionChannels": [],
-            },
-            "lifecycleState": "PUBLISHED",
-            "isReshareDisabledByAuthor": False,
-        }
+        body = _post_body(author, request.text)
         if len(images) == 1:
             media: dict[str, str] = {"id": images[0][0]}
             if images[0][1]:
@@ -355,6 +361,17 @@ class LinkedInAdapter(OAuthHttpAdapter):
                     ]
                 }
             }
+        return self._create_post(token, body)
+
+    def publish_video_post(
+        self, account: AccountContext, *, text: str, video: str, title: str, author: str = ""
+    ) -> PublishResult:
+        """The post of a video LinkedIn has processed (``AVAILABLE``; see ``video``)."""
+        body = _post_body(author or self._member(account), text)
+        body["content"] = video_protocol.media_content(video, title)
+        return self._create_post(self._token(account), body)
+
+    def _create_post(self, token: str, body: dict[str, Any]) -> PublishResult:
         response = self._call(
             "POST", "/rest/posts", token=token, operation="post", write=True, json_body=body
         )

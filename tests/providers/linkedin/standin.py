@@ -4,7 +4,10 @@ the form; 60-day access tokens, a refresh token only when ``issue_refresh`` is s
 LinkedIn enrolled in programmatic refresh; revoke), OpenID ``/v2/userinfo``, and the versioned
 REST API (every ``/rest`` call must carry ``LinkedIn-Version: YYYYMM`` and
 ``X-Restli-Protocol-Version: 2.0.0``): the Images API (initializeUpload, then PUT the bytes),
-posts (create answering the URN in ``x-restli-id``, get, delete, by author with
+the Videos API (initializeUpload answers one upload URL per 4 MB byte range, each PUT answers
+an ETag, finalizeUpload needs every part's ETag in order, then the video is PROCESSING for
+``video_processing_seconds`` and AVAILABLE, or PROCESSING_FAILED when ``video_fails`` is set or
+the parts do not make a video PyAV can read), posts (create answering the URN in ``x-restli-id``, get, delete, by author with
 ``r_member_social`` / ``r_organization_social``), organizationAcls, organizations,
 socialActions; 429 and LinkedIn's error shape ``{"status", "serviceErrorCode", "code",
 "message"}``. Commentary is stored as sent (little format); :meth:`plain_text` unescapes it.
@@ -14,11 +17,15 @@ Run alone: ``python -m tests.providers.linkedin.standin --port 8406``.
 
 from __future__ import annotations
 
+import hashlib
+import io
 import re
 import secrets
 import time
 from typing import Any
 from urllib.parse import unquote, urlencode
+
+import av
 
 from tests.providers.standin import Reply, Request, Route, StandIn, serve_main
 
@@ -27,6 +34,7 @@ CLIENT_SECRET = "linkedin-standin-client-secret-0123456789"
 MEMBER = {"sub": "782bbtaQ", "name": "Ada Herald", "given_name": "Ada", "family_name": "Herald"}
 ORGANIZATION = {"id": 2414183, "localizedName": "Herald Inc."}
 ACCESS_SECONDS = 60 * 24 * 3600
+VIDEO_PART_BYTES = 4 * 1024 * 1024  # the Videos API splits an upload into 4 MB parts
 _VERSION = re.compile(r"^\d{6}(\.\d{2})?$")
 _RESERVED = set("\\|{}@[]()<>#*_~")
 
@@ -38,6 +46,17 @@ def _error(status: int, message: str, service_code: int = 0, code: str = "") -> 
     if code:
         body["code"] = code
     return Reply(status, body)
+
+
+def _is_video(data: bytes) -> bool:
+    """An MP4 with a video stream PyAV can decode a frame of (what LinkedIn's processing needs)."""
+    try:
+        with av.open(io.BytesIO(data), mode="r") as container:
+            if "mp4" not in container.format.name or not container.streams.video:
+                return False
+            return next(container.decode(video=0), None) is not None
+    except (av.FFmpegError, StopIteration, ValueError):
+        return False
 
 
 def plain_text(commentary: str) -> str:
@@ -73,12 +92,16 @@ class LinkedInStandIn(StandIn):
         self.codes: dict[str, dict[str, Any]] = {}
         self.access: dict[str, dict[str, Any]] = {}  # token -> {"user", "expires", "scope"}
         self.refresh: dict[str, dict[str, Any]] = {}
+        self.video_part_bytes = VIDEO_PART_BYTES
+        self.video_processing_seconds = 0.0
+        self.video_fails = False
         self.clear_data()
 
     def clear_data(self) -> None:
         self.posts_by_urn: dict[str, dict[str, Any]] = {}
         self.images: dict[str, dict[str, Any]] = {}  # image urn -> {"owner", "data"}
         self.social: dict[str, dict[str, int]] = {}
+        self.videos: dict[str, dict[str, Any]] = {}  # video urn -> owner, parts, status...
 
     def fixtures(self) -> dict[str, Any]:
         return {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "api_url": self.url}
@@ -104,6 +127,9 @@ class LinkedInStandIn(StandIn):
             Route("GET", r"/v2/userinfo", self.userinfo),
             Route("POST", r"/rest/images", self.images_initialize),
             Route("PUT", r"/dms-uploads/(?P<image_id>[\w-]+)", self.image_put),
+            Route("POST", r"/rest/videos", self.videos_action),
+            Route("PUT", r"/dms-uploads/video/(?P<video_id>\w+)/(?P<index>\d+)", self.video_put),
+            Route("GET", r"/rest/videos/(?P<urn>[^/]+)", self.get_video),
             Route("POST", r"/rest/posts", self.create_post),
             Route("GET", r"/rest/posts", self.posts_by_author),
             Route("GET", post, self.get_post),
@@ -336,6 +362,122 @@ class LinkedInStandIn(StandIn):
             image["data"] = request.body
         return Reply(201, b"")
 
+    # --- videos -------------------------------------------------------------------------------
+
+    def videos_action(self, request: Request) -> Reply:
+        grant, refused = self._rest(request)
+        if grant is None:
+            return refused or self.unauthorized_reply()
+        body = request.json if isinstance(request.json, dict) else {}
+        action = (request.query.get("action") or [""])[0]
+        if action == "initializeUpload":
+            return self.video_initialize(grant, body.get("initializeUploadRequest") or {})
+        if action == "finalizeUpload":
+            return self.video_finalize(grant, body.get("finalizeUploadRequest") or {})
+        return _error(400, "Unknown action", code="ILLEGAL_ARGUMENT")
+
+    def _instructions(self, video_id: str, size: int) -> list[dict[str, Any]]:
+        step = self.video_part_bytes
+        return [
+            {
+                "uploadUrl": f"{self.url}/dms-uploads/video/{video_id}/{index}?ca=vector_feedshare",
+                "firstByte": first,
+                "lastByte": min(first + step, size) - 1,
+            }
+            for index, first in enumerate(range(0, size, step))
+        ]
+
+    def video_initialize(self, grant: dict[str, Any], ask: dict[str, Any]) -> Reply:
+        owner = str(ask.get("owner") or "")
+        size = ask.get("fileSizeBytes")
+        if not self._can_write_as(grant, owner):
+            return _error(403, f"Not enough permissions to act as {owner}", 100, "ACCESS_DENIED")
+        if not isinstance(size, int) or size <= 0:
+            return _error(400, "/fileSizeBytes :: field is required", code="ILLEGAL_ARGUMENT")
+        video_id = "D" + secrets.token_hex(8).upper()
+        parts = self._instructions(video_id, size)
+        with self.lock:
+            self.videos[f"urn:li:video:{video_id}"] = {
+                "owner": owner,
+                "size": size,
+                "ranges": [(p["firstByte"], p["lastByte"]) for p in parts],
+                "parts": {},
+                "status": "WAITING_UPLOAD",
+                "ready_at": 0.0,
+            }
+        self.bump("video_uploads")
+        value = {
+            "uploadUrlsExpireAt": int(time.time() * 1000) + 3_600_000,
+            "video": f"urn:li:video:{video_id}",
+            "uploadInstructions": parts,
+            "uploadToken": "",
+        }
+        return Reply(200, {"value": value})
+
+    def video_put(self, request: Request, video_id: str, index: str) -> Reply:
+        if self._grant(request) is None:
+            return self.unauthorized_reply()
+        with self.lock:
+            video = self.videos.get(f"urn:li:video:{video_id}")
+            if video is None or int(index) >= len(video["ranges"]):
+                return _error(404, "Not Found", code="NOT_FOUND")
+            first, last = video["ranges"][int(index)]
+            if len(request.body) != last - first + 1:
+                return _error(400, "The part does not match its byte range")
+            etag = "/ambry-video/" + hashlib.sha256(request.body).hexdigest()[:32]
+            video["parts"][int(index)] = (etag, request.body)
+            self.counters["video_parts"] += 1
+            self.counters["video_part_bytes_max"] = max(
+                self.counters["video_part_bytes_max"], len(request.body)
+            )
+        return Reply(201, b"", {"ETag": etag})
+
+    def video_finalize(self, grant: dict[str, Any], ask: dict[str, Any]) -> Reply:
+        urn = str(ask.get("video") or "")
+        ids = ask.get("uploadedPartIds")
+        with self.lock:
+            video = self.videos.get(urn)
+            if video is None or not self._can_write_as(grant, video["owner"]):
+                return _error(404, "Not Found", code="NOT_FOUND")
+            expected = [video["parts"].get(i, ("", b""))[0] for i in range(len(video["ranges"]))]
+            if not isinstance(ids, list) or ids != expected or "" in expected:
+                return _error(
+                    400,
+                    "Failed to finalize upload: the uploaded part ids are missing or do not "
+                    "match the uploaded parts",
+                    code="BAD_REQUEST",
+                )
+            data = b"".join(video["parts"][i][1] for i in range(len(video["ranges"])))
+            video["status"] = "PROCESSING"
+            video["ready_at"] = time.time() + self.video_processing_seconds
+            video["playable"] = not self.video_fails and _is_video(data)
+            video["data"] = data
+        self.bump("videos_finalized")
+        return Reply(200, b"")
+
+    def _video_status(self, video: dict[str, Any]) -> str:
+        if video["status"] == "PROCESSING" and time.time() >= video["ready_at"]:
+            video["status"] = "AVAILABLE" if video["playable"] else "PROCESSING_FAILED"
+        return str(video["status"])
+
+    def get_video(self, request: Request, urn: str) -> Reply:
+        grant, refused = self._rest(request)
+        if grant is None:
+            return refused or self.unauthorized_reply()
+        with self.lock:
+            video = self.videos.get(unquote(urn))
+            if video is None:
+                return _error(404, "Not Found", code="NOT_FOUND")
+            self.counters["video_status_reads"] += 1
+            body = {
+                "id": unquote(urn),
+                "owner": video["owner"],
+                "status": self._video_status(video),
+            }
+        if body["status"] == "PROCESSING_FAILED":
+            body["processingFailureReason"] = "Invalid video file"
+        return Reply(200, body)
+
     def _content_images(self, content: Any) -> list[dict[str, Any]] | None:
         if not content:
             return []
@@ -343,8 +485,26 @@ class LinkedInStandIn(StandIn):
             return [content["media"]]
         images = (content.get("multiImage") or {}).get("images")
         if isinstance(images, list) and 2 <= len(images) <= 20:
-            return images
+            videos = [i for i in images if str(i.get("id") or "").startswith("urn:li:video:")]
+            return None if videos else images
         return None
+
+    def _media_ready(self, urn: str, author: str) -> bool:
+        """An uploaded image, or a video LinkedIn has processed (AVAILABLE), of the author."""
+        if urn.startswith("urn:li:video:"):
+            video = self.videos.get(urn)
+            return (
+                video is not None
+                and video["owner"] == author
+                and self._video_status(video) == "AVAILABLE"
+            )
+        stored = self.images.get(urn)
+        return stored is not None and stored["data"] is not None and stored["owner"] == author
+
+    def _media_size(self, urn: str) -> int:
+        if urn in self.videos:
+            return int(self.videos[urn]["size"])
+        return len(self.images[urn]["data"])
 
     def create_post(self, request: Request) -> Reply:
         grant, refused = self._rest(request)
@@ -369,9 +529,8 @@ class LinkedInStandIn(StandIn):
             if images is None:
                 return _error(422, "ERROR :: /content :: invalid content")
             for image in images:
-                stored = self.images.get(str(image.get("id") or ""))
-                if stored is None or stored["data"] is None or stored["owner"] != author:
-                    return _error(422, f"ERROR :: /content :: image {image.get('id')} not ready")
+                if not self._media_ready(str(image.get("id") or ""), author):
+                    return _error(422, f"ERROR :: /content :: media {image.get('id')} not ready")
             if len(plain_text(commentary)) > 3000:
                 return _error(422, "ERROR :: /commentary :: length exceeds 3000")
             if not commentary.strip() and not images:
@@ -393,7 +552,9 @@ class LinkedInStandIn(StandIn):
                     "unescaped": unescaped_reserved(commentary),
                     "media": len(images),
                     "alt_texts": [str(i.get("altText") or "") for i in images],
-                    "sizes": [len(self.images[str(i["id"])]["data"]) for i in images],
+                    "sizes": [self._media_size(str(i["id"])) for i in images],
+                    "titles": [str(i.get("title") or "") for i in images],
+                    "videos": [str(i["id"]) for i in images if str(i["id"]) in self.videos],
                     "version": request.headers.get("LinkedIn-Version"),
                 }
             )

@@ -1,0 +1,187 @@
+"""LinkedIn's Videos API protocol (providers/linkedin/video.py) step by step against the stand-in
+with real videos written by PyAV: initializeUpload with the size and owner, one PUT per byte
+range read from storage a part at a time, finalizeUpload with the ETags, the status while
+LinkedIn processes the video (success, failure, a file that is no video, the time limit), and
+the post naming the video."""
+
+from __future__ import annotations
+
+import io
+import time
+from typing import Any
+
+import pytest
+
+from providers.base import AccountContext, ErrorKind, MediaItem, ProviderError
+from providers.linkedin import LinkedInAdapter, video
+from tests.providers import tiny_png
+from tests.providers.linkedin import test_linkedin_adapter as adapter_tests
+from tests.providers.linkedin.standin import MEMBER, VIDEO_PART_BYTES, LinkedInStandIn
+from tests.video_support import make_video
+
+PERSON = f"urn:li:person:{MEMBER['sub']}"
+# The adapter tests' fixtures: the stand-in, fresh state, the adapter and a connected member.
+server = adapter_tests.server
+_fresh = adapter_tests._fresh
+adapter = adapter_tests.adapter
+account = adapter_tests.account
+
+
+class RecordingFile(io.BytesIO):
+    """A stored file that remembers the size of every read (the upload must read by parts)."""
+
+    def __init__(self, data: bytes, reads: list[int]) -> None:
+        super().__init__(data)
+        self.reads = reads
+
+    def read(self, size: int | None = -1) -> bytes:
+        chunk = super().read(size)
+        self.reads.append(len(chunk))
+        return chunk
+
+
+def video_item(data: bytes, reads: list[int] | None = None, name: str = "clip.mp4") -> MediaItem:
+    log = reads if reads is not None else []
+    return MediaItem(
+        name=name,
+        mime_type="video/mp4",
+        size=len(data),
+        open=lambda: RecordingFile(data, log),
+    )
+
+
+@pytest.fixture(autouse=True)
+def _video_defaults(server: LinkedInStandIn) -> None:
+    server.video_part_bytes = VIDEO_PART_BYTES
+    server.video_processing_seconds = 0.0
+    server.video_fails = False
+
+
+@pytest.fixture
+def clip() -> bytes:
+    return make_video("mp4", seconds=3, rate=10)
+
+
+def _token(account: AccountContext) -> str:
+    return account.credentials["access_token"]
+
+
+def test_each_step_uploads_by_parts_and_posts_the_video(
+    server: LinkedInStandIn, adapter: LinkedInAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_part_bytes = 1000
+    server.video_processing_seconds = 0.3
+    reads: list[int] = []
+    token = _token(account)
+
+    upload = video.initialize(adapter, token, PERSON, len(clip))
+    assert upload.video.startswith("urn:li:video:")
+    assert len(upload.parts) == -(-len(clip) // 1000) > 1
+    assert upload.parts[-1].last_byte == len(clip) - 1
+
+    etags = video.upload_parts(adapter, token, video_item(clip, reads), upload)
+    assert len(etags) == len(upload.parts)
+    assert len(set(etags)) == len(etags)
+    assert max(reads) <= 1000  # never the whole file at once
+    assert server.counters["video_part_bytes_max"] == 1000
+
+    assert video.status(adapter, token, upload.video) == video.WAITING_UPLOAD
+    video.finalize(adapter, token, upload, etags)
+    started = time.time()
+    assert video.status(adapter, token, upload.video) == video.PROCESSING
+    assert video.ready(adapter, token, upload.video, started_at=started) is False
+    time.sleep(0.35)
+    assert video.ready(adapter, token, upload.video, started_at=started) is True
+
+    result = adapter.publish_video_post(account, text="A clip", video=upload.video, title="clip")
+    (accepted,) = server.posts
+    assert accepted["videos"] == [upload.video]
+    assert accepted["titles"] == ["clip"]
+    assert accepted["sizes"] == [len(clip)]
+    assert accepted["text"] == "A clip"
+    assert result.external_id.startswith("urn:li:share:")
+
+
+def test_finalize_without_every_part_is_refused(
+    server: LinkedInStandIn, adapter: LinkedInAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_part_bytes = 1000
+    token = _token(account)
+    upload = video.initialize(adapter, token, PERSON, len(clip))
+    etags = video.upload_parts(adapter, token, video_item(clip), upload)
+    with pytest.raises(ProviderError) as missing:
+        video.finalize(adapter, token, upload, etags[:-1])
+    assert missing.value.kind == ErrorKind.PERMANENT
+    assert missing.value.status == 400
+    with pytest.raises(ProviderError):
+        video.finalize(adapter, token, upload, list(reversed(etags)))
+    video.finalize(adapter, token, upload, etags)  # all of them, in order
+    assert video.status(adapter, token, upload.video) in (video.PROCESSING, video.AVAILABLE)
+
+
+def test_a_post_before_processing_ends_is_refused(
+    server: LinkedInStandIn, adapter: LinkedInAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_processing_seconds = 30
+    urn = video.send(adapter, _token(account), PERSON, video_item(clip))
+    with pytest.raises(ProviderError) as early:
+        adapter.publish_video_post(account, text="Too soon", video=urn, title="clip")
+    assert early.value.kind == ErrorKind.PERMANENT
+    assert server.posts_accepted == 0
+
+
+@pytest.mark.parametrize("failing", ["processing", "not a video"])
+def test_processing_failure_is_permanent(
+    server: LinkedInStandIn,
+    adapter: LinkedInAdapter,
+    account: AccountContext,
+    clip: bytes,
+    failing: str,
+) -> None:
+    data = clip
+    if failing == "processing":
+        server.video_fails = True
+    else:
+        data = tiny_png() * 50
+    urn = video.send(adapter, _token(account), PERSON, video_item(data))
+    assert video.status(adapter, _token(account), urn) == video.FAILED
+    with pytest.raises(ProviderError) as failed:
+        video.ready(adapter, _token(account), urn, started_at=time.time())
+    assert failed.value.kind == ErrorKind.PERMANENT
+    assert "could not be processed" in failed.value.message
+
+
+def test_processing_past_the_limit_is_transient(
+    server: LinkedInStandIn, adapter: LinkedInAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_processing_seconds = 60
+    urn = video.send(adapter, _token(account), PERSON, video_item(clip))
+    assert video.ready(adapter, _token(account), urn, started_at=time.time()) is False
+    with pytest.raises(ProviderError) as slow:
+        video.ready(adapter, _token(account), urn, started_at=time.time() - 31 * 60)
+    assert slow.value.kind == ErrorKind.TRANSIENT
+    assert "still processing after 30 minutes" in slow.value.message
+
+
+def test_an_owner_the_member_may_not_act_as_is_refused_at_initialize(
+    adapter: LinkedInAdapter, account: AccountContext, clip: bytes
+) -> None:
+    with pytest.raises(ProviderError) as refused:
+        video.initialize(adapter, _token(account), "urn:li:organization:1", len(clip))
+    assert refused.value.kind == ErrorKind.PERMANENT
+    assert refused.value.status == 403
+
+
+def test_a_stored_file_shorter_than_its_size_is_refused(
+    adapter: LinkedInAdapter, account: AccountContext, clip: bytes
+) -> None:
+    upload = video.initialize(adapter, _token(account), PERSON, len(clip) + 10)
+    with pytest.raises(ProviderError) as short:
+        video.upload_parts(adapter, _token(account), video_item(clip), upload)
+    assert "shorter than its size" in short.value.message
+
+
+def test_media_content_names_the_video_and_its_title() -> None:
+    assert video.media_content("urn:li:video:X", "") == {"media": {"id": "urn:li:video:X"}}
+    long_title: Any = "t" * 500
+    assert len(video.media_content("urn:li:video:X", long_title)["media"]["title"]) == 400
