@@ -1,10 +1,12 @@
 """Helpers shared by provider adapters: URL matching in post text, reading media, the pre-checks
-a request must pass before any upload, language options and compact JSON."""
+a request must pass before any upload, language options, compact JSON and the time bound on a
+network processing a video."""
 
 from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Any
 
 from providers.base import (
@@ -167,3 +169,13 @@ def language_options(language: str = "en") -> list[dict[str, str]]:
 
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def check_processing_time(provider: str, started_at: float, limit: float) -> None:
+    """A network still processing a video ``limit`` seconds after ``started_at`` (a Unix time)
+    fails the attempt as temporary: the next one sends the video again."""
+    if time.time() - started_at > limit:
+        raise ProviderError(
+            ErrorKind.TRANSIENT,
+            f"{provider}: the video was still processing after {int(limit // 60)} minutes.",
+        )

@@ -399,18 +399,24 @@ class LinkedInAdapter(OAuthHttpAdapter):
         image = str(value.get("image") or "")
         if not upload_url or not image:
             raise ProviderError(ErrorKind.TRANSIENT, f"{LABEL}: the upload answer was incomplete.")
-        self._call(
+        self.put_bytes(token, upload_url, payload, "media upload")
+        return image
+
+    def put_bytes(
+        self, token: str, upload_url: str, data: bytes, operation: str
+    ) -> requests.Response:
+        """PUT bytes to an upload URL LinkedIn handed out (the URL itself is a secret)."""
+        return self._call(
             "PUT",
             upload_url,
             token=token,
-            operation="media upload",
+            operation=operation,
             rest=False,
             ok=(200, 201),
             headers={"Content-Type": "application/octet-stream"},
-            data=payload,
+            data=data,
             extra_secrets=(upload_url,),
         )
-        return image
 
     # --- reconcile, delete, metrics -----------------------------------------------------------
 

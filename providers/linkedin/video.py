@@ -10,12 +10,12 @@ never held in memory whole. See docs/providers/linkedin.md.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from providers.base import ErrorKind, MediaItem, ProviderError
+from providers.helpers import check_processing_time
 
 if TYPE_CHECKING:
     from providers.linkedin.adapter import LinkedInAdapter
@@ -120,17 +120,7 @@ def _read_range(handle: IO[bytes], part: UploadPart, name: str) -> bytes:
 
 
 def _put_part(api: LinkedInAdapter, token: str, part: UploadPart, data: bytes) -> str:
-    response = api._call(
-        "PUT",
-        part.url,
-        token=token,
-        operation="video upload",
-        rest=False,
-        ok=(200, 201),
-        headers={"Content-Type": "application/octet-stream"},
-        data=data,
-        extra_secrets=(part.url,),
-    )
+    response = api.put_bytes(token, part.url, data, "video upload")
     etag = str(response.headers.get("ETag") or "")
     if not etag:
         raise ProviderError(ErrorKind.TRANSIENT, f"{LABEL}: a video part was not acknowledged.")
@@ -204,11 +194,7 @@ def ready(
     most ``limit`` seconds after ``started_at``, the finalize time)."""
     if is_available(status(api, token, video)):
         return True
-    if time.time() - started_at > limit:
-        raise ProviderError(
-            ErrorKind.TRANSIENT,
-            f"{LABEL}: the video was still processing after {int(limit // 60)} minutes.",
-        )
+    check_processing_time(LABEL, started_at, limit)
     return False
 
 

@@ -30,6 +30,7 @@ from providers.http_errors import (
     ProviderHTTPError,
 )
 from providers.oauth_http import OAuthHttpAdapter
+from providers.threads import video
 from providers.threads.errors import (
     gone,
     parse_error,
@@ -296,11 +297,15 @@ class ThreadsAdapter(OAuthHttpAdapter):
         user = quote(account.external_id, safe="")
         container = self._container(token, user, request)
         self._wait_finished(token, container)
+        return self.publish_container(account, container)
+
+    def publish_container(self, account: AccountContext, container: str) -> PublishResult:
+        """``POST /{user-id}/threads_publish`` of a ``FINISHED`` container: the post is live."""
         published = self._json(
             self._call(
                 "POST",
-                f"/{user}/threads_publish",
-                token=token,
+                f"/{quote(account.external_id, safe='')}/threads_publish",
+                token=self._token(account),
                 operation="post",
                 write=True,
                 data={"creation_id": container},
@@ -332,58 +337,21 @@ class ThreadsAdapter(OAuthHttpAdapter):
         if not request.media:
             return self._create(token, user, {"media_type": "TEXT", "text": request.text})
         if len(request.media) == 1:
-            item = request.media[0]
-            fields = {"media_type": "IMAGE", "image_url": item.url}
-            if request.text:
-                fields["text"] = request.text
-            if item.alt_text:
-                fields["alt_text"] = item.alt_text[:1000]
-            return self._create(token, user, fields)
-        children = []
-        for item in request.media:
-            fields = {"media_type": "IMAGE", "image_url": item.url, "is_carousel_item": "true"}
-            if item.alt_text:
-                fields["alt_text"] = item.alt_text[:1000]
-            children.append(self._create(token, user, fields))
+            return self._create(token, user, video.single_fields(request.media[0], request.text))
+        children = video.create_children(self, token, user, request.media)
         for child in children:
             self._wait_finished(token, child)
-        fields = {"media_type": "CAROUSEL", "children": ",".join(children)}
-        if request.text:
-            fields["text"] = request.text
-        return self._create(token, user, fields)
+        return self._create(token, user, video.carousel_fields(children, request.text))
 
     def _wait_finished(self, token: str, container: str) -> None:
         """Read the container's status until ``FINISHED`` (bounded; Threads fetches the image
-        meanwhile). ``ERROR`` is the provider refusing the content; ``EXPIRED`` (not published
-        within 24 h) and a status still ``IN_PROGRESS`` at the end are temporary: the next
-        attempt creates a new container (an unpublished container is never shown)."""
+        meanwhile; ``video.is_finished`` says what each status means). A status still
+        ``IN_PROGRESS`` at the end is temporary."""
         for attempt in range(self.container_poll_attempts):
             if attempt:
                 time.sleep(self.container_poll_seconds)
-            body = self._json(
-                self._call(
-                    "GET",
-                    f"/{quote(container, safe='')}",
-                    token=token,
-                    operation="container status",
-                    params={"fields": "status,error_message"},
-                ),
-                "container status",
-            )
-            status = str(body.get("status") or "")
-            if status == "FINISHED":
+            if video.is_finished(*video.read_status(self, token, container)):
                 return
-            if status == "ERROR":
-                reason = str(body.get("error_message") or "unknown")[:200]
-                raise ProviderError(
-                    ErrorKind.PERMANENT, f"{LABEL}: the post was refused while processed: {reason}"
-                )
-            if status == "EXPIRED":
-                raise ProviderError(ErrorKind.TRANSIENT, f"{LABEL}: the container expired.")
-            if status == "PUBLISHED":
-                raise ProviderError(
-                    ErrorKind.AMBIGUOUS, f"{LABEL}: the container was already published."
-                )
         raise ProviderError(ErrorKind.TRANSIENT, f"{LABEL}: the post is still being processed.")
 
     def _permalink(self, account: AccountContext, media_id: str) -> str:

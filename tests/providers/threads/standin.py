@@ -2,8 +2,10 @@
 (auto-approving), the short-lived token exchange, the long-lived token exchange and refresh (a
 long-lived token refreshes once 24 h old; :meth:`ThreadsStandIn.age_tokens` moves the clock),
 ``/me``, two-step publishing (a container goes IN_PROGRESS -> FINISHED after ``container_polls``
-status reads; an IMAGE container makes the stand-in GET its ``image_url``, as Threads does, and
-an image it cannot fetch makes the container ERROR), publish, permalink, the user's posts with
+status reads, and EXPIRED when not published within 24 h; an IMAGE or VIDEO container makes the
+stand-in GET its ``image_url`` or ``video_url``, as Threads does, and media it cannot fetch, or
+a video outside Threads' media specifications, makes the container ERROR with Threads'
+``error_message``), carousels of 2-20 finished image or video items, publish, permalink, the user's posts with
 cursor paging, insights, delete, and Graph API error objects (code 190 for a bad token, code 4
 for rate limits, code 100/33 for a missing object).
 
@@ -12,6 +14,7 @@ Run alone: ``python -m tests.providers.threads.standin --port 8406`` (app creden
 
 from __future__ import annotations
 
+import io
 import secrets
 import threading
 import time
@@ -21,6 +24,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlencode
 
+import av
 import grapheme
 import requests
 
@@ -53,6 +57,44 @@ def _error(status: int, message: str, code: int, subcode: int = 0, kind: str = "
     if subcode:
         error["error_subcode"] = subcode
     return Reply(status, {"error": error})
+
+
+def _video_facts(data: bytes) -> dict[str, Any] | None:
+    """Container, codecs, picture, rate and duration as PyAV reads them; None if unreadable."""
+    try:
+        with av.open(io.BytesIO(data), mode="r") as container:
+            stream = container.streams.video[0]
+            sound = container.streams.audio[0] if container.streams.audio else None
+            return {
+                "format": container.format.name,
+                "codec": stream.codec_context.name,
+                "width": stream.codec_context.width,
+                "height": stream.codec_context.height,
+                "rate": float(stream.average_rate or 0),
+                "seconds": (container.duration or 0) / 1_000_000,
+                "audio": sound.codec_context.name if sound else "",
+                "channels": sound.codec_context.channels if sound else 0,
+            }
+    except (av.FFmpegError, IndexError, ValueError):
+        return None
+
+
+def video_spec_error(data: bytes) -> str:
+    """Threads' media specifications for video, as the container's ``error_message``: MOV or
+    MP4, H.264 or HEVC, 23-60 frames per second, at most 1920 pixels wide, aspect ratio
+    0.01:1 to 10:1, at most 5 minutes, AAC sound in 1 or 2 channels; "" when it fits."""
+    facts = _video_facts(data)
+    if facts is None or "mp4" not in facts["format"] or facts["codec"] not in ("h264", "hevc"):
+        return "FAILED_PROCESSING_VIDEO"
+    checks = [
+        (not 23 <= facts["rate"] <= 60, "INVALID_FRAME_RATE"),
+        (facts["width"] > 1920, "FAILED_PROCESSING_VIDEO"),
+        (not 0.01 <= facts["width"] / max(facts["height"], 1) <= 10, "INVALID_ASPEC_RATIO"),
+        (not 0 < facts["seconds"] <= 300, "INVALID_DURATION"),
+        (facts["audio"] not in ("", "aac"), "FAILED_PROCESSING_AUDIO"),
+        (facts["channels"] > 2, "INVALID_AUDIO_CHANNELS"),
+    ]
+    return next((error for failed, error in checks if failed), "")
 
 
 def _stamp(moment: float) -> str:
@@ -323,32 +365,78 @@ class ThreadsStandIn(StandIn):
             "carousel_item": fields.get("is_carousel_item") == "true",
             "alt_text": fields.get("alt_text", ""),
             "children": [],
+            "created": self.now(),
         }
-        if media_type == "TEXT":
-            if not text.strip():
-                return _error(400, "The parameter text is required.", 100)
-        elif media_type == "IMAGE":
-            if not fields.get("image_url"):
-                return _error(400, "The parameter image_url is required.", 100)
-            fetched, error = self._fetch_image(fields["image_url"])
-            if not fetched:
-                record.update(state="ERROR", error=error)
-        elif media_type == "CAROUSEL":
-            children = [c for c in fields.get("children", "").split(",") if c]
-            with self.lock:
-                known = [self.containers.get(c) for c in children]
-            if not 2 <= len(children) <= 20 or any(
-                c is None or not c["carousel_item"] or c["state"] != "FINISHED" for c in known
-            ):
-                return _error(400, "The carousel children are invalid.", 100)
-            record["children"] = children
-        else:
+        check = {
+            "TEXT": self._text_container,
+            "IMAGE": self._image_container,
+            "VIDEO": self._video_container,
+            "CAROUSEL": self._carousel_container,
+        }.get(media_type)
+        if check is None:
             return _error(400, "The parameter media_type is invalid.", 100)
+        refused = check(fields, record)
+        if refused is not None:
+            return refused
         container = self._new_id()
         with self.lock:
             self.containers[container] = record
         self.bump("containers")
         return Reply(200, {"id": container})
+
+    @staticmethod
+    def _text_container(fields: dict[str, str], record: dict[str, Any]) -> Reply | None:
+        if not fields.get("text", "").strip():
+            return _error(400, "The parameter text is required.", 100)
+        return None
+
+    def _image_container(self, fields: dict[str, str], record: dict[str, Any]) -> Reply | None:
+        if not fields.get("image_url"):
+            return _error(400, "The parameter image_url is required.", 100)
+        fetched, error = self._fetch_image(fields["image_url"])
+        if not fetched:
+            record.update(state="ERROR", error=error)
+        return None
+
+    def _video_container(self, fields: dict[str, str], record: dict[str, Any]) -> Reply | None:
+        if not fields.get("video_url"):
+            return _error(400, "The parameter video_url is required.", 100)
+        error = self._fetch_video(fields["video_url"])
+        if error:
+            record.update(state="ERROR", error=error)
+        return None
+
+    def _carousel_container(self, fields: dict[str, str], record: dict[str, Any]) -> Reply | None:
+        children = [c for c in fields.get("children", "").split(",") if c]
+        with self.lock:
+            known = [self.containers.get(c) for c in children]
+        if not 2 <= len(children) <= 20 or any(
+            c is None or not c["carousel_item"] or c["state"] != "FINISHED" for c in known
+        ):
+            return _error(400, "The carousel children are invalid.", 100)
+        record["children"] = children
+        return None
+
+    def _fetch_video(self, url: str) -> str:
+        """GET the video as Threads does and check it against the media specifications; the
+        container's ``error_message`` when it fails, else ""."""
+        try:
+            response = requests.get(url, timeout=5)
+        except requests.RequestException:
+            return "FAILED_DOWNLOADING_VIDEO"
+        kind = response.headers.get("Content-Type", "").split(";")[0].strip()
+        with self.lock:
+            self.fetched.append(
+                {
+                    "url": url,
+                    "status": response.status_code,
+                    "content_type": kind,
+                    "size": len(response.content),
+                }
+            )
+        if response.status_code != 200 or kind not in ("video/mp4", "video/quicktime"):
+            return "FAILED_DOWNLOADING_VIDEO"
+        return video_spec_error(response.content)
 
     def publish(self, request: Request, user_id: str) -> Reply:
         user = self._user(request)
@@ -362,10 +450,16 @@ class ThreadsStandIn(StandIn):
             container = self.containers.get(creation_id)
             if container is None or container["user"] != user or user != user_id:
                 return _error(400, "Media Not Found", 24, 4279009)
+            self._advance(container)
             if container["state"] != "FINISHED" or container["carousel_item"]:
                 return _error(400, "The media is not ready for publishing.", 9007, 2207027)
             media_id = self._new_id()
-            kind = {"TEXT": "TEXT_POST", "IMAGE": "IMAGE", "CAROUSEL": "CAROUSEL_ALBUM"}
+            kind = {
+                "TEXT": "TEXT_POST",
+                "IMAGE": "IMAGE",
+                "VIDEO": "VIDEO",
+                "CAROUSEL": "CAROUSEL_ALBUM",
+            }
             self.media[media_id] = self._new_media(
                 media_id, container["text"], kind[container["media_type"]], self.now()
             )
@@ -376,7 +470,8 @@ class ThreadsStandIn(StandIn):
                     "id": media_id,
                     "text": container["text"],
                     "media_type": container["media_type"],
-                    "items": len(children) or (1 if container["media_type"] == "IMAGE" else 0),
+                    "items": len(children) or (0 if container["media_type"] == "TEXT" else 1),
+                    "kinds": [c["media_type"] for c in children] or [container["media_type"]],
                     "alt_texts": [c["alt_text"] for c in children] or [container["alt_text"]],
                 }
             )
@@ -392,6 +487,14 @@ class ThreadsStandIn(StandIn):
             kind="GraphMethodException",
         )
 
+    def _advance(self, container: dict[str, Any]) -> None:
+        """IN_PROGRESS until ``container_polls`` status reads; unpublished after 24 h: EXPIRED."""
+        if container["state"] in ("IN_PROGRESS", "FINISHED"):
+            if self.now() - container["created"] > 24 * 3600:
+                container["state"] = "EXPIRED"
+            elif container["polls"] > self.container_polls:
+                container["state"] = "FINISHED"
+
     def get_object(self, request: Request, object_id: str) -> Reply:
         if self._user(request) is None:
             return self.unauthorized_reply()
@@ -401,11 +504,7 @@ class ThreadsStandIn(StandIn):
             if container is not None:
                 self.counters["status_reads"] += 1
                 container["polls"] += 1
-                if (
-                    container["state"] == "IN_PROGRESS"
-                    and container["polls"] > self.container_polls
-                ):
-                    container["state"] = "FINISHED"
+                self._advance(container)
                 body: dict[str, Any] = {"id": object_id, "status": container["state"]}
                 if container["error"]:
                     body["error_message"] = container["error"]
