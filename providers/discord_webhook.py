@@ -35,7 +35,7 @@ from providers.base import (
     PublishResult,
     VideoRule,
 )
-from providers.helpers import dumps, precheck, read_media
+from providers.helpers import dumps, precheck
 from providers.http import HttpClient
 from providers.http_errors import (
     CannotReconcile,
@@ -43,10 +43,13 @@ from providers.http_errors import (
     ProviderHTTPError,
     default_error_detail,
 )
+from providers.streamed_form import streamed_form
 from providers.url_safety import check_public_url
 
 PROVIDER = "discord_webhook"
 LABEL = "Discord"
+# Discord's upload limits: 10 MiB per file by default (a server's boost tier raises it for its
+# members; a webhook is held to the default), 25 MiB per request.
 MAX_FILE_BYTES = 10 * 1024 * 1024
 MAX_TOTAL_BYTES = 25 * 1024 * 1024
 _WEBHOOK_RE = re.compile(
@@ -68,19 +71,31 @@ MESSAGE_PROFILE = OutputProfile(
     text_counter=discord_length,
     media=MediaRule(
         max_count=10,
-        mime_types=("image/jpeg", "image/png", "image/gif", "image/webp"),
+        mime_types=(
+            "image/jpeg",
+            "image/png",
+            "image/gif",
+            "image/webp",
+            "video/mp4",
+            "video/quicktime",
+            "video/webm",
+        ),
         max_bytes=MAX_FILE_BYTES,
     ),
     video=VideoRule(
         network="Discord",
-        delivers=False,
+        delivers=True,  # an attachment of the message (files[n]), played in the channel
         containers=("mp4", "mov", "webm"),
         video_codecs=("h264", "hevc", "vp8", "vp9", "av1"),
         audio_codecs=("aac", "mp3", "opus", "vorbis"),
-        max_bytes=10 * 1024 * 1024,  # a server without boosts; boosts raise it
+        max_bytes=MAX_FILE_BYTES,
         max_count=10,
         mixes_with_images=True,
-        source="discord.com/developers: file uploads (10 MiB per request without boosts)",
+        source=(
+            "discord.com/developers/docs/reference#uploading-files: 10 MiB per file by default "
+            "(a server's boost tier raises it; a webhook is held to the default), 25 MiB per "
+            "request, 10 attachments per message (Execute Webhook)"
+        ),
     ),
     options=(
         OptionSpec("username", max_length=80),
@@ -225,30 +240,39 @@ class DiscordWebhookAdapter(ProviderAdapter):
         }
         if request.options.get("username"):
             payload["username"] = request.options["username"]
-        kwargs: dict[str, Any]
         if request.media:
-            payload["attachments"] = [
-                {"id": index, "filename": item.name, "description": item.alt_text[:1024]}
-                for index, item in enumerate(request.media)
-            ]
-            files = {
-                f"files[{index}]": (
-                    item.name,
-                    read_media(item, provider=LABEL, max_bytes=MAX_FILE_BYTES),
-                    item.mime_type,
-                )
-                for index, item in enumerate(request.media)
-            }
-            kwargs = {"data": {"payload_json": dumps(payload)}, "files": files}
+            response = self._post_files(url, params, payload, request)
         else:
-            kwargs = {"json_body": payload}
-        response = self._call(
-            "POST", url, operation="message post", write=True, params=params, ok=(200,), **kwargs
-        )
+            response = self._call(
+                "POST",
+                url,
+                operation="message post",
+                write=True,
+                params=params,
+                ok=(200,),
+                json_body=payload,
+            )
         message = self._json(response, "message post", write=True)
         return PublishResult(
             external_id=str(message["id"]), external_url=self._message_url(account, message)
         )
+
+    def _post_files(
+        self, url: str, params: dict[str, str], payload: dict[str, Any], request: PublishRequest
+    ) -> requests.Response:
+        """Execute Webhook as multipart: ``payload_json`` naming each attachment, then the
+        files as ``files[n]``, streamed from storage."""
+        payload["attachments"] = [
+            {"id": index, "filename": item.name, "description": item.alt_text[:1024]}
+            for index, item in enumerate(request.media)
+        ]
+        files = [
+            (f"files[{index}]", item, MAX_FILE_BYTES) for index, item in enumerate(request.media)
+        ]
+        with streamed_form({"payload_json": dumps(payload)}, files, provider=LABEL) as form:
+            return self._call(
+                "POST", url, operation="message post", write=True, params=params, ok=(200,), **form
+            )
 
     def reconcile(
         self, *, account: AccountContext, request: PublishRequest, external_id: str = ""

@@ -1,7 +1,9 @@
-"""Telegram bot: a bot token and a chat; text messages and single photos.
+"""Telegram bot: a bot token and a chat; text messages, a photo, a video, or an album of 2-10
+photos and videos.
 
 Protocol (core.telegram.org/bots/api): ``<api>/bot<token>/<method>`` with ``getMe``,
-``getChat``, ``getUpdates``, ``sendMessage`` and ``sendPhoto``; answers
+``getChat``, ``getUpdates``, ``sendMessage``, ``sendPhoto``, ``sendVideo`` and
+``sendMediaGroup`` (files uploaded in the same multipart request, streamed from storage); answers
 ``{"ok": true, "result": ...}`` or ``{"ok": false, "error_code", "description",
 "parameters": {"retry_after", "migrate_to_chat_id"}}``.
 
@@ -11,6 +13,7 @@ so reconcile is not supported: an ambiguous send stays ``ambiguous`` for a perso
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -22,6 +25,7 @@ from providers.base import (
     ConnectedAccount,
     ConnectionMode,
     ErrorKind,
+    MediaItem,
     MediaRule,
     OptionSpec,
     OutputProfile,
@@ -32,14 +36,17 @@ from providers.base import (
     PublishResult,
     VideoRule,
 )
-from providers.helpers import precheck, read_media
+from providers.helpers import precheck
 from providers.http import HttpClient
 from providers.http_errors import ErrorDetail, ProviderHTTPError, default_error_detail
+from providers.streamed_form import FilePart, streamed_form
 
 PROVIDER = "telegram"
 LABEL = "Telegram"
 DEFAULT_API_URL = "https://api.telegram.org"
 MAX_PHOTO_BYTES = 10 * 1024 * 1024
+MAX_VIDEO_BYTES = 50 * 1024 * 1024  # what a bot may upload (sendVideo)
+MAX_ALBUM_ITEMS = 10  # sendMediaGroup: 2-10 items
 _TOKEN_RE = re.compile(r"^\d{3,20}:[A-Za-z0-9_-]{20,100}$")
 _CHAT_RE = re.compile(r"^(-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$")
 
@@ -62,21 +69,28 @@ PHOTO_PROFILE = OutputProfile(
     key="telegram.photo",
     text_limit=1024,
     text_counter=telegram_length,
+    # One item: sendPhoto or sendVideo; 2-10: one album (sendMediaGroup). A video is held to
+    # the video rule's size, a photo to the media rule's.
     media=MediaRule(
-        max_count=1,
-        mime_types=("image/jpeg", "image/png", "image/webp"),
+        max_count=MAX_ALBUM_ITEMS,
+        mime_types=("image/jpeg", "image/png", "image/webp", "video/mp4"),
         max_bytes=MAX_PHOTO_BYTES,
         required=True,
     ),
     video=VideoRule(
         network="Telegram",
-        delivers=False,
+        delivers=True,
         containers=("mp4",),
         video_codecs=("h264", "hevc"),
         audio_codecs=("aac", "mp3"),
-        max_bytes=50 * 1024 * 1024,  # what a bot may upload (sendVideo)
-        max_count=1,
-        source="core.telegram.org/bots/api: sendVideo (MPEG4, bots upload up to 50 MB)",
+        max_bytes=MAX_VIDEO_BYTES,
+        max_count=MAX_ALBUM_ITEMS,
+        mixes_with_images=True,
+        source=(
+            "core.telegram.org/bots/api: sendVideo (MPEG4 videos; bots upload files up to "
+            "50 MB; caption up to 1024 characters), sendMediaGroup (2-10 photos and videos "
+            "in one album)"
+        ),
     ),
     options=(_CHAT_OPTION,),
     counting_rule="UTF-16 code units (caption)",
@@ -103,6 +117,15 @@ def _parse_error(response: requests.Response) -> ErrorDetail:
         code=str(body.get("error_code") or ""),
         retry_after=float(retry_after) if isinstance(retry_after, int | float) else None,
     )
+
+
+def _kind(item: MediaItem) -> str:
+    return "video" if item.mime_type.startswith("video/") else "photo"
+
+
+def _file_part(kind: str, item: MediaItem, name: str = "") -> FilePart:
+    """A photo or a video as a form part, with the most bytes Telegram takes for its kind."""
+    return (name or kind, item, MAX_VIDEO_BYTES if kind == "video" else MAX_PHOTO_BYTES)
 
 
 def _chat_label(chat: dict[str, Any]) -> str:
@@ -229,25 +252,54 @@ class TelegramAdapter(ProviderAdapter):
                 write=True,
                 json_body={"chat_id": chat_id, "text": request.text},
             )
+        elif len(request.media) == 1:
+            message = self._send_one(token, chat_id, request)
         else:
-            item = request.media[0]
-            payload = read_media(item, provider=LABEL, max_bytes=MAX_PHOTO_BYTES)
-            data = {"chat_id": chat_id}
-            if request.text:
-                data["caption"] = request.text
-            message = self._call(
-                token,
-                "sendPhoto",
-                operation="photo post",
-                write=True,
-                data=data,
-                files={"photo": (item.name, payload, item.mime_type)},
-            )
+            message = self._send_album(token, chat_id, request)
         chat = message.get("chat") or {"id": chat_id}
         return PublishResult(
             external_id=f"{chat['id']}:{message['message_id']}",
             external_url=self._message_url(chat, int(message["message_id"])),
         )
+
+    def _send_one(self, token: str, chat_id: str, request: PublishRequest) -> dict[str, Any]:
+        """sendPhoto or sendVideo, the file uploaded in the request."""
+        item = request.media[0]
+        kind = _kind(item)
+        fields = {"chat_id": chat_id}
+        if request.text:
+            fields["caption"] = request.text
+        if kind == "video":
+            fields["supports_streaming"] = "true"  # MP4 that may start playing while loading
+        method = "sendVideo" if kind == "video" else "sendPhoto"
+        with streamed_form(fields, [_file_part(kind, item)], provider=LABEL) as form:
+            result = self._call(token, method, operation=f"{kind} post", write=True, **form)
+        return dict(result)
+
+    def _send_album(self, token: str, chat_id: str, request: PublishRequest) -> dict[str, Any]:
+        """sendMediaGroup: 2-10 photos and videos as one album, the caption on its first item
+        (Telegram shows it as the album's); the first message stands for the album."""
+        media: list[dict[str, Any]] = []
+        files: list[FilePart] = []
+        for index, item in enumerate(request.media):
+            kind, name = _kind(item), f"file{index}"
+            entry: dict[str, Any] = {"type": kind, "media": f"attach://{name}"}
+            if kind == "video":
+                entry["supports_streaming"] = True
+            media.append(entry)
+            files.append(_file_part(kind, item, name))
+        if request.text:
+            media[0]["caption"] = request.text
+        fields = {"chat_id": chat_id, "media": json.dumps(media, separators=(",", ":"))}
+        with streamed_form(fields, files, provider=LABEL) as form:
+            messages = self._call(
+                token, "sendMediaGroup", operation="album post", write=True, **form
+            )
+        if not isinstance(messages, list) or not messages or not isinstance(messages[0], dict):
+            raise ProviderHTTPError(
+                ErrorKind.AMBIGUOUS, f"{LABEL}: unexpected answer to album post.", status=200
+            )
+        return messages[0]
 
     # reconcile: not supported (base class raises NotSupported) - see the module docstring.
 
