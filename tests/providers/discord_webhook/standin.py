@@ -2,6 +2,9 @@
 ``payload_json`` + ``files[n]``, ``?wait=true``), get message.
 
 Webhook URLs look like ``<url>/api/webhooks/<id>/<token>`` (``/api/v10/...`` also accepted).
+Attachments are parsed from the multipart body: a file past the upload limit (10 MiB by
+default, ``max_file_bytes``) is answered 413 with Discord's error JSON (code 40005), a file sent
+as a video must be one by its bytes, and ``uploads`` records every file received.
 Run alone: ``python -m tests.providers.discord_webhook.standin --port 8403``.
 """
 
@@ -12,7 +15,7 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from tests.providers.standin import Reply, Request, Route, StandIn, serve_main
+from tests.providers.standin import Part, Reply, Request, Route, StandIn, serve_main
 
 WEBHOOK_ID = "112233445566778899"
 WEBHOOK_TOKEN = "fixture-webhook-token_ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
@@ -20,6 +23,11 @@ CHANNEL_ID = "223344556677889900"
 GUILD_ID = "334455667788990011"
 MAX_FILE_BYTES = 10 * 1024 * 1024
 _DISCORD_EPOCH_MS = 1_420_070_400_000
+
+
+def is_video(data: bytes) -> bool:
+    """MP4 and MOV start with an ``ftyp`` box, WebM with the EBML magic."""
+    return data[4:8] == b"ftyp" or data[:4] == b"\x1a\x45\xdf\xa3"
 
 
 class DiscordWebhookStandIn(StandIn):
@@ -37,10 +45,12 @@ class DiscordWebhookStandIn(StandIn):
             }
         }
         self._seq = 0
+        self.max_file_bytes = MAX_FILE_BYTES
         self.clear_data()
 
     def clear_data(self) -> None:
         self.messages: dict[str, dict[str, Any]] = {}
+        self.uploads: list[dict[str, Any]] = []
 
     def webhook_url(self, webhook_id: str = WEBHOOK_ID) -> str:
         return f"{self.url}/api/webhooks/{webhook_id}/{self.webhooks[webhook_id]['token']}"
@@ -158,8 +168,9 @@ class DiscordWebhookStandIn(StandIn):
                 return Reply(400, {"message": "Cannot send an empty message", "code": 50006})
             if len(files) > 10:
                 return self.error_reply(400, "Must be 10 or fewer in length.")
-            if any(len(f.data) > MAX_FILE_BYTES for f in files):
-                return Reply(413, {"message": "Request entity too large", "code": 40005})
+            refusal = self._file_fault(files)
+            if refusal is not None:
+                return refusal
             hook = self.webhooks[webhook_id]
             message_id = self._snowflake()
             message = {
@@ -197,6 +208,16 @@ class DiscordWebhookStandIn(StandIn):
                 "webhook_id": webhook_id,
             }
             self.messages[message_id] = message
+            self.uploads += [
+                {
+                    "message_id": message_id,
+                    "filename": f.filename,
+                    "content_type": f.content_type,
+                    "bytes": len(f.data),
+                    "data": f.data,
+                }
+                for f in files
+            ]
             self.accept_post(
                 {
                     "id": message_id,
@@ -207,6 +228,14 @@ class DiscordWebhookStandIn(StandIn):
             )
         self.stall_if_asked()
         return Reply(200, message) if wait else Reply(204, None)
+
+    def _file_fault(self, files: list[Part]) -> Reply | None:
+        if any(len(f.data) > self.max_file_bytes for f in files):
+            return Reply(413, {"message": "Request entity too large", "code": 40005})
+        for f in files:
+            if f.content_type.startswith("video/") and not is_video(f.data):
+                return self.error_reply(400, f"{f.filename} is not a valid video file.")
+        return None
 
     def get_message(self, request: Request, webhook_id: str, token: str, message_id: str) -> Reply:
         denied = self._check(webhook_id, token)

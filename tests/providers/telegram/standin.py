@@ -1,15 +1,19 @@
 """Stand-in Telegram Bot API: ``/bot<token>/<method>`` with getMe, getChat, getUpdates,
-sendMessage and sendPhoto, answering ``{"ok": ...}`` envelopes like the real API.
+sendMessage, sendPhoto, sendVideo and sendMediaGroup, answering ``{"ok": ...}`` envelopes like
+the real API. Uploads are parsed from the multipart body: a request past the upload limit (50 MB
+for a bot, ``max_upload_bytes``) is answered 413 as the Bot API does, a video is checked to be
+one by its bytes, and ``uploads`` records every file received.
 
 Run alone: ``python -m tests.providers.telegram.standin --port 8404``.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
-from tests.providers.standin import Reply, Request, Route, StandIn, serve_main
+from tests.providers.standin import Part, Reply, Request, Route, StandIn, serve_main
 
 BOT_TOKEN = "123456789:AAFixtureTokenForHeraldStandIn_abcdefgh"
 BOT = {"id": 123456789, "is_bot": True, "first_name": "Herald", "username": "herald_test_bot"}
@@ -21,6 +25,17 @@ CHANNEL = {
     "username": "heraldnews",
 }
 PRIVATE = {"id": 4242, "type": "private", "first_name": "Ada", "last_name": "Lovelace"}
+MAX_UPLOAD_BYTES = 50 * 1024 * 1024  # what a bot may upload
+MAX_PHOTO_BYTES = 10 * 1024 * 1024
+
+
+def too_large() -> Reply:
+    return Reply(413, {"ok": False, "error_code": 413, "description": "Request Entity Too Large"})
+
+
+def is_video(data: bytes) -> bool:
+    """MP4 and MOV start with an ``ftyp`` box, WebM with the EBML magic."""
+    return data[4:8] == b"ftyp" or data[:4] == b"\x1a\x45\xdf\xa3"
 
 
 def _utf16(text: str) -> int:
@@ -36,6 +51,7 @@ class TelegramStandIn(StandIn):
         self.bots = {BOT_TOKEN: BOT}
         self.chats = {str(c["id"]): c for c in (GROUP, CHANNEL, PRIVATE)}
         self.chats["@heraldnews"] = CHANNEL
+        self.max_upload_bytes = MAX_UPLOAD_BYTES
         self.updates: list[dict[str, Any]] = [
             {
                 "update_id": 1,
@@ -54,6 +70,7 @@ class TelegramStandIn(StandIn):
 
     def clear_data(self) -> None:
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
+        self.uploads: list[dict[str, Any]] = []
         self._next_message: dict[int, int] = {}
 
     def fixtures(self) -> dict[str, Any]:
@@ -105,9 +122,13 @@ class TelegramStandIn(StandIn):
             "getUpdates": self.get_updates,
             "sendMessage": self.send_message,
             "sendPhoto": self.send_photo,
+            "sendVideo": self.send_video,
+            "sendMediaGroup": self.send_media_group,
         }.get(method)
         if handler is None:
             return Reply(404, {"ok": False, "error_code": 404, "description": "Not Found"})
+        if len(request.body) > self.max_upload_bytes:
+            return too_large()
         return handler(request, request.fields())
 
     @staticmethod
@@ -207,6 +228,138 @@ class TelegramStandIn(StandIn):
             )
         self.stall_if_asked()
         return self.ok(message)
+
+    # --- video ----------------------------------------------------------------------------------
+
+    def _record(self, message: dict[str, Any], part: Part, kind: str) -> None:
+        self.uploads.append(
+            {
+                "message_id": message["message_id"],
+                "kind": kind,
+                "filename": part.filename,
+                "content_type": part.content_type,
+                "bytes": len(part.data),
+                "data": part.data,
+            }
+        )
+
+    @staticmethod
+    def _video(part: Part, fields: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "file_id": f"video-{len(part.data)}",
+            "file_unique_id": f"v{len(part.data)}",
+            "width": int(fields.get("width") or 0),
+            "height": int(fields.get("height") or 0),
+            "duration": int(fields.get("duration") or 0),
+            "mime_type": part.content_type,
+            "file_size": len(part.data),
+        }
+
+    def _caption_fault(self, caption: str) -> Reply | None:
+        if _utf16(caption) > 1024:
+            return self.error_reply(400, "Bad Request: message caption is too long")
+        return None
+
+    def send_video(self, request: Request, fields: dict[str, Any]) -> Reply:
+        with self.lock:
+            fault = self.gate_post()
+            if fault is not None:
+                return fault
+            chat = self._chat(fields)
+            if chat is None:
+                return self.error_reply(400, "Bad Request: chat not found")
+            videos = [p for p in request.files() if p.name == "video"]
+            if not videos or not is_video(videos[0].data):
+                return self.error_reply(400, "Bad Request: VIDEO_FILE_INVALID")
+            caption = str(fields.get("caption") or "")
+            fault = self._caption_fault(caption)
+            if fault is not None:
+                return fault
+            content: dict[str, Any] = {"video": self._video(videos[0], fields)}
+            if caption:
+                content["caption"] = caption
+            message = self._store(chat, **content)
+            self._record(message, videos[0], "video")
+            self.accept_post(
+                {
+                    "chat_id": chat["id"],
+                    "message_id": message["message_id"],
+                    "caption": caption,
+                    "video_bytes": len(videos[0].data),
+                    "supports_streaming": fields.get("supports_streaming") == "true",
+                }
+            )
+        self.stall_if_asked()
+        return self.ok(message)
+
+    def _album_items(
+        self, request: Request, fields: dict[str, Any]
+    ) -> tuple[list[tuple[dict[str, Any], Part]], str]:
+        """The album's (InputMedia, uploaded part) pairs, or why the request is refused."""
+        try:
+            media = json.loads(str(fields.get("media") or ""))
+        except ValueError:
+            return [], "Bad Request: can't parse media JSON object"
+        if not isinstance(media, list) or not 2 <= len(media) <= 10:
+            return [], "Bad Request: wrong number of messages specified (2-10)"
+        parts = {p.name: p for p in request.files()}
+        items = []
+        for entry in media:
+            part = parts.get(str(entry.get("media", "")).removeprefix("attach://"))
+            kind = entry.get("type")
+            if part is None or kind not in ("photo", "video"):
+                return [], "Bad Request: wrong file identifier/HTTP URL specified"
+            if kind == "video" and not is_video(part.data):
+                return [], "Bad Request: VIDEO_FILE_INVALID"
+            if kind == "photo" and len(part.data) > MAX_PHOTO_BYTES:
+                return [], "Bad Request: file is too big"
+            items.append((entry, part))
+        return items, ""
+
+    def send_media_group(self, request: Request, fields: dict[str, Any]) -> Reply:
+        with self.lock:
+            fault = self.gate_post()
+            if fault is not None:
+                return fault
+            chat = self._chat(fields)
+            if chat is None:
+                return self.error_reply(400, "Bad Request: chat not found")
+            items, refusal = self._album_items(request, fields)
+            if refusal:
+                return self.error_reply(400, refusal)
+            caption = str(items[0][0].get("caption") or "")
+            fault = self._caption_fault(caption)
+            if fault is not None:
+                return fault
+            messages = self._store_album(chat, items, caption)
+            self.accept_post(
+                {
+                    "chat_id": chat["id"],
+                    "message_ids": [m["message_id"] for m in messages],
+                    "caption": caption,
+                    "kinds": [entry["type"] for entry, _ in items],
+                }
+            )
+        self.stall_if_asked()
+        return self.ok(messages)
+
+    def _store_album(
+        self, chat: dict[str, Any], items: list[tuple[dict[str, Any], Part]], caption: str
+    ) -> list[dict[str, Any]]:
+        group = f"album-{len(self.messages)}"
+        messages = []
+        for index, (entry, part) in enumerate(items):
+            content: dict[str, Any] = {"media_group_id": group}
+            if entry["type"] == "video":
+                content["video"] = self._video(part, entry)
+            else:
+                content["photo"] = [{"file_id": f"photo-{group}-{index}", "width": 320}]
+            if index == 0 and caption:
+                content["caption"] = caption
+            message = self._store(chat, **content)
+            self._record(message, part, entry["type"])
+            messages.append(message)
+        return messages
 
 
 if __name__ == "__main__":
