@@ -14,17 +14,34 @@ from providers.base import ErrorKind, MediaItem, ProviderError
 
 # (form field name, media item, the most bytes the network takes for it)
 FilePart = tuple[str, MediaItem, int]
+_CHUNK = 1024 * 1024
 
 
-def _opened(stack: ExitStack, item: MediaItem, max_bytes: int, provider: str) -> IO[bytes]:
+class _Remaining:
+    """A stored file as MultipartEncoder reads it: ``len`` is what is left to send and every
+    ``read`` takes one chunk. (Handed a file object, the encoder copies anything with
+    ``getvalue`` whole into memory.)"""
+
+    def __init__(self, stream: IO[bytes], size: int) -> None:
+        self._stream = stream
+        self.len = size
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self._stream.read(size if 0 <= size <= _CHUNK else _CHUNK)
+        self.len = self.len - len(chunk) if chunk else 0
+        return chunk
+
+
+def _opened(stack: ExitStack, item: MediaItem, max_bytes: int, provider: str) -> _Remaining:
     """The stored file, refused when its real length passes ``max_bytes`` (the stored size
     was checked already; this is what is actually sent)."""
     stream = stack.enter_context(closing(item.open()))
-    if super_len(stream) > max_bytes:
+    size = super_len(stream)
+    if size > max_bytes:
         raise ProviderError(
             ErrorKind.PERMANENT, f"{provider}: {item.name} is larger than {max_bytes} bytes."
         )
-    return stream
+    return _Remaining(stream, size)
 
 
 @contextmanager
