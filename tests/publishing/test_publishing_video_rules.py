@@ -19,6 +19,7 @@ from providers import get_adapter
 from providers.webhook import WebhookAdapter
 from providers.x.text import POST_PROFILE as X_POST
 from publishing import tasks
+from publishing.models import Media
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.publishing_support import API, create_publication, make_account, ok, upload
 from tests.video_support import make_video
@@ -177,3 +178,62 @@ def test_a_failed_video_is_refused_at_create_and_at_schedule(
         owner_client, workspace, [str(hook.pk)], media_ids=[record["id"]], status=422
     )
     assert_invalid(again, "body.media_ids[0]")
+
+
+def test_telegram_and_discord_take_video_within_their_upload_limits(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    telegram = make_account(workspace, "telegram", external_id="tg")
+    discord = make_account(workspace, "discord_webhook", external_id="dc")
+    clip = ready_video(owner_client, workspace)
+    image = upload(owner_client, workspace)["id"]
+    # Past each network's photo/file bound but within its video bound: a video is held to the
+    # video rule's size.
+    Media.objects.filter(pk=clip).update(size_bytes=9 * 1024 * 1024)
+    both = [
+        {"account_id": str(telegram.pk), "profile": "telegram.photo"},
+        {"account_id": str(discord.pk)},
+    ]
+    create_publication(owner_client, workspace, [], destinations=both, media_ids=[image, clip])
+    Media.objects.filter(pk=clip).update(size_bytes=71 * 1024 * 1024)
+    response = owner_client.post(
+        f"{API}/publications",
+        {
+            "workspace_id": str(workspace.pk),
+            "text": "clip",
+            "destinations": [
+                {"account_id": str(discord.pk), "media_ids": [image]},
+                {
+                    "account_id": str(telegram.pk),
+                    "profile": "telegram.photo",
+                    "media_ids": [image, clip],
+                },
+            ],
+        },
+        format="json",
+    )
+    body = assert_invalid(response, "body.destinations[1].media_ids[1]")
+    assert [e["message"] for e in body["errors"]] == [
+        "Telegram: videos up to 50 MB; this one is 71 MB. Lower the bit rate or shorten it."
+    ]
+    Media.objects.filter(pk=clip).update(size_bytes=11 * 1024 * 1024)
+    too_big = create_publication(
+        owner_client, workspace, [str(discord.pk)], media_ids=[clip], status=422
+    )
+    body = assert_invalid(too_big, "body.media_ids[0]")
+    assert [e["message"] for e in body["errors"]] == [
+        "Discord: videos up to 10 MB; this one is 11 MB. Lower the bit rate or shorten it."
+    ]
+
+
+def test_a_telegram_album_holds_ten_photos_and_videos(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    telegram = make_account(workspace, "telegram", external_id="tg")
+    album = [{"account_id": str(telegram.pk), "profile": "telegram.photo"}]
+    clip = ready_video(owner_client, workspace)
+    create_publication(owner_client, workspace, [], destinations=album, media_ids=[clip] * 10)
+    eleven = create_publication(
+        owner_client, workspace, [], destinations=album, media_ids=[clip] * 11, status=422
+    )
+    assert_invalid(eleven, "body.media_ids")
