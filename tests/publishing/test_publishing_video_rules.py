@@ -236,4 +236,8 @@ def test_a_telegram_album_holds_ten_photos_and_videos(
     eleven = create_publication(
         owner_client, workspace, [], destinations=album, media_ids=[clip] * 11, status=422
     )
-    assert_invalid(eleven, "body.media_ids")
+    body = assert_invalid(eleven, "body.media_ids", "body.media_ids[10]")
+    assert [e["message"] for e in body["errors"]] == [
+        "telegram.photo allows 10 media items.",
+        "Telegram: at most 10 video(s) per post.",
+    ]
