@@ -51,7 +51,8 @@ def message(*media, text: str = "New video", key: str = "d1") -> PublishRequest:
 
 
 @pytest.mark.parametrize(
-    ("kind", "mime_type"), [("mp4", "video/mp4"), ("webm", "video/webm"), ("mov", "video/quicktime")]
+    ("kind", "mime_type"),
+    [("mp4", "video/mp4"), ("webm", "video/webm"), ("mov", "video/quicktime")],
 )
 def test_a_video_is_an_attachment_of_the_message(
     adapter, server, account, kind: str, mime_type: str

@@ -115,9 +115,7 @@ def test_an_album_holds_at_most_ten_items(adapter, server, account) -> None:
     assert server.posts_accepted == 0
 
 
-def test_a_video_past_the_upload_limit_is_refused_before_sending(
-    adapter, server, account
-) -> None:
+def test_a_video_past_the_upload_limit_is_refused_before_sending(adapter, server, account) -> None:
     big = MediaItem(
         name="big.mp4",
         mime_type="video/mp4",
