@@ -152,9 +152,11 @@ def test_a_new_workspace_gets_starter_cards_with_their_own_angles(
     assert "where you stand on what" not in text
     assert "let me tell you about" not in text
     assert cards[0]["hook"] == "Who we are at Main, what we do, and why we are posting here."
-    # Telegram's photo format needs an image; the card says so.
+    # Telegram's photo format needs a photo or a video (an album of up to ten); the card says so.
     assert cards[0]["platform_treatments"][0]["format"] == "telegram.photo"
-    assert cards[0]["platform_treatments"][0]["media"].startswith("Required: one (images)")
+    assert cards[0]["platform_treatments"][0]["media"].startswith(
+        "Required: 1 to 10 (images and video)"
+    )
 
 
 @pytest.mark.parametrize("limit", [1, 3, 8])
