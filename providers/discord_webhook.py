@@ -61,6 +61,10 @@ _ANY_WEBHOOK_PATH_RE = re.compile(r"/webhooks/(\d+)/([A-Za-z0-9_.-]+)$")
 _AUTH_CODES = {"10015", "50027"}
 
 
+_IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+_VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm")  # played in the channel
+
+
 def discord_length(text: str) -> int:
     return len(text)
 
@@ -71,15 +75,7 @@ MESSAGE_PROFILE = OutputProfile(
     text_counter=discord_length,
     media=MediaRule(
         max_count=10,
-        mime_types=(
-            "image/jpeg",
-            "image/png",
-            "image/gif",
-            "image/webp",
-            "video/mp4",
-            "video/quicktime",
-            "video/webm",
-        ),
+        mime_types=(*_IMAGE_TYPES, *_VIDEO_TYPES),
         max_bytes=MAX_FILE_BYTES,
     ),
     video=VideoRule(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 
-from providers.base import MediaItem, ProviderError
+from providers.base import ErrorKind, MediaItem, ProviderError
 
 
 def tiny_png(width: int = 3, height: int = 2, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
@@ -50,3 +50,12 @@ def assert_no_secret(error: ProviderError, secrets: Iterable[str]) -> None:
     for secret in secrets:
         assert secret, "empty secret in the check"
         assert secret not in exposed, "a secret leaked into a ProviderError"
+
+
+def assert_too_large(error: ProviderError, description: str, secrets: Iterable[str]) -> None:
+    """A network's 413 is a permanent refusal that keeps its own words and no secret: sending
+    the same file again cannot succeed."""
+    assert error.kind == ErrorKind.PERMANENT
+    assert error.status == 413
+    assert description in error.message
+    assert_no_secret(error, secrets)

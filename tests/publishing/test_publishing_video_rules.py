@@ -196,22 +196,11 @@ def test_telegram_and_discord_take_video_within_their_upload_limits(
     ]
     create_publication(owner_client, workspace, [], destinations=both, media_ids=[image, clip])
     Media.objects.filter(pk=clip).update(size_bytes=71 * 1024 * 1024)
-    response = owner_client.post(
-        f"{API}/publications",
-        {
-            "workspace_id": str(workspace.pk),
-            "text": "clip",
-            "destinations": [
-                {"account_id": str(discord.pk), "media_ids": [image]},
-                {
-                    "account_id": str(telegram.pk),
-                    "profile": "telegram.photo",
-                    "media_ids": [image, clip],
-                },
-            ],
-        },
-        format="json",
-    )
+    split = [
+        {"account_id": str(discord.pk), "media_ids": [image]},
+        {"account_id": str(telegram.pk), "profile": "telegram.photo", "media_ids": [image, clip]},
+    ]
+    response = create_publication(owner_client, workspace, [], destinations=split, status=422)
     body = assert_invalid(response, "body.destinations[1].media_ids[1]")
     assert [e["message"] for e in body["errors"]] == [
         "Telegram: videos up to 50 MB; this one is 71 MB. Lower the bit rate or shorten it."

@@ -45,12 +45,12 @@ class DiscordWebhookStandIn(StandIn):
             }
         }
         self._seq = 0
-        self.max_file_bytes = MAX_FILE_BYTES
         self.clear_data()
 
     def clear_data(self) -> None:
         self.messages: dict[str, dict[str, Any]] = {}
         self.uploads: list[dict[str, Any]] = []
+        self.max_file_bytes = MAX_FILE_BYTES  # a test may lower it to provoke the 413
 
     def webhook_url(self, webhook_id: str = WEBHOOK_ID) -> str:
         return f"{self.url}/api/webhooks/{webhook_id}/{self.webhooks[webhook_id]['token']}"

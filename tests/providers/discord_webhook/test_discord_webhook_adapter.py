@@ -16,7 +16,7 @@ from providers.base import (
     PublishRequest,
 )
 from providers.discord_webhook import DiscordWebhookAdapter
-from tests.providers import assert_no_secret, media_item
+from tests.providers import assert_no_secret, assert_too_large, media_item
 from tests.providers.discord_webhook.standin import (
     CHANNEL_ID,
     GUILD_ID,
@@ -24,6 +24,7 @@ from tests.providers.discord_webhook.standin import (
     WEBHOOK_TOKEN,
     DiscordWebhookStandIn,
 )
+from tests.video_support import make_video
 
 
 @pytest.fixture(scope="module")
@@ -209,3 +210,54 @@ def test_unreachable_webhook_is_transient_and_hides_the_token(adapter, account) 
 
 def test_no_destination_options(adapter, account) -> None:
     assert adapter.destination_options(account=account) == {}
+
+
+# --- video ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kind", "mime_type"),
+    [("mp4", "video/mp4"), ("webm", "video/webm"), ("mov", "video/quicktime")],
+)
+def test_a_video_is_an_attachment_of_the_message(
+    adapter, server, account, kind: str, mime_type: str
+) -> None:
+    clip = make_video(kind)
+    video = media_item(clip, name=f"clip.{kind}", mime_type=mime_type, alt_text="A clip")
+    result = adapter.publish(account=account, request=message("New video", media=[video]))
+    stored = server.messages[result.external_id]
+    assert stored["content"] == "New video"
+    assert [(a["filename"], a["content_type"], a["size"]) for a in stored["attachments"]] == [
+        (f"clip.{kind}", mime_type, len(clip))
+    ]
+    assert server.uploads[0]["data"] == clip
+
+
+def test_videos_and_images_share_one_message(adapter, server, account) -> None:
+    clip = make_video("mp4")
+    request = message(
+        media=[media_item(name="a.png"), media_item(clip, name="clip.mp4", mime_type="video/mp4")]
+    )
+    adapter.publish(account=account, request=request)
+    assert [u["filename"] for u in server.uploads] == ["a.png", "clip.mp4"]
+    assert server.posts[0]["files"] == 2
+
+
+def test_413_from_discord_is_permanent_with_its_message(adapter, server, account) -> None:
+    server.max_file_bytes = 2048  # as if the video were past the server's upload limit
+    clip = make_video("mp4") + bytes(4096)
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(
+            account=account,
+            request=message(media=[media_item(clip, name="c.mp4", mime_type="video/mp4")]),
+        )
+    assert_too_large(caught.value, "Request entity too large", [WEBHOOK_TOKEN])
+    assert server.posts_accepted == 0
+
+
+def test_bytes_sent_as_a_video_must_be_one(adapter, server, account) -> None:
+    fake = media_item(b"\x00" * 64, name="fake.mp4", mime_type="video/mp4")
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=message(media=[fake]))
+    assert caught.value.kind == ErrorKind.PERMANENT
+    assert server.posts_accepted == 0

@@ -51,7 +51,6 @@ class TelegramStandIn(StandIn):
         self.bots = {BOT_TOKEN: BOT}
         self.chats = {str(c["id"]): c for c in (GROUP, CHANNEL, PRIVATE)}
         self.chats["@heraldnews"] = CHANNEL
-        self.max_upload_bytes = MAX_UPLOAD_BYTES
         self.updates: list[dict[str, Any]] = [
             {
                 "update_id": 1,
@@ -71,6 +70,7 @@ class TelegramStandIn(StandIn):
     def clear_data(self) -> None:
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.uploads: list[dict[str, Any]] = []
+        self.max_upload_bytes = MAX_UPLOAD_BYTES  # a test may lower it to provoke the 413
         self._next_message: dict[int, int] = {}
 
     def fixtures(self) -> dict[str, Any]:
@@ -138,6 +138,14 @@ class TelegramStandIn(StandIn):
     def _chat(self, fields: dict[str, Any]) -> dict[str, Any] | None:
         return self.chats.get(str(fields.get("chat_id") or ""))
 
+    def _post_chat(self, fields: dict[str, Any]) -> dict[str, Any] | Reply:
+        """The chat a send goes to, or the fault or refusal to answer instead."""
+        fault = self.gate_post()
+        if fault is not None:
+            return fault
+        chat = self._chat(fields)
+        return chat if chat is not None else self.error_reply(400, "Bad Request: chat not found")
+
     def get_me(self, request: Request, fields: dict[str, Any]) -> Reply:
         return self.ok(BOT | {"can_join_groups": True, "can_read_all_group_messages": False})
 
@@ -169,12 +177,9 @@ class TelegramStandIn(StandIn):
 
     def send_message(self, request: Request, fields: dict[str, Any]) -> Reply:
         with self.lock:
-            fault = self.gate_post()
-            if fault is not None:
-                return fault
-            chat = self._chat(fields)
-            if chat is None:
-                return self.error_reply(400, "Bad Request: chat not found")
+            chat = self._post_chat(fields)
+            if isinstance(chat, Reply):
+                return chat
             text = str(fields.get("text") or "")
             if not text.strip():
                 return self.error_reply(400, "Bad Request: message text is empty")
@@ -189,12 +194,9 @@ class TelegramStandIn(StandIn):
 
     def send_photo(self, request: Request, fields: dict[str, Any]) -> Reply:
         with self.lock:
-            fault = self.gate_post()
-            if fault is not None:
-                return fault
-            chat = self._chat(fields)
-            if chat is None:
-                return self.error_reply(400, "Bad Request: chat not found")
+            chat = self._post_chat(fields)
+            if isinstance(chat, Reply):
+                return chat
             photos = [p for p in request.files() if p.name == "photo"]
             if not photos and not fields.get("photo"):
                 return self.error_reply(400, "Bad Request: there is no photo in the request")
@@ -202,8 +204,9 @@ class TelegramStandIn(StandIn):
             if size > 10 * 1024 * 1024:
                 return self.error_reply(400, "Bad Request: file is too big")
             caption = str(fields.get("caption") or "")
-            if _utf16(caption) > 1024:
-                return self.error_reply(400, "Bad Request: message caption is too long")
+            fault = self._caption_fault(caption)
+            if fault is not None:
+                return fault
             sizes = [
                 {
                     "file_id": f"photo-{len(self.messages)}-{w}",
@@ -262,12 +265,9 @@ class TelegramStandIn(StandIn):
 
     def send_video(self, request: Request, fields: dict[str, Any]) -> Reply:
         with self.lock:
-            fault = self.gate_post()
-            if fault is not None:
-                return fault
-            chat = self._chat(fields)
-            if chat is None:
-                return self.error_reply(400, "Bad Request: chat not found")
+            chat = self._post_chat(fields)
+            if isinstance(chat, Reply):
+                return chat
             videos = [p for p in request.files() if p.name == "video"]
             if not videos or not is_video(videos[0].data):
                 return self.error_reply(400, "Bad Request: VIDEO_FILE_INVALID")
@@ -318,12 +318,9 @@ class TelegramStandIn(StandIn):
 
     def send_media_group(self, request: Request, fields: dict[str, Any]) -> Reply:
         with self.lock:
-            fault = self.gate_post()
-            if fault is not None:
-                return fault
-            chat = self._chat(fields)
-            if chat is None:
-                return self.error_reply(400, "Bad Request: chat not found")
+            chat = self._post_chat(fields)
+            if isinstance(chat, Reply):
+                return chat
             items, refusal = self._album_items(request, fields)
             if refusal:
                 return self.error_reply(400, refusal)
