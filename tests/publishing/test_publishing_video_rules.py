@@ -185,8 +185,8 @@ def test_telegram_and_discord_take_video_within_their_upload_limits(
 ) -> None:
     telegram = make_account(workspace, "telegram", external_id="tg")
     discord = make_account(workspace, "discord_webhook", external_id="dc")
-    clip = ready_video(owner_client, workspace)
     image = upload(owner_client, workspace)["id"]
+    clip = ready_video(owner_client, workspace)
     # Past each network's photo/file bound but within its video bound: a video is held to the
     # video rule's size.
     Media.objects.filter(pk=clip).update(size_bytes=9 * 1024 * 1024)
