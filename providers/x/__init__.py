@@ -10,7 +10,8 @@ rotate), ``POST /2/oauth2/revoke``, ``GET /2/users/me``, the v2 chunked media up
 
 X has no idempotency key: reconcile looks for the post among the account's own recent posts.
 
-The adapter lives in ``adapter``; the weighted length rule and the post format in ``text``.
+The adapter lives in ``adapter``; the weighted length rule and the post format in ``text``; a
+video's chunked upload and processing, step by step, in ``video``.
 """
 
 from providers.x.adapter import XAdapter

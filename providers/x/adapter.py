@@ -118,6 +118,7 @@ class XAdapter(OAuthHttpAdapter):
     chunk_bytes = 1024 * 1024  # APPEND segment size (X accepts up to 5 MB per segment)
     media_poll_attempts = 10  # STATUS polls while FINALIZE reports processing
     media_poll_cap = 5.0  # seconds; X's check_after_secs, bounded
+    video_segment_bytes = 4 * 1024 * 1024  # a video's APPEND segments (providers/x/video.py)
 
     def __init__(self, *, http: HttpClient | None = None, app: dict[str, Any] | None = None):
         self.http = http or HttpClient()
@@ -307,7 +308,14 @@ class XAdapter(OAuthHttpAdapter):
             )
         token = self._token(account)
         media_ids = [self._upload(token, item) for item in request.media]
-        body: dict[str, Any] = {"text": request.text}
+        return self.create_post(account, token, request.text, media_ids)
+
+    def create_post(
+        self, account: AccountContext, token: str, text: str, media_ids: list[str]
+    ) -> PublishResult:
+        """``POST /2/tweets`` with media X has processed (images here, a video from
+        ``video``)."""
+        body: dict[str, Any] = {"text": text}
         if media_ids:
             body["media"] = {"media_ids": media_ids}
         response = self._call(
@@ -362,18 +370,20 @@ class XAdapter(OAuthHttpAdapter):
             "media upload",
         )
         self._wait_processed(token, media_id, (final.get("data") or {}).get("processing_info"))
-        if item.alt_text:
-            self._call(
-                "POST",
-                "/2/media/metadata",
-                token=token,
-                operation="media description",
-                json_body={
-                    "id": media_id,
-                    "metadata": {"alt_text": {"text": item.alt_text[:1000]}},
-                },
-            )
+        self.describe_media(token, media_id, item.alt_text)
         return media_id
+
+    def describe_media(self, token: str, media_id: str, alt_text: str) -> None:
+        """``POST /2/media/metadata``: the alt text of an upload (none: no call)."""
+        if not alt_text:
+            return
+        self._call(
+            "POST",
+            "/2/media/metadata",
+            token=token,
+            operation="media description",
+            json_body={"id": media_id, "metadata": {"alt_text": {"text": alt_text[:1000]}}},
+        )
 
     def _wait_processed(self, token: str, media_id: str, info: Any) -> None:
         for _ in range(self.media_poll_attempts):  # bounded, read-only polling

@@ -59,3 +59,36 @@ def assert_too_large(error: ProviderError, description: str, secrets: Iterable[s
     assert error.status == 413
     assert description in error.message
     assert_no_secret(error, secrets)
+
+
+class ReadSizes(io.BytesIO):
+    """A stored file that logs how much each ``read`` returned: an upload that must stream a
+    video by parts is checked never to read it whole."""
+
+    def __init__(self, data: bytes, log: list[int]) -> None:
+        super().__init__(data)
+        self.log = log
+
+    def read(self, size: int | None = -1) -> bytes:
+        chunk = super().read(size)
+        self.log.append(len(chunk))
+        return chunk
+
+
+def video_media(
+    data: bytes,
+    reads: list[int] | None = None,
+    *,
+    name: str = "clip.mp4",
+    mime_type: str = "video/mp4",
+    alt_text: str = "",
+) -> MediaItem:
+    """A video item whose every read is logged in ``reads``."""
+    log = reads if reads is not None else []
+    return MediaItem(
+        name=name,
+        mime_type=mime_type,
+        size=len(data),
+        open=lambda: ReadSizes(data, log),
+        alt_text=alt_text,
+    )

@@ -1,7 +1,10 @@
 """Stand-in X API v2 (docs.x.com): OAuth 2 authorization code with PKCE on one confidential app
 (auto-approving authorize page, token endpoint with HTTP Basic client authentication and
 rotating refresh tokens, revoke), users/me, the v2 chunked media upload (initialize, append,
-finalize, STATUS polling, metadata), posts (create, lookup, delete, the user's timeline with
+finalize, STATUS polling, metadata; videos in segments of at most 5 MB, reassembled and checked
+at finalize, then processed for ``video_processing_seconds``: ``pending``, ``in_progress``, then
+``succeeded``, or ``failed`` with X's error for a file that is no MP4/MOV or when
+``video_fails`` is set), posts (create, lookup, delete, the user's timeline with
 t.co links), 429 with ``x-rate-limit-reset`` and X's error shapes.
 
 Run alone: ``python -m tests.providers.x.standin --port 8405`` (app credentials in the fixtures).
@@ -30,6 +33,13 @@ USER = {"id": "1850000000000000001", "username": "herald_hq", "name": "Herald HQ
 ACCESS_SECONDS = 7200
 _URL = re.compile(r"https?://[^\s<>\"']+[^\s<>\"'.,:;!?)\]]")
 _LIGHT = ((0x0000, 0x10FF), (0x2000, 0x200D), (0x2010, 0x201F), (0x2032, 0x2037))
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/webp", "image/gif")
+VIDEO_TYPES = ("video/mp4", "video/quicktime")
+VIDEO_CATEGORIES = ("tweet_video", "amplify_video")
+MAX_VIDEO_BYTES = 512 * 1024 * 1024
+MAX_SEGMENT_BYTES = 5 * 1024 * 1024
+SEGMENTS_DO_NOT_ADD_UP = "Segments do not add up to provided total file size."
+INVALID_MEDIA = {"code": 1, "name": "InvalidMedia", "message": "Unsupported video format"}
 
 
 def weighted_length(text: str) -> int:
@@ -61,6 +71,8 @@ class XStandIn(StandIn):
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, media_polls: int = 0) -> None:
         super().__init__(host, port)
         self.media_polls = media_polls  # STATUS answers in_progress this many times (GIFs)
+        self.video_processing_seconds = 0.0  # how long X processes a video after finalize
+        self.video_fails = False  # processing ends in ``failed`` (X's InvalidMedia error)
         self.deny = False  # the authorize page answers error=access_denied
         self._next_id = 1_900_000_000_000_000_000
         self.codes: dict[str, dict[str, Any]] = {}
@@ -336,10 +348,14 @@ class XStandIn(StandIn):
         if user is None:
             return self.unauthorized_reply()
         body = request.json if isinstance(request.json, dict) else {}
-        if body.get("media_type") not in ("image/jpeg", "image/png", "image/webp", "image/gif"):
+        kind = body.get("media_type")
+        if kind not in IMAGE_TYPES + VIDEO_TYPES:
             return self.error_reply(400, "media_type is not supported")
+        if (kind in VIDEO_TYPES) != (body.get("media_category") in VIDEO_CATEGORIES):
+            return self.error_reply(400, "media_category does not match media_type")
         total = int(body.get("total_bytes") or 0)
-        if total <= 0 or total > 15 * 1024 * 1024:
+        bound = MAX_VIDEO_BYTES if kind in VIDEO_TYPES else 15 * 1024 * 1024
+        if total <= 0 or total > bound:
             return self.error_reply(400, "total_bytes is invalid")
         media_id = self._new_id()
         with self.lock:
@@ -364,11 +380,19 @@ class XStandIn(StandIn):
             return self.unauthorized_reply()
         fields = request.fields()
         files = [p for p in request.parts if p.name == "media"]
+        index = int(fields.get("segment_index", -1))
+        if files and len(files[0].data) > MAX_SEGMENT_BYTES:
+            return self.error_reply(400, "media must be <= 5 MB per segment")
         with self.lock:
             upload = self.uploads.get(media_id)
             if upload is None or upload["state"] != "initialized" or not files:
                 return self.error_reply(400, "Invalid media upload session")
-            upload["segments"][int(fields.get("segment_index", 0))] = files[0].data
+            if not 0 <= index <= 999:
+                return self.error_reply(400, "segment_index must be between 0 and 999")
+            upload["segments"][index] = files[0].data
+            self.counters["media_segment_bytes_max"] = max(
+                self.counters["media_segment_bytes_max"], len(files[0].data)
+            )
         self.bump("media_segments")
         return Reply(200, {"meta": {}})
 
@@ -379,21 +403,46 @@ class XStandIn(StandIn):
             upload = self.uploads.get(media_id)
             if upload is None:
                 return self.error_reply(400, "Invalid media upload session")
-            data = b"".join(upload["segments"][i] for i in sorted(upload["segments"]))
-            if len(data) != upload["total"]:
-                return self.error_reply(400, "File size mismatch")
+            indexes = sorted(upload["segments"])
+            data = b"".join(upload["segments"][i] for i in indexes)
+            if indexes != list(range(len(indexes))) or len(data) != upload["total"]:
+                return self.error_reply(400, SEGMENTS_DO_NOT_ADD_UP)
             upload["data"] = data
-            processing = upload["type"] == "image/gif" and self.media_polls > 0
-            upload["state"] = "pending" if processing else "succeeded"
+            if upload["type"] in VIDEO_TYPES:
+                upload["state"] = "pending"
+                upload["finalized_at"] = time.monotonic()
+                upload["fails"] = self.video_fails or data[4:8] != b"ftyp"
+            elif upload["type"] == "image/gif" and self.media_polls > 0:
+                upload["state"] = "pending"
+            else:
+                upload["state"] = "succeeded"
         body: dict[str, Any] = {
             "id": media_id,
-            "media_key": f"3_{media_id}",
+            "media_key": f"{7 if upload['type'] in VIDEO_TYPES else 3}_{media_id}",
             "size": len(data),
             "expires_after_secs": 86400,
         }
-        if processing:
+        if upload["state"] == "pending":
             body["processing_info"] = {"state": "pending", "check_after_secs": 0}
         return Reply(200, {"data": body})
+
+    def _video_processing(self, upload: dict[str, Any]) -> dict[str, Any]:
+        """A video's ``processing_info`` now: ``in_progress`` for the processing time, then
+        ``succeeded``, or ``failed`` with X's error."""
+        elapsed = time.monotonic() - upload["finalized_at"]
+        if elapsed < self.video_processing_seconds:
+            percent = int(100 * elapsed / self.video_processing_seconds)
+            left = self.video_processing_seconds - elapsed
+            return {
+                "state": "in_progress",
+                "check_after_secs": max(1, int(left + 0.999)),
+                "progress_percent": percent,
+            }
+        if upload["fails"]:
+            upload["state"] = "failed"
+            return {"state": "failed", "progress_percent": 100, "error": dict(INVALID_MEDIA)}
+        upload["state"] = "succeeded"
+        return {"state": "succeeded", "progress_percent": 100}
 
     def media_status(self, request: Request) -> Reply:
         if self._user(request) is None:
@@ -405,6 +454,9 @@ class XStandIn(StandIn):
             if upload is None or fields.get("command") != "STATUS":
                 return self.error_reply(400, "Invalid media_id")
             upload["polls"] += 1
+            if upload["type"] in VIDEO_TYPES and upload["state"] != "initialized":
+                video = {"id": media_id, "processing_info": self._video_processing(upload)}
+                return Reply(200, {"data": video})
             if upload["state"] != "succeeded" and upload["polls"] >= self.media_polls:
                 upload["state"] = "succeeded"
             state = "succeeded" if upload["state"] == "succeeded" else "in_progress"
