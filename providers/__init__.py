@@ -8,7 +8,8 @@
 * ``HERALD_ALLOW_PRIVATE_PROVIDER_URLS`` (default False): accept http and private/loopback
   addresses for user-supplied URLs (Mastodon instances, Discord and generic webhooks, Bluesky
   PDS). Tests.
-* ``HERALD_BLUESKY_SERVICE_URL`` (default https://bsky.social).
+* ``HERALD_BLUESKY_SERVICE_URL`` (default https://bsky.social) and ``HERALD_BLUESKY_VIDEO_URL``
+  (its video service, default https://video.bsky.app).
 * ``HERALD_TELEGRAM_API_URL`` (default https://api.telegram.org).
 * ``PROVIDER_OAUTH_APPS`` (``{provider: {"client_id", "client_secret", "api_url", ...}}``): the
   operator's OAuth apps of X, LinkedIn and Threads (config/settings.py).
@@ -24,6 +25,7 @@ from functools import lru_cache
 
 from providers.base import ProviderAdapter
 from providers.bluesky import DEFAULT_SERVICE_URL, BlueskyAdapter
+from providers.bluesky.video import DEFAULT_VIDEO_URL
 from providers.discord_webhook import DiscordWebhookAdapter
 from providers.feed import FeedAdapter
 from providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
@@ -53,6 +55,7 @@ def _build(
     bluesky_url: str,
     telegram_url: str,
     oauth_apps: OAuthApps = (),
+    bluesky_video_url: str = DEFAULT_VIDEO_URL,
 ) -> ProviderAdapter:
     http = HttpClient(
         read_timeout=timeout,
@@ -62,7 +65,7 @@ def _build(
     if provider == "mastodon":
         return MastodonAdapter(http=http)
     if provider == "bluesky":
-        return BlueskyAdapter(http=http, service_url=bluesky_url)
+        return BlueskyAdapter(http=http, service_url=bluesky_url, video_url=bluesky_video_url)
     if provider == "discord_webhook":
         return DiscordWebhookAdapter(http=http)
     if provider == "telegram":
@@ -106,6 +109,7 @@ def get_adapter(provider: str) -> ProviderAdapter:
         str(getattr(settings, "HERALD_BLUESKY_SERVICE_URL", "") or DEFAULT_SERVICE_URL),
         str(getattr(settings, "HERALD_TELEGRAM_API_URL", "") or DEFAULT_API_URL),
         _oauth_apps(settings),
+        str(getattr(settings, "HERALD_BLUESKY_VIDEO_URL", "") or DEFAULT_VIDEO_URL),
     )
 
 

@@ -10,7 +10,9 @@ Idempotency: every post is created with a record key derived from the idempotenc
 second create of the same key cannot make a second post, and reconcile is one ``getRecord``.
 
 The adapter lives in ``adapter``; the records it writes (length rules, record keys, facets) in
-``records``; image reading and embedding in ``media``.
+``records``; image reading and embedding in ``media``; the video service (service token,
+``app.bsky.video.uploadVideo``, ``getJobStatus``, ``getUploadLimits``, ``app.bsky.embed.video``)
+step by step in ``video``.
 """
 
 from providers.bluesky.adapter import DEFAULT_SERVICE_URL, BlueskyAdapter

@@ -35,6 +35,7 @@ from providers.bluesky.records import (
     build_facets,
     record_key_for,
 )
+from providers.bluesky.video import DEFAULT_VIDEO_URL
 from providers.helpers import language_options, precheck
 from providers.http import HttpClient
 from providers.http_errors import ErrorDetail, ProviderHTTPError, default_error_detail
@@ -93,10 +94,15 @@ class BlueskyAdapter(ProviderAdapter):
     )
 
     def __init__(
-        self, *, http: HttpClient | None = None, service_url: str = DEFAULT_SERVICE_URL
+        self,
+        *,
+        http: HttpClient | None = None,
+        service_url: str = DEFAULT_SERVICE_URL,
+        video_url: str = DEFAULT_VIDEO_URL,
     ) -> None:
         self.http = http or HttpClient()
         self.service_url = (service_url or DEFAULT_SERVICE_URL).rstrip("/")
+        self.video_url = (video_url or DEFAULT_VIDEO_URL).rstrip("/")  # the video service
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -322,6 +328,14 @@ class BlueskyAdapter(ProviderAdapter):
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
         precheck(POST_PROFILE, request, provider=LABEL)
         images = [self._upload(account, item) for item in request.media]
+        embed = {"$type": "app.bsky.embed.images", "images": images} if images else None
+        return self.create_post(account, request, embed)
+
+    def create_post(
+        self, account: AccountContext, request: PublishRequest, embed: dict[str, Any] | None
+    ) -> PublishResult:
+        """The post record (text, facets, language and ``embed``: images, or a video the video
+        service has processed) at the destination's deterministic key."""
         record: dict[str, Any] = {
             "$type": POST,
             "text": request.text,
@@ -332,8 +346,8 @@ class BlueskyAdapter(ProviderAdapter):
         facets = build_facets(request.text, lambda handle: self._resolve_handle(account, handle))
         if facets:
             record["facets"] = facets
-        if images:
-            record["embed"] = {"$type": "app.bsky.embed.images", "images": images}
+        if embed:
+            record["embed"] = embed
         if request.options.get("language"):
             record["langs"] = [request.options["language"]]
         rkey = record_key_for(request.idempotency_key)

@@ -51,7 +51,8 @@ def processing_of(info: Any) -> Processing:
     """Read a ``processing_info``; none at all means X has nothing left to do."""
     if not isinstance(info, dict):
         return Processing(SUCCEEDED)
-    error = info.get("error") if isinstance(info.get("error"), dict) else {}
+    error = info.get("error")
+    error = error if isinstance(error, dict) else {}
     try:
         wait = max(float(info.get("check_after_secs") or 1), 0.0)
         progress = int(info.get("progress_percent") or 0)

@@ -1,6 +1,15 @@
 """Stand-in Bluesky PDS (+ the few AppView reads Herald uses): sessions with JWT-shaped tokens
 (rotation, expiry), handle resolution, blobs, records (posts, reposts), getPosts, getProfile.
 
+It is also the video service (docs.bsky.app, "Uploading Video"; at the same address): service
+tokens from ``com.atproto.server.getServiceAuth`` (bound to an audience and one method),
+``app.bsky.video.uploadVideo`` (a token for this PDS's ``did:web`` and ``uploadBlob``; at most
+100 MB), ``app.bsky.video.getJobStatus`` (``JOB_STATE_ENCODING`` with its progress for
+``video_processing_seconds``, then ``JOB_STATE_COMPLETED`` with the processed video's blob in the
+account's repository, or ``JOB_STATE_FAILED`` for a file that is no video or when
+``video_fails`` is set; a video seen before answers ``already_exists`` with its blob) and
+``app.bsky.video.getUploadLimits`` (``video_daily_videos`` / ``video_daily_bytes`` left).
+
 Duplicate record keys answer HTTP 500 ``InternalServerError``, as current PDS versions do.
 Extra fault key: ``{"expire_tokens": true}`` expires every access token issued so far (the next
 authenticated call answers 400 ``ExpiredToken``).
@@ -25,6 +34,8 @@ from tests.providers.standin import Reply, Request, Route, StandIn, serve_main
 
 POST = "app.bsky.feed.post"
 REPOST = "app.bsky.feed.repost"
+VIDEO_EMBED = "app.bsky.embed.video"
+MAX_VIDEO_BYTES = 100 * 1000 * 1000
 _RKEY = re.compile(r"^[A-Za-z0-9._:~-]{1,512}$")
 _S32 = "234567abcdefghijklmnopqrstuvwxyz"
 
@@ -81,6 +92,13 @@ class BlueskyStandIn(StandIn):
         # repost stays the viewer's ``viewer.repost`` of the post (until data is cleared).
         self.stale_viewer = False
         self.deleted_reposts: dict[tuple[str, str], str] = {}
+        self.service_tokens: dict[str, dict[str, Any]] = {}
+        self.video_jobs: dict[str, dict[str, Any]] = {}
+        self.video_processing_seconds = 0.0
+        self.video_fails = False
+        self.video_can_upload = True  # False: e.g. the account's e-mail is not verified
+        self.video_daily_videos = 25
+        self.video_daily_bytes = 10 * 1000 * 1000 * 1000
 
     def fixtures(self) -> dict[str, Any]:
         return {
@@ -103,6 +121,10 @@ class BlueskyStandIn(StandIn):
             Route("POST", x + "com.atproto.repo.deleteRecord", self.delete_record),
             Route("GET", x + "app.bsky.feed.getPosts", self.get_posts),
             Route("GET", x + "app.bsky.actor.getProfile", self.get_profile),
+            Route("GET", x + "com.atproto.server.getServiceAuth", self.get_service_auth),
+            Route("POST", x + "app.bsky.video.uploadVideo", self.upload_video),
+            Route("GET", x + "app.bsky.video.getJobStatus", self.get_job_status, auth=False),
+            Route("GET", x + "app.bsky.video.getUploadLimits", self.get_upload_limits),
         ]
 
     # --- error shapes -------------------------------------------------------------------------
@@ -293,6 +315,8 @@ class BlueskyStandIn(StandIn):
             if not (isinstance(start, int) and isinstance(end, int) and 0 <= start <= end <= size):
                 return "Invalid app.bsky.feed.post record: Record/facets has an invalid byte range"
         embed = record.get("embed")
+        if embed and embed.get("$type") == VIDEO_EMBED:
+            return self._video_embed_problem(embed)
         if embed:
             images = embed.get("images") or []
             if embed.get("$type") != "app.bsky.embed.images" or not 1 <= len(images) <= 4:
@@ -366,6 +390,7 @@ class BlueskyStandIn(StandIn):
                         "text": record["text"],
                         "facets": record.get("facets") or [],
                         "images": len((record.get("embed") or {}).get("images") or []),
+                        "video": self._video_summary(record.get("embed") or {}),
                     }
                 )
             elif collection == REPOST and subject is not None:
@@ -486,6 +511,164 @@ class BlueskyStandIn(StandIn):
                 "avatar": f"{self.url}/avatar/{account['did']}.jpg",
             },
         )
+
+    # --- the video service --------------------------------------------------------------------
+
+    @property
+    def did_web(self) -> str:
+        """This PDS's ``did:web`` (the audience of a video upload's service token)."""
+        return "did:web:" + self.url.split("://", 1)[1].replace(":", "%3A")
+
+    def get_service_auth(self, request: Request) -> Reply:
+        did, denied = self._did(request)
+        if denied:
+            return denied
+        fields = request.fields()
+        aud, lxm = str(fields.get("aud") or ""), str(fields.get("lxm") or "")
+        exp = int(fields.get("exp") or time.time() + 60)
+        if not aud.startswith("did:") or not lxm:
+            return self.error_reply(400, "aud and lxm are required")
+        if exp > time.time() + 3600:
+            return Reply(
+                400, {"error": "BadExpiration", "message": "expiration too far in the future"}
+            )
+        token = self._jwt(str(did), "service", int(exp - time.time()))
+        with self.lock:
+            self.service_tokens[token] = {"did": did, "aud": aud, "lxm": lxm, "exp": exp}
+        self.bump("service_tokens")
+        return Reply(200, {"token": token})
+
+    def _service_did(self, request: Request, aud: str, lxm: str) -> tuple[str, Reply | None]:
+        with self.lock:
+            grant = self.service_tokens.get(request.bearer)
+        if grant is None or grant["exp"] < time.time():
+            return "", Reply(401, {"error": "AuthMissing", "message": "Authentication Required"})
+        if grant["aud"] != aud or grant["lxm"] != lxm:
+            return "", Reply(
+                401, {"error": "BadJwtAudience", "message": "jwt audience does not match"}
+            )
+        return str(grant["did"]), None
+
+    def upload_video(self, request: Request) -> Reply:
+        did, denied = self._service_did(request, self.did_web, "com.atproto.repo.uploadBlob")
+        if denied:
+            return denied
+        if request.fields().get("did") != did or not request.content_type.startswith("video/"):
+            return self.error_reply(400, "did and a video Content-Type are required")
+        if len(request.body) > MAX_VIDEO_BYTES:
+            return Reply(400, {"error": "InvalidRequest", "message": "Video is too large"})
+        cid = _cid(request.body)
+        job_id = secrets.token_hex(8)
+        with self.lock:
+            seen = next((j for j in self.video_jobs.values() if j["cid"] == cid), None)
+            self.video_jobs[job_id] = {
+                "did": did,
+                "cid": cid,
+                "size": len(request.body),
+                "started": time.monotonic(),
+                "fails": self.video_fails or request.body[4:8] != b"ftyp",
+                "seen": seen is not None and seen["state"] == "JOB_STATE_COMPLETED",
+                "state": "JOB_STATE_CREATED",
+            }
+            self.video_daily_videos -= 1
+            self.video_daily_bytes -= len(request.body)
+            self.counters["video_upload_bytes"] += len(request.body)
+        self.bump("videos_uploaded")
+        return Reply(200, {"jobId": job_id, "did": did, "state": "JOB_STATE_CREATED"})
+
+    def _advance(self, job_id: str, job: dict[str, Any]) -> dict[str, Any]:
+        """The job's status now (called under the lock)."""
+        status: dict[str, Any] = {"jobId": job_id, "did": job["did"]}
+        if job["seen"]:
+            return status | {
+                "state": "JOB_STATE_FAILED",
+                "error": "already_exists",
+                "message": "Video already processed",
+                "blob": self._video_blob(job),
+            }
+        elapsed = time.monotonic() - job["started"]
+        if elapsed < self.video_processing_seconds:
+            progress = int(100 * elapsed / self.video_processing_seconds)
+            return status | {"state": "JOB_STATE_ENCODING", "progress": progress}
+        if job["fails"]:
+            job["state"] = "JOB_STATE_FAILED"
+            return status | {
+                "state": "JOB_STATE_FAILED",
+                "error": "invalid_video",
+                "message": "Video is not valid",
+            }
+        job["state"] = "JOB_STATE_COMPLETED"
+        return status | {
+            "state": "JOB_STATE_COMPLETED",
+            "progress": 100,
+            "blob": self._video_blob(job),
+        }
+
+    def _video_blob(self, job: dict[str, Any]) -> dict[str, Any]:
+        """The processed video, stored in the account's repository as the service does."""
+        self.blobs[job["cid"]] = {"size": job["size"], "mimeType": "video/mp4", "did": job["did"]}
+        return {
+            "$type": "blob",
+            "ref": {"$link": job["cid"]},
+            "mimeType": "video/mp4",
+            "size": job["size"],
+        }
+
+    def get_job_status(self, request: Request) -> Reply:
+        job_id = str(request.fields().get("jobId") or "")
+        with self.lock:
+            job = self.video_jobs.get(job_id)
+            status = self._advance(job_id, job) if job is not None else None
+        if status is None:
+            return self.error_reply(400, "Job not found")
+        self.bump("job_status_reads")
+        return Reply(200, {"jobStatus": status})
+
+    def get_upload_limits(self, request: Request) -> Reply:
+        _, denied = self._service_did(
+            request, "did:web:video.bsky.app", "app.bsky.video.getUploadLimits"
+        )
+        if denied:
+            return denied
+        with self.lock:
+            body: dict[str, Any] = {
+                "canUpload": self.video_can_upload
+                and self.video_daily_videos > 0
+                and self.video_daily_bytes > 0,
+                "remainingDailyVideos": max(self.video_daily_videos, 0),
+                "remainingDailyBytes": max(self.video_daily_bytes, 0),
+            }
+        if not self.video_can_upload:
+            body["message"] = "You must verify your email address to upload videos"
+            body["error"] = "unconfirmed_email"
+        return Reply(200, body)
+
+    def _video_embed_problem(self, embed: dict[str, Any]) -> str | None:
+        ref = ((embed.get("video") or {}).get("ref") or {}).get("$link", "")
+        blob = self.blobs.get(ref)
+        if blob is None or not blob["mimeType"].startswith("video/"):
+            return "Invalid app.bsky.feed.post record: Record/embed/video blob not found"
+        if blob["size"] > MAX_VIDEO_BYTES:
+            return "Invalid app.bsky.feed.post record: Record/embed/video file too large"
+        ratio = embed.get("aspectRatio")
+        if ratio is not None and not (
+            isinstance(ratio.get("width"), int)
+            and isinstance(ratio.get("height"), int)
+            and ratio["width"] >= 1
+            and ratio["height"] >= 1
+        ):
+            return "Invalid app.bsky.feed.post record: Record/embed/aspectRatio is invalid"
+        return None
+
+    @staticmethod
+    def _video_summary(embed: dict[str, Any]) -> dict[str, Any] | None:
+        if embed.get("$type") != VIDEO_EMBED:
+            return None
+        return {
+            "cid": embed["video"]["ref"]["$link"],
+            "alt": embed.get("alt", ""),
+            "aspectRatio": embed.get("aspectRatio"),
+        }
 
 
 if __name__ == "__main__":

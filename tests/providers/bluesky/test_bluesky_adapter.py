@@ -2,62 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from providers import get_adapter
 from providers.base import AccountContext, ErrorKind, ProviderError, PublishRequest
 from providers.bluesky import (
-    BlueskyAdapter,
     bluesky_graphemes,
     bluesky_length,
     record_key_for,
 )
 from tests.providers import assert_no_secret, media_item, tiny_png
-from tests.providers.bluesky.standin import ACCOUNTS, BlueskyStandIn
+from tests.providers.bluesky.conftest import connect
+from tests.providers.bluesky.standin import ACCOUNTS
 
 HERALD = ACCOUNTS["herald.test"]
 FRIEND = ACCOUNTS["friend.test"]
 FAMILY = "👨\u200d👩\u200d👧\u200d👦"  # one grapheme, seven code points, 25 UTF-8 bytes
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[BlueskyStandIn]:
-    with BlueskyStandIn() as standin:
-        yield standin
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: BlueskyStandIn) -> None:
-    server.reset()
-
-
-@pytest.fixture
-def adapter(settings, server) -> BlueskyAdapter:
-    settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = True
-    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
-    settings.HERALD_BLUESKY_SERVICE_URL = server.url
-    adapter = get_adapter("bluesky")
-    assert isinstance(adapter, BlueskyAdapter)
-    return adapter
-
-
-def connect(adapter: BlueskyAdapter, handle: str = "herald.test") -> AccountContext:
-    connected = adapter.connect_with_credentials(
-        fields={"handle": handle, "app_password": ACCOUNTS[handle]["password"]}
-    )
-    return AccountContext(
-        external_id=connected.external_id,
-        credentials=dict(connected.credentials),
-        instance_url=connected.instance_url,
-        username=connected.username,
-    )
-
-
-@pytest.fixture
-def account(adapter) -> AccountContext:
-    return connect(adapter)
 
 
 def post(text: str = "Hello from Herald", key: str = "dest-1", **kwargs) -> PublishRequest:

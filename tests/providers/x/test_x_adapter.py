@@ -6,7 +6,6 @@ whole path through Herald: connect -> callback -> publish -> ambiguous -> reconc
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -30,56 +29,11 @@ from publishing.models import Account, Destination, Publication
 from publishing.services import delivery, publications
 from publishing.services.accounts import account_context
 from tests.providers import assert_no_secret, media_item, tiny_png
+from tests.providers.x.conftest import REDIRECT
 from tests.providers.x.standin import CLIENT_SECRET, USER, XStandIn, weighted_length
 from tests.publishing_support import API, confirm_start, follow_authorization, gif_bytes
 from workspaces.access import Actor
 from workspaces.models import User
-
-REDIRECT = "https://herald.example/api/v1/accounts/oauth/callback"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[XStandIn]:
-    with XStandIn() as standin:
-        yield standin
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: XStandIn, settings: Any) -> None:
-    server.reset()
-    server.media_polls = 0
-    server.deny = False
-    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 2.0
-    settings.HERALD_DISABLED_PROVIDERS = []
-    settings.PROVIDER_OAUTH_APPS = {**settings.PROVIDER_OAUTH_APPS, "x": server.app_settings()}
-
-
-@pytest.fixture
-def adapter(monkeypatch: Any) -> XAdapter:
-    adapter = get_adapter("x")
-    assert isinstance(adapter, XAdapter)
-    monkeypatch.setattr(adapter, "media_poll_cap", 0.01)
-    return adapter
-
-
-def grant(adapter: XAdapter) -> AccountContext:
-    """Connect the fixture user through the authorize page and the token endpoint."""
-    start = adapter.begin_authorization(redirect_uri=REDIRECT, state="st")
-    location = requests.get(start.authorization_url, allow_redirects=False, timeout=5)
-    code = parse_qs(urlsplit(location.headers["Location"]).query)["code"][0]
-    connected = adapter.complete_authorization(
-        code=code, redirect_uri=REDIRECT, code_verifier=start.code_verifier
-    )
-    return AccountContext(
-        external_id=connected.external_id,
-        credentials=dict(connected.credentials),
-        username=connected.username,
-    )
-
-
-@pytest.fixture
-def account(adapter: XAdapter) -> AccountContext:
-    return grant(adapter)
 
 
 def post(text: str = "Hello from Herald", key: str = "dest-1", **kwargs: Any) -> PublishRequest:

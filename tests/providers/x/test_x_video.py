@@ -13,15 +13,8 @@ import pytest
 from providers.base import AccountContext, ErrorKind, ProviderError
 from providers.x import XAdapter, video
 from tests.providers import tiny_png, video_media
-from tests.providers.x import test_x_adapter as adapter_tests
 from tests.providers.x.standin import SEGMENTS_DO_NOT_ADD_UP, XStandIn
 from tests.video_support import make_video
-
-# The adapter tests' fixtures: the stand-in, fresh state, the adapter and a connected user.
-server = adapter_tests.server
-_fresh = adapter_tests._fresh
-adapter = adapter_tests.adapter
-account = adapter_tests.account
 
 
 @pytest.fixture(autouse=True)
