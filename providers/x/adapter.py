@@ -35,6 +35,7 @@ from providers.http_errors import (
 )
 from providers.oauth_http import OAuthHttpAdapter
 from providers.pkce import pkce_pair
+from providers.x import video as video_protocol
 from providers.x.text import POST_PROFILE, comparable_text
 
 PROVIDER = "x"
@@ -386,29 +387,18 @@ class XAdapter(OAuthHttpAdapter):
         )
 
     def _wait_processed(self, token: str, media_id: str, info: Any) -> None:
-        for _ in range(self.media_poll_attempts):  # bounded, read-only polling
-            state = str((info or {}).get("state") or "succeeded") if isinstance(info, dict) else ""
-            if state in ("", "succeeded"):
+        """An image or GIF X is still processing, polled in the call (bounded, read-only)."""
+        processing = video_protocol.processing_of(info)
+        for _ in range(self.media_poll_attempts):
+            if processing.done:
                 return
-            if state == "failed":
-                error = (info.get("error") or {}) if isinstance(info, dict) else {}
+            if processing.state == video_protocol.FAILED:
                 raise ProviderError(
                     ErrorKind.PERMANENT,
-                    f"{LABEL}: the media was refused: {str(error.get('message') or 'failed')[:200]}",
+                    f"{LABEL}: the media was refused: {processing.error or 'failed'}",
                 )
-            wait = float(info.get("check_after_secs") or 1) if isinstance(info, dict) else 1.0
-            time.sleep(min(max(wait, 0.0), self.media_poll_cap))
-            status = self._json(
-                self._call(
-                    "GET",
-                    "/2/media/upload",
-                    token=token,
-                    operation="media status",
-                    params={"command": "STATUS", "media_id": media_id},
-                ),
-                "media status",
-            )
-            info = (status.get("data") or {}).get("processing_info")
+            time.sleep(min(processing.check_after_secs, self.media_poll_cap))
+            processing = video_protocol.status(self, token, media_id, operation="media status")
         raise ProviderError(ErrorKind.TRANSIENT, f"{LABEL}: the media is still being processed.")
 
     # --- reconcile, delete, metrics -----------------------------------------------------------

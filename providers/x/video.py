@@ -142,17 +142,19 @@ def send(api: XAdapter, token: str, item: MediaItem) -> tuple[str, Processing]:
     return media_id, finalize(api, token, media_id)
 
 
-def status(api: XAdapter, token: str, media_id: str) -> Processing:
-    """``GET /2/media/upload?command=STATUS&media_id=...``: the video's processing."""
+def status(
+    api: XAdapter, token: str, media_id: str, *, operation: str = "video status"
+) -> Processing:
+    """``GET /2/media/upload?command=STATUS&media_id=...``: the upload's processing."""
     body = api._json(
         api._call(
             "GET",
             "/2/media/upload",
             token=token,
-            operation="video status",
+            operation=operation,
             params={"command": "STATUS", "media_id": media_id},
         ),
-        "video status",
+        operation,
     )
     return processing_of((body.get("data") or {}).get("processing_info"))
 
