@@ -28,6 +28,7 @@ from rest_framework.test import APIClient
 from providers import get_adapter
 from providers.base import PublishRequest
 from providers.feed import MAX_ENTRIES
+from publishing import tasks
 from publishing.models import Account, Destination, FeedEntry
 from publishing.services import delivery
 from publishing.services.accounts import account_context
@@ -46,6 +47,7 @@ from tests.publishing_support import (
     ok,
     upload,
 )
+from tests.video_support import make_video
 
 pytestmark = pytest.mark.django_db
 
@@ -289,6 +291,32 @@ def test_publish_now_delivers_an_entry_with_media(
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
     assert "<script>" not in html
     assert "Tom &amp; Jerry" in html
+
+
+def test_a_video_entry_has_an_enclosure_with_its_type_and_length(
+    owner_client: APIClient,
+    workspace: Any,
+    anonymous: Client,
+    media_storage: Any,
+    publish_now: Callable[..., Destination],
+) -> None:
+    account = connect_feed(owner_client, workspace)
+    token = token_of(account)
+    clip = make_video("mp4", seconds=1)
+    media = upload(owner_client, workspace, clip, name="clip.mp4")
+    tasks.media_probe(media["id"])
+    destination = publish_now(account["id"], "A clip", [media["id"]])
+    assert destination.status == "published", (destination.error_kind, destination.error_message)
+    (item,) = parse_atom(atom(anonymous, token)).findall(f"{ATOM}entry")
+    links = {link.get("rel"): link for link in item.findall(f"{ATOM}link")}
+    enclosure = links["enclosure"]
+    assert (enclosure.get("type"), enclosure.get("length")) == ("video/mp4", str(len(clip)))
+    (entry,) = parse_json_feed(anonymous.get(f"/feeds/{token}.json"))["items"]
+    (attachment,) = entry["attachments"]
+    assert (attachment["mime_type"], attachment["size_in_bytes"]) == ("video/mp4", len(clip))
+    served = anonymous.get(enclosure.get("href").removeprefix("http://testserver"))
+    assert served["Content-Type"] == "video/mp4"
+    assert b"".join(served.streaming_content) == clip
 
 
 def test_media_is_served_only_for_entries_of_that_feed(
