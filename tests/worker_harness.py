@@ -362,3 +362,29 @@ class RedisServer:
     def stop(self) -> None:
         if self.process is not None:
             self.process.stop()
+
+
+@contextlib.contextmanager
+def running_stack(
+    database_url: str, data_dir: Path, *, overrides: dict[str, str] | None = None
+) -> Iterator[DeliveryStack]:
+    """A worker and a beat on the suite's broker (Redis when ``REDIS_URL`` is set, else a
+    filesystem broker in ``data_dir``), this process's Celery app pointed at it; both stop on
+    exit."""
+    from django.conf import settings
+
+    broker = Broker.redis(settings.REDIS_URL) if settings.REDIS_URL else Broker.filesystem(data_dir)
+    stack = DeliveryStack(
+        database_url=database_url,
+        broker=broker,
+        data_dir=data_dir,
+        settings_env=credential_keys(),
+        overrides=overrides or {},
+    )
+    with use_broker(broker):
+        try:
+            stack.start_beat()
+            stack.start_worker()
+            yield stack
+        finally:
+            stack.stop()

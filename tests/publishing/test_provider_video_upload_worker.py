@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 import requests
-from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from publishing.models import Account, Destination, Media, Publication
@@ -30,7 +29,7 @@ from tests.providers.telegram.standin import BOT_TOKEN, GROUP, TelegramStandIn
 from tests.providers.webhook.standin import WebhookReceiverStandIn
 from tests.publishing_support import upload
 from tests.video_support import make_video
-from tests.worker_harness import Broker, DeliveryStack, credential_keys, use_broker
+from tests.worker_harness import DeliveryStack, running_stack
 from workspaces.access import Actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -75,23 +74,8 @@ def stack(
         "HERALD_ALLOW_PRIVATE_PROVIDER_URLS": "true",
         "HERALD_TELEGRAM_API_URL": networks.telegram.url,
     }
-    data_dir = media_storage.parent
-    redis_url = django_settings.REDIS_URL
-    broker = Broker.redis(redis_url) if redis_url else Broker.filesystem(data_dir)
-    stack = DeliveryStack(
-        database_url=worker_database_url,
-        broker=broker,
-        data_dir=data_dir,
-        settings_env=credential_keys(),
-        overrides=overrides,
-    )
-    with use_broker(broker):
-        try:
-            stack.start_beat()
-            stack.start_worker()
-            yield stack
-        finally:
-            stack.stop()
+    with running_stack(worker_database_url, media_storage.parent, overrides=overrides) as stack:
+        yield stack
 
 
 def _connect(actor: Actor, workspace: Any, provider: str, fields: dict[str, str]) -> Account:
