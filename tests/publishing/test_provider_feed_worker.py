@@ -14,13 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from django.conf import settings as django_settings
 from django.test import Client
 
 from publishing.models import Destination, FeedEntry, Publication
 from publishing.services.accounts import account_connect
 from publishing.services.publications import publication_create, publication_publish_now
-from tests.worker_harness import Broker, DeliveryStack, credential_keys, use_broker
+from tests.worker_harness import DeliveryStack, running_stack
 from workspaces.access import Actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -34,19 +33,8 @@ def stack(
     worker_database_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[DeliveryStack]:
     data_dir = tmp_path_factory.mktemp("herald-feed-worker")
-    env = credential_keys()
-    redis_url = django_settings.REDIS_URL
-    broker = Broker.redis(redis_url) if redis_url else Broker.filesystem(data_dir)
-    stack = DeliveryStack(
-        database_url=worker_database_url, broker=broker, data_dir=data_dir, settings_env=env
-    )
-    with use_broker(broker):
-        try:
-            stack.start_beat()
-            stack.start_worker()
-            yield stack
-        finally:
-            stack.stop()
+    with running_stack(worker_database_url, data_dir) as stack:
+        yield stack
 
 
 def test_a_worker_publishes_to_the_feed(stack: DeliveryStack, user: Any, workspace: Any) -> None:
