@@ -482,6 +482,18 @@ HERALD_DELIVERY_LEASE_SECONDS = env_int(
     "HERALD_DELIVERY_LEASE_SECONDS", CELERY_TASK_TIME_LIMIT + 30
 )
 HERALD_DELIVERY_DEADLINE_SECONDS = env_int("HERALD_DELIVERY_DEADLINE_SECONDS", 6 * 3600)
+# Long sends (docs/decisions/0020-long-sends.md). A send's claim, its in-flight slots and the
+# send task's time limits are sized to the bytes it uploads: the base above plus the bytes at
+# this minimum throughput (bytes per second; 512 KiB/s: a 99 MB video adds about 200 s). A send
+# the provider is still processing waits with no worker thread held; past
+# HERALD_DELIVERY_PENDING_MAX_SECONDS since its write started it fails with the reason.
+HERALD_DELIVERY_MIN_THROUGHPUT_BYTES = max(
+    1024, env_int("HERALD_DELIVERY_MIN_THROUGHPUT_BYTES", 512 * 1024)
+)
+HERALD_DELIVERY_PENDING_MAX_SECONDS = env_int("HERALD_DELIVERY_PENDING_MAX_SECONDS", 3600)
+# The send task's time limits: the default ones plus the largest video Herald accepts
+# (HERALD_MAX_VIDEO_BYTES) at the minimum throughput.
+HERALD_DELIVERY_TRANSFER_SECONDS = HERALD_MAX_VIDEO_BYTES // HERALD_DELIVERY_MIN_THROUGHPUT_BYTES
 # Due work reaches the queue within about one interval (dispatch lag p99 <= 2 s for
 # 2,000 publications due in the same second; bench/delivery.py). An idle tick is a handful of
 # indexed queries.
@@ -495,7 +507,6 @@ HERALD_DISPATCH_STALE_SECONDS = env_int("HERALD_DISPATCH_STALE_SECONDS", 30)
 HERALD_PROVIDER_MAX_IN_FLIGHT_PER_ACCOUNT = env_int("HERALD_PROVIDER_MAX_IN_FLIGHT_PER_ACCOUNT", 4)
 HERALD_PROVIDER_MAX_IN_FLIGHT_PER_HOST = env_int("HERALD_PROVIDER_MAX_IN_FLIGHT_PER_HOST", 16)
 HERALD_PROVIDER_SLOT_LEASE_SECONDS = env_int("HERALD_PROVIDER_SLOT_LEASE_SECONDS", 60)
-HERALD_PROVIDER_SLOT_WAIT_SECONDS = env_float("HERALD_PROVIDER_SLOT_WAIT_SECONDS", 2.0)
 HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE = env_int("HERALD_DISPATCH_MAX_QUEUED_PER_WORKSPACE", 64)
 
 # --- OAuth 2 provider apps (spec "Accounts") ------------------------------------------------

@@ -191,6 +191,24 @@ class PublishResult:
     external_url: str = ""
 
 
+@dataclass(frozen=True)
+class Pending:
+    """A publish that is not finished yet: the provider is still taking or processing the media
+    (docs/decisions/0020-long-sends.md). The delivery engine stores ``state`` on the destination,
+    gives the worker thread back, and calls :meth:`ProviderAdapter.resume` with it after
+    ``check_after_seconds``.
+
+    ``stage`` is one of :data:`PENDING_STAGES`; ``state`` is a small JSON-able dict of the
+    provider's own ids (media ids, container ids, upload offsets), never a secret."""
+
+    stage: str
+    state: dict[str, Any]
+    check_after_seconds: float = 5.0
+
+
+PENDING_STAGES = ("uploading", "processing", "publishing")
+
+
 @dataclass
 class Metrics:
     likes: int = 0
@@ -302,7 +320,18 @@ class ProviderAdapter(abc.ABC):
 
     # Publish -----------------------------------------------------------------------------
     @abc.abstractmethod
-    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult: ...
+    def publish(
+        self, *, account: AccountContext, request: PublishRequest
+    ) -> PublishResult | Pending:
+        """Send ``request``. A long send (a video the provider processes) answers
+        :class:`Pending` instead of waiting; the engine calls :meth:`resume` later."""
+
+    def resume(
+        self, *, account: AccountContext, request: PublishRequest, state: dict[str, Any]
+    ) -> PublishResult | Pending:
+        """Go on with a send that answered :class:`Pending` (``state`` is what it answered):
+        the post, or :class:`Pending` again while the provider is not done."""
+        raise NotSupported("Resuming a send")
 
     def reconcile(
         self, *, account: AccountContext, request: PublishRequest, external_id: str = ""

@@ -292,6 +292,12 @@ class Destination(models.Model):
     action = models.CharField(max_length=24, blank=True, default="")
     readiness = models.JSONField(null=True, blank=True)  # the blocking decision, when blocked
     published_at = models.DateTimeField(null=True, blank=True)
+    # A long send waiting on the provider (docs/decisions/0020-long-sends.md): the stage it is
+    # at (uploading, processing, publishing), the adapter's state to resume from, and when to
+    # check again. Null for every other destination.
+    send_stage = models.CharField(max_length=16, null=True, blank=True)  # noqa: DJ001
+    send_state = models.JSONField(null=True, blank=True)
+    send_check_at = models.DateTimeField(null=True, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -7,7 +7,15 @@ from django.conf import settings
 
 
 @shared_task(
-    name="publishing.delivery_send", acks_late=True, reject_on_worker_lost=True, ignore_result=True
+    name="publishing.delivery_send",
+    acks_late=True,
+    reject_on_worker_lost=True,
+    ignore_result=True,
+    # Sized to the largest upload at the minimum throughput (docs/decisions/0020-long-sends.md);
+    # a processing wait holds no task, so it needs no time here.
+    soft_time_limit=settings.CELERY_TASK_SOFT_TIME_LIMIT
+    + settings.HERALD_DELIVERY_TRANSFER_SECONDS,
+    time_limit=settings.CELERY_TASK_TIME_LIMIT + settings.HERALD_DELIVERY_TRANSFER_SECONDS,
 )
 def delivery_send(destination_id: str) -> None:
     from publishing.services import delivery

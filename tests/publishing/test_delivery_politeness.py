@@ -150,7 +150,7 @@ def test_at_most_n_sends_in_flight_per_account_and_per_host(
     n = 2
     settings.HERALD_PROVIDER_MAX_IN_FLIGHT_PER_ACCOUNT = n if cap == "account" else 10
     settings.HERALD_PROVIDER_MAX_IN_FLIGHT_PER_HOST = n if cap == "host" else 10
-    settings.HERALD_PROVIDER_SLOT_WAIT_SECONDS = 0.1
+
     account = Account.objects.get(pk=connect(owner_client, workspace, "mastodon", server)["id"])
     # The account cap: N+1 posts of one account; the host cap: one post each of N+1 accounts.
     accounts = [account] * (n + 1) if cap == "account" else [account, *twin_accounts(account, n)]
@@ -196,7 +196,7 @@ def test_a_slot_left_by_a_killed_worker_expires(
     """A slot is leased: one a dead worker never gave back frees itself after the lease."""
     server, _ = standins
     settings.HERALD_PROVIDER_MAX_IN_FLIGHT_PER_ACCOUNT = 1
-    settings.HERALD_PROVIDER_SLOT_WAIT_SECONDS = 0.0
+
     account = Account.objects.get(pk=connect(owner_client, workspace, "mastodon", server)["id"])
     (destination,) = publish_now(user, [account.pk], django_capture_on_commit_callbacks)
     delivery_queue.clear()

@@ -204,6 +204,7 @@ def delivery_dispatch(
     counts["overdue"] = _fail_past_deadline(now=now, batch=batch)
     counts["overdue"] += _hand_unconfirmed_to_people(now=now, batch=batch)
     counts["enqueued"] = counts["due"] + _nudge_stale_work(now=now, batch=batch)
+    counts["enqueued"] += _nudge_lost_checks(now=now, batch=batch)
     counts["reconcile"] = _enqueue_reconciles(now=now, batch=batch)
     SchedulerHeartbeat.objects.update_or_create(name="dispatcher", defaults={"last_tick_at": now})
     return counts
@@ -366,6 +367,25 @@ def _nudge_stale_work(*, now: datetime, batch: int) -> int:
     for destination_id in stale:
         tasks.delivery_send.delay(str(destination_id))
     return len(stale)
+
+
+def _nudge_lost_checks(*, now: datetime, batch: int) -> int:
+    """Enqueue again the check of a long send whose message may be lost (its check is stale:
+    due HERALD_DISPATCH_STALE_SECONDS ago and still unclaimed, e.g. the worker holding its
+    countdown was killed); how many. A duplicate finds nothing to claim
+    (docs/decisions/0020-long-sends.md)."""
+    stale_before = now - timedelta(seconds=settings.HERALD_DISPATCH_STALE_SECONDS)
+    lost = list(
+        Destination.objects.filter(
+            status=S.SENDING,
+            claim_expires_at__isnull=True,
+            send_stage__isnull=False,
+            send_check_at__lte=stale_before,
+        ).values_list("pk", flat=True)[:batch]
+    )
+    for destination_id in lost:
+        tasks.delivery_send.delay(str(destination_id))
+    return len(lost)
 
 
 def _enqueue_reconciles(*, now: datetime, batch: int) -> int:

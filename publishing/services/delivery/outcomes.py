@@ -18,6 +18,7 @@ from config.queries import CompiledQuery, Param
 from config.types import ModelId
 from providers.base import (
     ErrorKind,
+    Pending,
     ProviderError,
     PublishResult,
 )
@@ -29,6 +30,10 @@ from publishing.services.publications import event_record
 S = Destination.Status
 P = Publication.Status
 SETTLED = (S.PUBLISHED, S.FAILED, S.CANCELED, S.BLOCKED)
+# A long send is checked again no sooner and no later than this, whatever the adapter asked.
+CHECK_AFTER_BOUNDS = (0.5, 300.0)
+# What a settled or retried destination no longer needs of a long send.
+NO_LONG_SEND: dict[str, Any] = {"send_stage": None, "send_state": None, "send_check_at": None}
 
 
 def backoff_seconds(attempt: int, retry_after: float | None = None) -> float:
@@ -78,6 +83,7 @@ def publish_succeeded(destination: Destination, result: PublishResult) -> None:
                 claim_expires_at=None,
                 next_attempt_at=None,
                 updated_at=now,
+                **NO_LONG_SEND,
             )
         ):
             return
@@ -89,6 +95,37 @@ def publish_succeeded(destination: Destination, result: PublishResult) -> None:
             data={"external_id": result.external_id, "external_url": result.external_url},
         )
         aggregate(destination.publication_id)
+
+
+def send_pending(destination: Destination, pending: Pending) -> None:
+    """The provider is still at it (a video being processed): the destination stays
+    ``sending`` with the adapter's state and the time of the next check, its claim is given
+    back, and a message comes back then (the dispatcher re-sends it if that message is lost).
+    No worker thread waits meanwhile (docs/decisions/0020-long-sends.md). The first time a
+    send reaches a stage, an event says so."""
+    low, high = CHECK_AFTER_BOUNDS
+    delay = min(max(float(pending.check_after_seconds), low), high)
+    now = timezone.now()
+    with transaction.atomic():
+        if not Destination.objects.filter(pk=destination.pk, status=S.SENDING).update(
+            send_stage=pending.stage,
+            send_state=pending.state,
+            send_check_at=now + timedelta(seconds=delay),
+            claim_expires_at=None,
+            updated_at=now,
+        ):
+            return
+        if destination.send_stage != pending.stage:
+            event_record(
+                publication_id=destination.publication_id,
+                destination=destination,
+                kind=f"destination.{pending.stage}",
+                status=S.SENDING,
+                data={"check_after_seconds": delay},
+            )
+        transaction.on_commit(
+            partial(nudge, tasks.delivery_send, str(destination.pk), countdown=delay)
+        )
 
 
 def handle_failure(destination: Destination, exc: ProviderError) -> None:
@@ -130,6 +167,7 @@ def handle_failure(destination: Destination, exc: ProviderError) -> None:
                     next_attempt_at=next_at,
                     claim_expires_at=None,
                     write_started_at=None,
+                    **NO_LONG_SEND,
                     error_kind=exc.kind.value,
                     error_message=exc.message[:500],
                     action="retry",
@@ -172,6 +210,7 @@ def settle(
                 claim_expires_at=None,
                 next_attempt_at=None,
                 updated_at=timezone.now(),
+                **NO_LONG_SEND,
             )
         )
         if updated:

@@ -1,5 +1,6 @@
 """Politeness (docs/operations.md "Delivery: politeness and fairness"): in-flight caps per account and per provider host, and the
-pause of a host after a 429 or Retry-After. A send without a free slot gives its claim back."""
+pause of a host after a 429 or Retry-After. A send without a free slot gives its claim back
+at once (it never sleeps in the worker thread)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from config import limits
-from config.db import release_connection
 from config.nudge import nudge
 from publishing import tasks
 from publishing.models import Destination
@@ -68,7 +68,11 @@ def pause_host(host: str, retry_after: float | None) -> None:
         limits.set_mark(_pause_key(host), time.time() + seconds)
 
 
-def in_flight_slots(destination: Destination, context: Any) -> dict[str, Any]:
+def in_flight_slots(
+    destination: Destination, context: Any, *, lease_seconds: float = 0.0
+) -> dict[str, Any]:
+    """The slots a send takes: its account's and its provider host's, leased for
+    HERALD_PROVIDER_SLOT_LEASE_SECONDS plus ``lease_seconds`` (the time its upload may take)."""
     host = provider_host(destination.account.provider, context)
     keys = [
         (
@@ -79,35 +83,30 @@ def in_flight_slots(destination: Destination, context: Any) -> dict[str, Any]:
     if host:
         keys.append((_host_key(host), settings.HERALD_PROVIDER_MAX_IN_FLIGHT_PER_HOST))
     keys = [(key, limit) for key, limit in keys if limit > 0]
-    return {"host": host, "keys": keys, "token": f"{destination.pk}:{uuid.uuid4().hex}"}
+    return {
+        "host": host,
+        "keys": keys,
+        "token": f"{destination.pk}:{uuid.uuid4().hex}",
+        "lease": settings.HERALD_PROVIDER_SLOT_LEASE_SECONDS + lease_seconds,
+    }
 
 
-def take_slots(destination: Destination, slots: dict[str, Any]) -> bool:
-    """Take the send's slots, waiting up to HERALD_PROVIDER_SLOT_WAIT_SECONDS for free ones; else
-    put the destination back (see :func:`unclaim`) and answer False."""
-    wait_until = time.monotonic() + settings.HERALD_PROVIDER_SLOT_WAIT_SECONDS
+def take_slots(slots: dict[str, Any]) -> float | None:
+    """Take the send's slots at once: None when taken, else after how many seconds the send
+    should come back (when the host's pause ends, or 1-2 s when the slots are busy). Nothing
+    sleeps here: the caller gives its claim back and the worker thread goes on with other
+    work (docs/decisions/0020-long-sends.md)."""
     pause_key = _pause_key(slots["host"]) if slots["host"] else ""
-    pause = 0.05
     if not slots["keys"] and not pause_key:
-        return True
-    while True:
-        taken, paused_until = limits.acquire_shared_slots(
-            slots["keys"],
-            slots["token"],
-            settings.HERALD_PROVIDER_SLOT_LEASE_SECONDS,
-            unless_marked=pause_key,
-        )
-        if taken:
-            return True
-        if paused_until:  # the host asked us to wait: no point polling
-            unclaim(destination, max(0.0, paused_until - time.time()) + random.uniform(0.0, 1.0))  # noqa: S311
-            return False
-        if time.monotonic() + pause > wait_until:
-            unclaim(destination, random.uniform(1.0, 2.0))  # noqa: S311  (spread the returns)
-            return False
-        release_connection()  # pooled: not held while waiting
-        time.sleep(pause)
-        pause = min(pause * 1.5, 0.25)
+        return None
+    taken, paused_until = limits.acquire_shared_slots(
+        slots["keys"], slots["token"], slots["lease"], unless_marked=pause_key
+    )
+    if taken:
+        return None
+    if paused_until:  # the host asked us to wait: come back once it has passed
+        return max(0.0, paused_until - time.time()) + random.uniform(0.0, 1.0)  # noqa: S311
+    return random.uniform(1.0, 2.0)  # noqa: S311  (spread the returns)
 
 
 def release_slots(slots: dict[str, Any]) -> None:
@@ -130,6 +129,23 @@ def unclaim(destination: Destination, delay: float) -> None:
             attempts=F("attempts") - 1,
             claim_expires_at=None,
             next_attempt_at=now + timedelta(seconds=delay),
+            updated_at=now,
+        ):
+            transaction.on_commit(
+                partial(nudge, tasks.delivery_send, str(destination.pk), countdown=delay)
+            )
+
+
+def check_later(destination: Destination, delay: float) -> None:
+    """Give back the claim of a long send's check that found no free slot: it waits as
+    before, checked again after ``delay`` seconds."""
+    now = timezone.now()
+    with transaction.atomic():
+        if Destination.objects.filter(
+            pk=destination.pk, status=S.SENDING, send_stage__isnull=False
+        ).update(
+            claim_expires_at=None,
+            send_check_at=now + timedelta(seconds=delay),
             updated_at=now,
         ):
             transaction.on_commit(

@@ -28,7 +28,13 @@ from providers.base import (
 from publishing import tasks
 from publishing.models import Destination
 from publishing.services.accounts import account_context, account_mark_reconnect_required
-from publishing.services.delivery.outcomes import S, aggregate, backoff_seconds, publish_succeeded
+from publishing.services.delivery.outcomes import (
+    NO_LONG_SEND,
+    S,
+    aggregate,
+    backoff_seconds,
+    publish_succeeded,
+)
 from publishing.services.delivery.politeness import host_paused_until, pause_host, provider_host
 from publishing.services.delivery.send import request_for
 from publishing.services.publications import event_record
@@ -181,7 +187,10 @@ def _requeue_absent(destination: Destination) -> None:
     transaction commits."""
     with transaction.atomic():
         Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
-            status=S.QUEUED, next_attempt_at=timezone.now(), write_started_at=None
+            status=S.QUEUED,
+            next_attempt_at=timezone.now(),
+            write_started_at=None,
+            **NO_LONG_SEND,  # sent again from the start (a long send uploads again)
         )
         event_record(
             publication_id=destination.publication_id,

@@ -4,6 +4,7 @@ call, send with the destination's idempotency key, record the outcome."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 from typing import Any
@@ -20,18 +21,28 @@ from providers import get_adapter
 from providers.base import (
     ErrorKind,
     MediaItem,
+    Pending,
     ProviderError,
     PublishRequest,
+    PublishResult,
 )
 from publishing.models import Destination, Media
 from publishing.services import tokens  # just-in-time token refresh before a send
 from publishing.services.accounts import account_context
-from publishing.services.delivery.outcomes import S, handle_failure, publish_succeeded, settle
+from publishing.services.delivery.outcomes import (
+    S,
+    handle_failure,
+    publish_succeeded,
+    send_pending,
+    settle,
+)
 from publishing.services.delivery.politeness import (
+    check_later,
     in_flight_slots,
     pause_host,
     release_slots,
     take_slots,
+    unclaim,
 )
 from publishing.services.media import media_absolute_url
 from readiness import services as readiness
@@ -100,11 +111,75 @@ def request_for(destination: Destination) -> PublishRequest:
     )
 
 
+def transfer_seconds(request: PublishRequest) -> float:
+    """How long the request's media take to upload at the documented minimum throughput
+    (HERALD_DELIVERY_MIN_THROUGHPUT_BYTES): what a send's claim and slots add to their base
+    (docs/decisions/0020-long-sends.md). 0 for a post without media."""
+    size = sum(item.size for item in request.media)
+    return size / settings.HERALD_DELIVERY_MIN_THROUGHPUT_BYTES if size else 0.0
+
+
+def _claim_check(destination_id: ModelId) -> bool:
+    """Claim a long send whose next check is due (it waits ``sending`` with no claim, see
+    :func:`outcomes.send_pending`), for one lease. Only asked when the usual claim failed."""
+    now = timezone.now()
+    lease = timedelta(seconds=settings.HERALD_DELIVERY_LEASE_SECONDS)
+    return bool(
+        Destination.objects.filter(
+            pk=destination_id,
+            status=S.SENDING,
+            claim_expires_at__isnull=True,
+            send_stage__isnull=False,
+            send_check_at__lte=now,
+        ).update(claimed_at=now, claim_expires_at=now + lease, updated_at=now)
+    )
+
+
 def delivery_send(*, destination_id: ModelId) -> None:
-    """Idempotent: a second message for the same destination finds nothing to claim."""
+    """Idempotent: a second message for the same destination finds nothing to claim. The
+    message of a long send's due check resumes it (docs/decisions/0020-long-sends.md)."""
+    resuming = False
     if not _claim(destination_id):
-        return
+        if not _claim_check(destination_id):
+            return
+        resuming = True
     destination = DESTINATION_FOR_SEND.instances(destination_id=destination_id)[0]
+    if resuming and _waited_too_long(destination):
+        return
+    prepared = _prepare(destination)
+    if prepared is None:
+        return
+    adapter, context = prepared
+    request = request_for(destination)
+    # Politeness (docs/operations.md "Delivery: politeness and fairness"): one slot of the account and one of the provider host for
+    # the call; none while the host is paused after a 429 or Retry-After. Without a slot the
+    # destination goes back to the queue: nothing was sent and no attempt is counted.
+    slots = in_flight_slots(
+        destination, context, lease_seconds=0.0 if resuming else transfer_seconds(request)
+    )
+    come_back_after = take_slots(slots)
+    if come_back_after is not None:
+        (check_later if resuming else unclaim)(destination, come_back_after)
+        return
+    try:
+        if resuming:
+            state = dict(destination.send_state or {})
+            _call_provider(
+                destination,
+                slots,
+                partial(adapter.resume, account=context, request=request, state=state),
+            )
+        else:
+            _send_claimed(destination, adapter, context, slots, request)
+    except BaseException:
+        release_slots(slots)
+        raise
+
+
+def _prepare(destination: Destination) -> tuple[Any, Any] | None:
+    """The adapter and the account's context for a claimed send, once the token is fresh and
+    readiness allows the call; None when the destination was settled instead (blocked, or its
+    stored credentials cannot be read)."""
     destination.account = tokens.account_token_ensure_fresh(account=destination.account)
     operation = "publish_scheduled" if destination.publication.scheduled_at else "publish_immediate"
     decision = readiness.decide_account(
@@ -122,7 +197,7 @@ def delivery_send(*, destination_id: ModelId) -> None:
             action="reconnect" if decision.state == "reconnect_required" else "contact_support",
             readiness_decision=decision.as_dict(),
         )
-        return
+        return None
     # Everything that can fail without the provider is prepared first: such a failure is not an
     # ambiguous write (nothing was sent).
     adapter = get_adapter(destination.account.provider)
@@ -137,36 +212,61 @@ def delivery_send(*, destination_id: ModelId) -> None:
             action="contact_support",
             message=f"The stored credentials cannot be read ({type(exc).__name__}); reconnect the account.",
         )
-        return
-    # Politeness (docs/operations.md "Delivery: politeness and fairness"): one slot of the account and one of the provider host for
-    # the call; none while the host is paused after a 429 or Retry-After. Without a slot the
-    # destination goes back to the queue: nothing was sent and no attempt is counted.
-    slots = in_flight_slots(destination, context)
-    if not take_slots(destination, slots):
-        return
-    try:
-        _send_claimed(destination, adapter, context, slots)
-    except BaseException:
-        release_slots(slots)
-        raise
+        return None
+    return adapter, context
+
+
+def _waited_too_long(destination: Destination) -> bool:
+    """A long send the provider has not finished HERALD_DELIVERY_PENDING_MAX_SECONDS after its
+    write started fails with the reason (it is never waited for forever); whether it did."""
+    bound = settings.HERALD_DELIVERY_PENDING_MAX_SECONDS
+    started = destination.write_started_at
+    if started is None or timezone.now() - started <= timedelta(seconds=bound):
+        return False
+    stage = destination.send_stage or "processing"
+    settle(
+        destination,
+        S.FAILED,
+        kind="provider_timeout",
+        action="retry",
+        message=f"The provider was still {stage} the media after {bound} s; Herald stopped waiting.",
+    )
+    return True
 
 
 def _send_claimed(
-    destination: Destination, adapter: Any, context: Any, slots: dict[str, Any]
+    destination: Destination,
+    adapter: Any,
+    context: Any,
+    slots: dict[str, Any],
+    request: PublishRequest,
 ) -> None:
     started = timezone.now()
     if destination.first_attempt_at is None:
         destination.first_attempt_at = started
-    request = request_for(destination)
+        request.first_attempt_at = started
     # The write is recorded before the call: if this worker dies from here on, the outcome is
     # unknown and the destination is reconciled, never re-sent blindly. (One statement: the
-    # first attempt's time is kept if there was one.)
+    # first attempt's time is kept if there was one; the claim is sized to the upload.)
+    lease = settings.HERALD_DELIVERY_LEASE_SECONDS + transfer_seconds(request)
     Destination.objects.filter(pk=destination.pk).update(
-        write_started_at=started, first_attempt_at=Coalesce(F("first_attempt_at"), Value(started))
+        write_started_at=started,
+        first_attempt_at=Coalesce(F("first_attempt_at"), Value(started)),
+        claim_expires_at=started + timedelta(seconds=lease),
     )
+    _call_provider(destination, slots, partial(adapter.publish, account=context, request=request))
+
+
+def _call_provider(
+    destination: Destination,
+    slots: dict[str, Any],
+    call: Callable[[], PublishResult | Pending],
+) -> None:
+    """Make the provider call and record what it answered: published, a long send to check
+    again later, or a failure (retried, failed, or ambiguous)."""
     release_connection()  # pooled: the connection serves other sends while this one waits
     try:
-        result = adapter.publish(account=context, request=request)
+        result = call()
     except ProviderError as exc:
         release_slots(slots)
         if exc.kind == ErrorKind.RATE_LIMITED or exc.retry_after is not None:
@@ -182,4 +282,7 @@ def _send_claimed(
         )
         return
     release_slots(slots)
-    publish_succeeded(destination, result)
+    if isinstance(result, Pending):
+        send_pending(destination, result)
+    else:
+        publish_succeeded(destination, result)
