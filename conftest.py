@@ -243,16 +243,9 @@ def provider_settings(settings: Any) -> Any:
 @pytest.fixture
 def media_storage(settings: Any, tmp_path: Any) -> Any:
     """Uploaded media go to a temporary folder (through the configured storage backend)."""
-    root = tmp_path / "media"
-    root.mkdir()
-    storages = {name: dict(config) for name, config in settings.STORAGES.items()}
-    storages["default"] = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": str(root), "base_url": "/media/"},
-    }
-    settings.STORAGES = storages
-    settings.MEDIA_ROOT = str(root)
-    return root
+    from tests.publishing_support import use_media_root
+
+    return use_media_root(settings, tmp_path / "media")
 
 
 class DeliveryQueue:

@@ -4,6 +4,7 @@ publications through the API."""
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -209,3 +210,47 @@ def make_account(workspace: Any, provider: str, external_id: str = "1", **extra:
     }
     values.update(extra)
     return Account.objects.create(**values)
+
+
+def use_media_root(settings: Any, root: Path) -> Path:
+    """Store uploaded media in ``root`` (through the file-system storage backend), e.g. a
+    temporary folder, or the data folder where worker processes read them."""
+    root.mkdir(parents=True, exist_ok=True)
+    storages = {name: dict(config) for name, config in settings.STORAGES.items()}
+    storages["default"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(root), "base_url": "/media/"},
+    }
+    settings.STORAGES = storages
+    settings.MEDIA_ROOT = str(root)
+    return root
+
+
+def publish_now_with_services(
+    actor: Any, workspace: Any, account_id: Any, text: str, media_ids: list[str] | None = None
+) -> Any:
+    """A publication to one account created and published now through the services (its send
+    message goes out when the caller's transaction commits); the published publication."""
+    from publishing.services import publications
+
+    publication = publications.publication_create(
+        actor=actor,
+        workspace_id=workspace.pk,
+        text=text,
+        media_ids=media_ids or [],
+        destinations=[{"account_id": str(account_id)}],
+    )
+    return publications.publication_publish_now(
+        actor=actor, publication_id=publication.pk, expected_revision=None
+    )
+
+
+def send_in_process(destination: Any, django_capture_on_commit_callbacks: Any) -> Any:
+    """Run the destination's send in this process (its on-commit messages captured and sent);
+    the destination as it is afterwards."""
+    from publishing.services import delivery
+
+    with django_capture_on_commit_callbacks(execute=True):
+        delivery.delivery_send(destination_id=destination.pk)
+    destination.refresh_from_db()
+    return destination

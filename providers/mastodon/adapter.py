@@ -19,6 +19,7 @@ from providers.base import (
     ErrorKind,
     MediaItem,
     Metrics,
+    Pending,
     ProviderAdapter,
     ProviderError,
     PublishRequest,
@@ -44,6 +45,7 @@ from providers.mastodon.statuses import (
     status_body,
     visibility_options,
 )
+from providers.mastodon.video import is_video, media_max_bytes, video_limits
 from providers.pkce import pkce_pair
 from providers.url_safety import check_public_url
 
@@ -86,6 +88,8 @@ class MastodonAdapter(ProviderAdapter):
     )
     media_poll_interval = 1.0  # seconds between GET /api/v1/media/:id while it answers 206
     media_poll_attempts = 15
+    media_check_seconds = 2.0  # a processing video is first checked after this long
+    media_check_max_seconds = 30.0
 
     def __init__(self, *, http: HttpClient | None = None) -> None:
         self.http = http or HttpClient()
@@ -286,13 +290,56 @@ class MastodonAdapter(ProviderAdapter):
 
     # --- publish ------------------------------------------------------------------------------
 
-    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
+    def publish(
+        self, *, account: AccountContext, request: PublishRequest
+    ) -> PublishResult | Pending:
+        """Upload the media, then post the status with the ``Idempotency-Key``. A video the
+        server is still processing (``POST /api/v2/media`` answered 202) makes this a long
+        send: :class:`Pending` with the media ids, and :meth:`resume` posts once every video
+        is processed (docs/decisions/0020-long-sends.md)."""
         if request.profile != POST_PROFILE.key:
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
         precheck(POST_PROFILE, request, provider=LABEL)
         instance = self._instance(account.instance_url)
         token = self._token(account)
-        media_ids = [self._upload(instance, token, item) for item in request.media]
+        if any(is_video(item) for item in request.media):
+            self._check_video_limits(instance, token, request.media)
+        uploads = [self._upload(instance, token, item) for item in request.media]
+        media_ids = [media_id for media_id, _ in uploads]
+        waiting = [media_id for media_id, ready in uploads if not ready]
+        if waiting:
+            return self._processing({"media_ids": media_ids, "waiting": waiting, "checks": 0})
+        return self._post_status(instance, token, request, media_ids)
+
+    def resume(
+        self, *, account: AccountContext, request: PublishRequest, state: dict[str, Any]
+    ) -> PublishResult | Pending:
+        """Ask ``GET /api/v1/media/:id`` about each video still processing; post the status
+        once none is, else answer :class:`Pending` again (with a longer wait)."""
+        instance = self._instance(account.instance_url)
+        token = self._token(account)
+        waiting = [
+            str(media_id)
+            for media_id in state.get("waiting") or []
+            if not self._processed(instance, token, str(media_id))
+        ]
+        media_ids = [str(media_id) for media_id in state.get("media_ids") or []]
+        if waiting:
+            checks = int(state.get("checks") or 0) + 1
+            return self._processing({"media_ids": media_ids, "waiting": waiting, "checks": checks})
+        return self._post_status(instance, token, request, media_ids)
+
+    def _processing(self, state: dict[str, Any]) -> Pending:
+        """Waiting for the server to process videos: checked after 2 s, then half as long
+        again each time, up to ``media_check_max_seconds``."""
+        wait = min(
+            self.media_check_seconds * 1.5 ** int(state["checks"]), self.media_check_max_seconds
+        )
+        return Pending(stage="processing", state=state, check_after_seconds=wait)
+
+    def _post_status(
+        self, instance: str, token: str, request: PublishRequest, media_ids: list[str]
+    ) -> PublishResult:
         response = self._call(
             "POST",
             instance,
@@ -305,8 +352,32 @@ class MastodonAdapter(ProviderAdapter):
         )
         return self._result(self._json(response, "status post", write=True))
 
-    def _upload(self, instance: str, token: str, item: MediaItem) -> str:
-        payload = read_media(item, provider=LABEL, max_bytes=POST_PROFILE.media.max_bytes)
+    def _check_video_limits(self, instance: str, token: str, media: list[MediaItem]) -> None:
+        """The server's own video size limit (``GET /api/v2/instance``
+        ``configuration.media_attachments.video_size_limit``), asked before a video is
+        uploaded: one read, only for posts with a video. A server too old to answer is held to
+        the documented default (the profile's video rule, checked when the post was made)."""
+        try:
+            response = self._call(
+                "GET", instance, "/api/v2/instance", token=token, operation="server limits"
+            )
+        except ProviderHTTPError as exc:
+            if exc.status == 404:
+                return
+            raise
+        limits = video_limits(self._json(response, "server limits"))
+        for item in media:
+            if is_video(item) and limits.max_bytes and item.size > limits.max_bytes:
+                raise ProviderError(
+                    ErrorKind.PERMANENT,
+                    f"{LABEL}: {item.name} is {item.size} bytes; this server takes videos "
+                    f"up to {limits.max_bytes} bytes.",
+                )
+
+    def _upload(self, instance: str, token: str, item: MediaItem) -> tuple[str, bool]:
+        """Upload one item: its media id, and whether the server has processed it. An image
+        is waited for here (a second or two, bounded); a video is not (see :meth:`publish`)."""
+        payload = read_media(item, provider=LABEL, max_bytes=media_max_bytes(item))
         # An orphaned upload is harmless (the instance deletes unattached media), so a timeout
         # here is retried like a read rather than treated as ambiguous.
         response = self._call(
@@ -322,9 +393,20 @@ class MastodonAdapter(ProviderAdapter):
         media = self._json(response, "media upload")
         media_id = str(media["id"])
         if response.status_code == 200 and media.get("url"):
-            return media_id
+            return media_id, True
+        if is_video(item):
+            return media_id, False
         for _ in range(self.media_poll_attempts):  # bounded, read-only polling
             time.sleep(self.media_poll_interval)
+            if self._processed(instance, token, media_id):
+                return media_id, True
+        raise ProviderError(ErrorKind.TRANSIENT, f"{LABEL}: media is still being processed.")
+
+    def _processed(self, instance: str, token: str, media_id: str) -> bool:
+        """``GET /api/v1/media/:id``: 206 while processing, 200 once done. A 4xx other than
+        401/404/429 means the server could not process it (permanent); a 404, that the upload
+        is gone (sent again from the start, as a retry)."""
+        try:
             polled = self._call(
                 "GET",
                 instance,
@@ -333,9 +415,18 @@ class MastodonAdapter(ProviderAdapter):
                 operation="media status",
                 ok=(200, 206),
             )
-            if polled.status_code == 200:
-                return media_id
-        raise ProviderError(ErrorKind.TRANSIENT, f"{LABEL}: media is still being processed.")
+        except ProviderHTTPError as exc:
+            if exc.status == 404:
+                raise ProviderError(
+                    ErrorKind.TRANSIENT, f"{LABEL}: the uploaded media is gone; uploading again."
+                ) from exc
+            if exc.status is not None and 400 <= exc.status < 500 and exc.status not in (401, 429):
+                raise ProviderError(
+                    ErrorKind.PERMANENT,
+                    f"{LABEL}: the server could not process the media ({exc.message}).",
+                ) from exc
+            raise
+        return polled.status_code == 200
 
     def reconcile(
         self, *, account: AccountContext, request: PublishRequest, external_id: str = ""
@@ -346,7 +437,8 @@ class MastodonAdapter(ProviderAdapter):
         2. Scan the account's 40 most recent statuses created since the first attempt (minus
            5 min) and compare their source text (``GET /api/v1/statuses/:id/source``).
         3. Not found and the first attempt is younger than 55 min: re-send with the SAME
-           ``Idempotency-Key``; Mastodon returns the original status if one was created.
+           ``Idempotency-Key``; Mastodon returns the original status if one was created (a
+           post with a video: ``None``, the engine sends it again under that key).
         4. Otherwise ``None`` when the scan covered the whole window, else
            :class:`CannotReconcile` (a ``NotSupported`` of kind ``AMBIGUOUS``).
         """
@@ -361,12 +453,22 @@ class MastodonAdapter(ProviderAdapter):
             return found
         first = request.first_attempt_at
         if first is not None and datetime.now(UTC) - first < IDEMPOTENCY_WINDOW:
-            return self.publish(account=account, request=request)
+            return self._resend(account, request)
         if covered:  # the scan saw every status since the window start (or the whole history)
             return None
         raise CannotReconcile(
             f"{LABEL}: cannot tell whether the earlier attempt was published; check the account."
         )
+
+    def _resend(self, account: AccountContext, request: PublishRequest) -> PublishResult | None:
+        """Within the key's window: a post is sent again with the SAME ``Idempotency-Key`` here;
+        a post with a video is a long send, so it answers ``None`` and the engine sends it
+        again from the start, under the same key (Mastodon answers the original status if
+        there was one)."""
+        if any(is_video(item) for item in request.media):
+            return None
+        resent = self.publish(account=account, request=request)
+        return resent if isinstance(resent, PublishResult) else None
 
     def _status(self, instance: str, token: str, status_id: str) -> dict[str, Any] | None:
         try:

@@ -20,6 +20,7 @@ from providers.base import (
 from providers.helpers import find_urls
 
 VISIBILITIES = ("public", "unlisted", "private", "direct")
+VIDEO_MIME_TYPES = ("video/mp4", "video/quicktime", "video/webm")
 URL_WEIGHT = 23
 
 _MENTION_RE = re.compile(
@@ -41,30 +42,38 @@ def mastodon_length(text: str) -> int:
     return int(grapheme.length(rewritten))
 
 
+VIDEO_RULE = VideoRule(
+    network="Mastodon",
+    # Sent as a long send: uploaded, processed by the server while no worker waits, then
+    # posted (docs/decisions/0020-long-sends.md).
+    delivers=True,
+    containers=("mp4", "mov", "webm"),
+    video_codecs=("h264", "hevc", "vp8", "vp9", "av1"),  # the server transcodes
+    audio_codecs=("aac", "mp3", "opus", "vorbis"),
+    # The defaults of Mastodon 4 (99 MB; 40 MB before 4.0). Each server announces its own
+    # in /api/v2/instance (configuration.media_attachments: video_size_limit,
+    # video_frame_rate_limit, video_matrix_limit): the adapter reads the size limit
+    # before it uploads a video (one GET, only for posts with a video) and refuses a
+    # larger file there; the other two are left to the server, which transcodes.
+    max_bytes=99 * 1024 * 1024,
+    max_width=4096,
+    max_height=4096,
+    max_frame_rate=120,
+    source="docs.joinmastodon.org: /api/v2/instance configuration.media_attachments",
+)
+
+
 POST_PROFILE = OutputProfile(
     key="mastodon.post",
     text_limit=500,
     text_counter=mastodon_length,
     media=MediaRule(
         max_count=4,
-        mime_types=("image/jpeg", "image/png", "image/gif", "image/webp"),
+        # A video is held to the video rule's size, an image to this rule's.
+        mime_types=("image/jpeg", "image/png", "image/gif", "image/webp", *VIDEO_MIME_TYPES),
         max_bytes=16 * 1024 * 1024,
     ),
-    video=VideoRule(
-        network="Mastodon",
-        delivers=False,
-        containers=("mp4", "mov", "webm"),
-        video_codecs=("h264", "hevc", "vp8", "vp9", "av1"),  # the server transcodes
-        audio_codecs=("aac", "mp3", "opus", "vorbis"),
-        # The defaults of Mastodon 4; each server announces its own in /api/v2/instance
-        # (configuration.media_attachments: video_size_limit, video_frame_rate_limit,
-        # video_matrix_limit).
-        max_bytes=99 * 1024 * 1024,
-        max_width=4096,
-        max_height=4096,
-        max_frame_rate=120,
-        source="docs.joinmastodon.org: /api/v2/instance configuration.media_attachments",
-    ),
+    video=VIDEO_RULE,
     options=(
         OptionSpec("visibility", choices=VISIBILITIES, default="public"),
         OptionSpec("language", max_length=8),

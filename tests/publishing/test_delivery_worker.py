@@ -25,7 +25,9 @@ import pytest
 import requests
 from django.conf import settings as django_settings
 from django.utils import timezone
+from rest_framework.test import APIClient
 
+from publishing import tasks
 from publishing.models import Account, Destination, Publication, PublicationEvent
 from publishing.services.accounts import account_connect, account_oauth_complete
 from publishing.services.publications import (
@@ -36,7 +38,13 @@ from publishing.services.publications import (
 from tests.providers.bluesky.standin import BlueskyStandIn
 from tests.providers.mastodon.standin import MastodonStandIn
 from tests.providers.standin import StandIn
-from tests.publishing_support import bind_browser
+from tests.publishing_support import (
+    bind_browser,
+    publish_now_with_services,
+    upload,
+    use_media_root,
+)
+from tests.video_support import make_video
 from tests.worker_harness import Broker, DeliveryStack, RedisServer, credential_keys, use_broker
 from workspaces.access import Actor
 
@@ -356,18 +364,23 @@ def test_revoked_grant_fails_then_holds_the_scheduled_with_reconnect(
     assert mastodon.posts_accepted == 0
 
 
+def own_stack(idle: DeliveryStack, **overrides: str) -> DeliveryStack:
+    """Worker and beat of a test's own, on the shared database and broker."""
+    return DeliveryStack(
+        database_url=idle.database_url,
+        broker=idle.broker,
+        data_dir=idle.data_dir,
+        settings_env=idle.settings_env,
+        overrides=overrides,
+    )
+
+
 def test_worker_killed_mid_send_posts_exactly_once(idle: DeliveryStack, world: World) -> None:
     """The worker dies (SIGKILL, whole process group) after sending, before recording; the
     provider accepts the post anyway. A new worker's dispatcher finds the expired claim, marks
     the destination ``ambiguous`` and reconciles it: published, one post, no re-send."""
     mastodon = world.standins["mastodon"]
-    own = DeliveryStack(
-        database_url=idle.database_url,
-        broker=idle.broker,
-        data_dir=idle.data_dir,
-        settings_env=idle.settings_env,
-        overrides={"HERALD_DELIVERY_LEASE_SECONDS": "3"},
-    )
+    own = own_stack(idle, HERALD_DELIVERY_LEASE_SECONDS="3")
     try:
         own.start_beat()
         doomed = own.start_worker("doomed")
@@ -443,3 +456,173 @@ def test_redis_restart_with_queued_work_loses_nothing(
         with server.lock:
             ids = {p.get("id", p.get("uri")) for p in server.posts}
         assert ids == {r.external_id for r in rows}
+
+
+# --- Long sends: video on Mastodon (docs/decisions/0020-long-sends.md) -------------------------
+
+
+@pytest.fixture
+def video_media(shared: DeliveryStack, settings: Any) -> Path:
+    """Uploaded media go where the workers' default storage reads them (their data folder)."""
+    return use_media_root(settings, shared.data_dir / "media")
+
+
+def publish_video(world: World, client: APIClient) -> Publication:
+    """A real MP4 (probed here, so it is ``ready``) posted to the Mastodon account now."""
+    record = upload(client, world.workspace, make_video(seconds=1), name="clip.mp4")
+    tasks.media_probe(record["id"])
+    publication: Publication = publish_now_with_services(
+        world.actor,
+        world.workspace,
+        world.accounts["mastodon"].pk,
+        f"Clip {uuid.uuid4().hex[:10]}",
+        media_ids=[record["id"]],
+    )
+    return publication
+
+
+def requests_to(server: StandIn, method: str, path: str) -> list[dict[str, Any]]:
+    with server.lock:
+        return [r for r in server.request_log if r["method"] == method and r["path"] == path]
+
+
+def test_a_processing_video_holds_no_worker_thread(
+    idle: DeliveryStack, world: World, owner_client: APIClient, video_media: Path
+) -> None:
+    """One worker thread (concurrency 1): while Mastodon processes the video (8 s), the same
+    thread publishes another destination; then the video is posted, once."""
+    mastodon = world.standins["mastodon"]
+    mastodon.set_faults(video_processing_seconds=8)
+    own = own_stack(idle)
+    try:
+        own.start_beat()
+        own.start_worker(concurrency=1)
+        video = publish_video(world, owner_client)
+        own.wait_until(
+            lambda: destination(video, "mastodon").send_stage == "processing",
+            timeout=30,
+            what="the video to be processing",
+        )
+        text = settled(own, publish_now(world, ("bluesky",)), timeout=30)
+        waiting = destination(video, "mastodon")
+        assert (waiting.status, waiting.send_stage) == (S.SENDING, "processing")
+        assert waiting.claim_expires_at is None, "no worker holds the waiting send"
+        video = settled(own, video, timeout=60)
+    finally:
+        own.stop()
+
+    assert text.status == P.PUBLISHED
+    row = assert_published_once(video, "mastodon", mastodon)
+    assert (row.send_stage, row.send_state, row.send_check_at) == (None, None, None)
+    assert video.status == P.PUBLISHED
+    assert mastodon.counters["video_uploads"] == 1
+    assert mastodon.posts[0]["media"] == 1
+    assert len(requests_to(mastodon, "GET", "/api/v2/instance")) == 1
+    polls = requests_to(mastodon, "GET", "/api/v1/media/" + mastodon.posts[0]["media_ids"][0])
+    assert len(polls) >= 2
+    kinds = events(video)
+    assert kinds.index("destination.processing") < kinds.index("destination.published")
+
+
+def test_a_video_the_server_fails_to_process_fails_with_the_reason(
+    stack: DeliveryStack, world: World, owner_client: APIClient, video_media: Path
+) -> None:
+    mastodon = world.standins["mastodon"]
+    mastodon.set_faults(video_processing_seconds=1, video_processing_fails=True)
+
+    publication = settled(stack, publish_video(world, owner_client))
+
+    row = destination(publication, "mastodon")
+    assert (publication.status, row.status, row.error_kind) == (P.FAILED, S.FAILED, "permanent")
+    assert "could not process the media" in row.error_message
+    assert "Error processing thumbnail" in row.error_message
+    assert mastodon.posts_accepted == 0
+
+
+def test_a_video_that_never_finishes_processing_fails_within_the_bound(
+    idle: DeliveryStack, world: World, owner_client: APIClient, video_media: Path
+) -> None:
+    mastodon = world.standins["mastodon"]
+    mastodon.set_faults(video_processing_seconds=3600)
+    own = own_stack(idle, HERALD_DELIVERY_PENDING_MAX_SECONDS="4")
+    try:
+        own.start_beat()
+        own.start_worker()
+        started = time.monotonic()
+        publication = settled(own, publish_video(world, owner_client), timeout=60)
+        took = time.monotonic() - started
+    finally:
+        own.stop()
+
+    row = destination(publication, "mastodon")
+    assert (publication.status, row.status) == (P.FAILED, S.FAILED)
+    assert (row.error_kind, row.action) == ("provider_timeout", "retry")
+    assert "still processing the media after 4 s" in row.error_message
+    assert took < 45, f"failed after {took:.0f} s"
+    assert mastodon.posts_accepted == 0
+
+
+def test_worker_killed_mid_upload_posts_the_video_exactly_once(
+    idle: DeliveryStack, world: World, owner_client: APIClient, video_media: Path
+) -> None:
+    """The kill drill with a video in flight: SIGKILL while the upload is at the provider. The
+    expired claim is ambiguous; reconciliation finds no post, so the send starts again under
+    the same destination and key (uploading again), and the stand-in sees exactly one post."""
+    mastodon = world.standins["mastodon"]
+    own = own_stack(idle, HERALD_DELIVERY_LEASE_SECONDS="3", HERALD_PROVIDER_TIMEOUT_SECONDS="10")
+    try:
+        own.start_beat()
+        doomed = own.start_worker("doomed")
+        mastodon.set_faults(delay_ms=3000)
+        publication = publish_video(world, owner_client)
+        own.wait_until(
+            lambda: requests_to(mastodon, "POST", "/api/v2/media"),
+            timeout=30,
+            what="the video upload",
+        )
+        doomed.kill()  # SIGKILL while the upload is in flight
+        mastodon.set_faults(delay_ms=0, video_processing_seconds=1)
+        row = destination(publication, "mastodon")
+        assert (row.status, row.send_stage) == (S.SENDING, None)
+        assert row.write_started_at is not None
+
+        own.start_worker("replacement")
+        publication = settled(own, publication)
+    finally:
+        own.stop()
+
+    assert publication.status == P.PUBLISHED
+    row = assert_published_once(publication, "mastodon", mastodon)
+    assert len(create_requests(mastodon, "mastodon")) == 1
+    assert row.send_stage is None
+    kinds = events(publication)
+    assert kinds.index("destination.ambiguous") < kinds.index("destination.reconciled_absent")
+
+
+def test_worker_killed_while_the_video_processes_resumes_the_same_upload(
+    idle: DeliveryStack, world: World, owner_client: APIClient, video_media: Path
+) -> None:
+    """The worker holding the next check's countdown dies while Mastodon processes the video:
+    the dispatcher finds the check overdue and a new worker resumes the same upload (one
+    upload, one post)."""
+    mastodon = world.standins["mastodon"]
+    mastodon.set_faults(video_processing_seconds=3)
+    own = own_stack(idle)
+    try:
+        own.start_beat()
+        doomed = own.start_worker("doomed")
+        publication = publish_video(world, owner_client)
+        own.wait_until(
+            lambda: destination(publication, "mastodon").send_stage == "processing",
+            timeout=30,
+            what="the video to be processing",
+        )
+        doomed.kill()
+        own.start_worker("replacement")
+        publication = settled(own, publication)
+    finally:
+        own.stop()
+
+    assert publication.status == P.PUBLISHED
+    assert_published_once(publication, "mastodon", mastodon)
+    assert mastodon.counters["video_uploads"] == 1

@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from publishing.models import Media
-from tests.publishing_support import API, ok, upload
+from tests.publishing_support import API, ok, upload, use_media_root
 from tests.video_support import make_video
 from tests.worker_harness import Broker, DeliveryStack, credential_keys, use_broker
 
@@ -28,15 +28,7 @@ def stack(
     worker_database_url: str, tmp_path_factory: pytest.TempPathFactory, settings: Any
 ) -> Iterator[DeliveryStack]:
     data_dir = tmp_path_factory.mktemp("herald-probe-worker")
-    media_root = data_dir / "media"  # where the worker's default storage reads
-    media_root.mkdir()
-    storages = {name: dict(config) for name, config in settings.STORAGES.items()}
-    storages["default"] = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": str(media_root), "base_url": "/media/"},
-    }
-    settings.STORAGES = storages
-    settings.MEDIA_ROOT = str(media_root)
+    use_media_root(settings, data_dir / "media")  # where the worker's default storage reads
     redis_url = django_settings.REDIS_URL
     broker = Broker.redis(redis_url) if redis_url else Broker.filesystem(data_dir)
     stack = DeliveryStack(

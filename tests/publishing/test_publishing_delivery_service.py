@@ -23,7 +23,7 @@ from tests.providers.bluesky.standin import BlueskyStandIn
 from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.providers.mastodon.standin import MastodonStandIn
 from tests.providers.telegram.standin import TelegramStandIn
-from tests.publishing_support import connect
+from tests.publishing_support import connect, send_in_process
 from workspaces.access import Actor
 from workspaces.models import User
 
@@ -77,11 +77,7 @@ def only_destination(publication: Publication) -> Destination:
     return Destination.objects.get(publication=publication)
 
 
-def send(destination: Destination, django_capture_on_commit_callbacks: Any) -> Destination:
-    with django_capture_on_commit_callbacks(execute=True):
-        delivery.delivery_send(destination_id=destination.pk)
-    destination.refresh_from_db()
-    return destination
+send = send_in_process
 
 
 def kinds(publication: Publication) -> list[str]:

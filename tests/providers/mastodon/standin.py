@@ -1,5 +1,14 @@
 """Stand-in Mastodon instance: apps, OAuth (auto-approving authorize, PKCE S256), accounts,
-media (202 + polling), statuses with Idempotency-Key dedupe, boosts, search.
+media (202 + polling), statuses with Idempotency-Key dedupe, boosts, search, and the server's
+limits (``GET /api/v2/instance``).
+
+Videos behave as Mastodon documents them: ``POST /api/v2/media`` answers 202 with a null
+``url``; ``GET /api/v1/media/:id`` answers 206 while the server processes the video and 200
+(with its ``url``) once done, or 422 with an ``error`` when processing failed; a status cannot
+attach a video still processing (422). Extra fault keys (``set_faults``; cleared by ``reset``):
+``video_processing_seconds`` (how long each video processes, default 1), ``video_processing_fails``
+(processing ends in failure), ``video_size_limit`` (bytes; what ``/api/v2/instance`` announces
+and the upload enforces, with Mastodon's error body; default 99 MB).
 
 Run alone: ``python -m tests.providers.mastodon.standin --port 8401``.
 """
@@ -11,6 +20,7 @@ import hashlib
 import html
 import re
 import secrets
+import time
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlencode
@@ -21,6 +31,10 @@ from tests.providers.standin import Reply, Request, Route, StandIn, serve_main
 
 FIXTURE_TOKEN = "mastodon-fixture-token-0123456789abcdef"
 VISIBILITIES = ("public", "unlisted", "private", "direct")
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm")
+VIDEO_SIZE_LIMIT = 99 * 1024 * 1024
+PROCESSING_FAILED = "Error processing thumbnail for uploaded media"
 _URL = re.compile(r"https?://[^\s<>\"']+[^\s<>\"'.,:;!?)\]]")
 _MENTION = re.compile(r"(?<![=/\w])@([a-z0-9_]+(?:[a-z0-9_.-]*[a-z0-9_])?)(?:@[\w.-]*\w)?", re.I)
 
@@ -68,6 +82,22 @@ class MastodonStandIn(StandIn):
         self.statuses: dict[str, dict[str, Any]] = {}
         self.idempotency: dict[tuple[str, str], str] = {}
         self.media: dict[str, dict[str, Any]] = {}
+        self.video = {"processing_seconds": 1.0, "fails": False, "size_limit": VIDEO_SIZE_LIMIT}
+
+    def configure_extra(self, spec: dict[str, Any]) -> None:
+        with self.lock:
+            if spec.get("clear"):
+                self.video = {
+                    "processing_seconds": 1.0,
+                    "fails": False,
+                    "size_limit": VIDEO_SIZE_LIMIT,
+                }
+            if "video_processing_seconds" in spec:
+                self.video["processing_seconds"] = float(spec["video_processing_seconds"])
+            if "video_processing_fails" in spec:
+                self.video["fails"] = bool(spec["video_processing_fails"])
+            if "video_size_limit" in spec:
+                self.video["size_limit"] = int(spec["video_size_limit"])
 
     def fixtures(self) -> dict[str, Any]:
         return {
@@ -94,6 +124,7 @@ class MastodonStandIn(StandIn):
             Route("POST", status + "/reblog", self.reblog),
             Route("POST", status + "/unreblog", self.unreblog),
             Route("GET", r"/api/v2/search", self.search),
+            Route("GET", r"/api/v2/instance", self.instance, auth=False),
         ]
 
     # --- error shapes -------------------------------------------------------------------------
@@ -159,8 +190,8 @@ class MastodonStandIn(StandIn):
             "media_attachments": [
                 {
                     "id": m,
-                    "type": "image",
-                    "url": f"{self.url}/media/{m}.png",
+                    "type": self.media[m]["type"],
+                    "url": self._media_url(m),
                     "description": self.media[m]["description"],
                 }
                 for m in status["media_ids"]
@@ -341,6 +372,60 @@ class MastodonStandIn(StandIn):
             viewer = self._account_id(request)
             return Reply(200, [self.render(s, viewer) for s in mine[:limit]])
 
+    def instance(self, request: Request) -> Reply:
+        """The parts of an Instance entity Herald reads: the server's media limits."""
+        with self.lock:
+            video_limit = self.video["size_limit"]
+        return Reply(
+            200,
+            {
+                "domain": "127.0.0.1",
+                "title": "Stand-in",
+                "version": "4.3.0",
+                "configuration": {
+                    "statuses": {"max_characters": 500, "max_media_attachments": 4},
+                    "media_attachments": {
+                        "supported_mime_types": [*IMAGE_TYPES, *VIDEO_TYPES],
+                        "image_size_limit": 16 * 1024 * 1024,
+                        "image_matrix_limit": 33_177_600,
+                        "video_size_limit": video_limit,
+                        "video_frame_rate_limit": 120,
+                        "video_matrix_limit": 8_294_400,
+                    },
+                },
+            },
+        )
+
+    def _media_url(self, media_id: str) -> str | None:
+        media = self.media[media_id]
+        return f"{self.url}/media/{media_id}.{media['ext']}" if media["done"] else None
+
+    def _refused_upload(self, upload: Any) -> Reply | None:
+        """Mastodon's 422 bodies for what it would refuse: a type it does not take, bytes
+        that are not what they claim, a file over the limit."""
+        if upload.content_type not in IMAGE_TYPES + VIDEO_TYPES:
+            return self.error_reply(
+                422,
+                "Validation failed: File has contents that are not what they are reported to be",
+            )
+        if upload.content_type in VIDEO_TYPES:
+            if not (upload.data[4:8] == b"ftyp" or upload.data[:4] == b"\x1aE\xdf\xa3"):
+                return self.error_reply(
+                    422,
+                    "Validation failed: File has contents that are not what they are reported to be",
+                )
+            limit = self.video["size_limit"]
+            if len(upload.data) > limit:
+                return self.error_reply(
+                    422,
+                    f"Validation failed: File file size must be less than {limit // (1024 * 1024)} MB",
+                )
+        elif len(upload.data) > 16 * 1024 * 1024:
+            return self.error_reply(
+                422, "Validation failed: File file size must be less than 16 MB"
+            )
+        return None
+
     def upload_media(self, request: Request) -> Reply:
         if self._account_id(request) is None:
             return Reply(401, {"error": "The access token is invalid"})
@@ -348,47 +433,51 @@ class MastodonStandIn(StandIn):
         if not files:
             return self.error_reply(422, "Validation failed: File can't be blank")
         upload = files[0]
-        if upload.content_type not in ("image/jpeg", "image/png", "image/gif", "image/webp"):
-            return self.error_reply(
-                422,
-                "Validation failed: File has contents that are not what they are reported to be",
-            )
-        if len(upload.data) > 16 * 1024 * 1024:
-            return self.error_reply(
-                422, "Validation failed: File file size must be less than 16 MB"
-            )
+        refused = self._refused_upload(upload)
+        if refused is not None:
+            return refused
+        video = upload.content_type in VIDEO_TYPES
         media_id = self._new_id()
         with self.lock:
             self.media[media_id] = {
                 "polls": 0,
                 "size": len(upload.data),
                 "description": request.fields().get("description"),
+                "type": "video" if video else "image",
+                "ext": "mp4" if video else "png",
+                # A video is processed in the background for a while (and maybe fails); an
+                # image after media_polls polls.
+                "ready_at": time.monotonic() + self.video["processing_seconds"] if video else 0,
+                "fails": video and self.video["fails"],
+                "done": not video and self.media_polls <= 0,
             }
-        self.bump("media_uploads")
-        ready = self.media_polls <= 0
-        body = {
-            "id": media_id,
-            "type": "image",
-            "url": f"{self.url}/media/{media_id}.png" if ready else None,
-            "preview_url": f"{self.url}/media/{media_id}-small.png",
-        }
-        return Reply(200 if ready else 202, body)
+            body = {
+                "id": media_id,
+                "type": self.media[media_id]["type"],
+                "url": self._media_url(media_id),
+                "preview_url": f"{self.url}/media/{media_id}-small.png",
+            }
+        self.bump("video_uploads" if video else "media_uploads")
+        return Reply(200 if body["url"] else 202, body)
+
+    def _advance(self, media: dict[str, Any]) -> None:
+        """One poll: an image is done after media_polls polls, a video once its time is up."""
+        media["polls"] += 1
+        if media["type"] == "video":
+            media["done"] = time.monotonic() >= media["ready_at"] and not media["fails"]
+        else:
+            media["done"] = media["polls"] >= self.media_polls
 
     def media_status(self, request: Request, media_id: str) -> Reply:
         with self.lock:
             media = self.media.get(media_id)
             if media is None:
                 return Reply(404, {"error": "Record not found"})
-            media["polls"] += 1
-            ready = media["polls"] >= self.media_polls
-        return Reply(
-            200 if ready else 206,
-            {
-                "id": media_id,
-                "type": "image",
-                "url": f"{self.url}/media/{media_id}.png" if ready else None,
-            },
-        )
+            self._advance(media)
+            if media["fails"] and time.monotonic() >= media["ready_at"]:
+                return self.error_reply(422, PROCESSING_FAILED)
+            body = {"id": media_id, "type": media["type"], "url": self._media_url(media_id)}
+        return Reply(200 if body["url"] else 206, body)
 
     def create_status(self, request: Request) -> Reply:
         account_id = self._account_id(request)
@@ -427,7 +516,7 @@ class MastodonStandIn(StandIn):
                 media = self.media.get(media_id)
                 if media is None:
                     return self.error_reply(422, "Validation failed: Media attachments are invalid")
-                if media["polls"] < self.media_polls:
+                if not media["done"]:
                     return self.error_reply(
                         422,
                         "Cannot attach files that have not finished processing. Try again in a moment!",
@@ -448,6 +537,7 @@ class MastodonStandIn(StandIn):
                     "text": text,
                     "idempotency_key": key,
                     "media": len(media_ids),
+                    "media_ids": media_ids,
                     "visibility": visibility,
                 }
             )

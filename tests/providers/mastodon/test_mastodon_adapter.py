@@ -1,7 +1,9 @@
-"""Mastodon adapter against the stand-in instance (real HTTP on 127.0.0.1)."""
+"""Mastodon adapter against the stand-in instance (real HTTP on 127.0.0.1), video included."""
 
 from __future__ import annotations
 
+import io
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
@@ -13,13 +15,17 @@ from providers import PROVIDERS, all_adapters, get_adapter
 from providers.base import (
     AccountContext,
     ErrorKind,
+    MediaItem,
     NotSupported,
+    Pending,
     ProviderError,
     PublishRequest,
+    PublishResult,
 )
 from providers.mastodon import MastodonAdapter, mastodon_length
 from tests.providers import assert_no_secret, media_item
 from tests.providers.mastodon.standin import FIXTURE_TOKEN, MastodonStandIn
+from tests.video_support import make_video
 
 REDIRECT = "https://herald.example/api/v1/accounts/oauth/callback"
 
@@ -387,3 +393,116 @@ class socket_closed_port:
 
     def __exit__(self, *exc: object) -> None:
         return None
+
+
+# --- Video: a long send (docs/decisions/0020-long-sends.md), real videos ----------------------
+
+
+def video_item(kind: str = "mp4") -> MediaItem:
+    data = make_video(kind)
+    mime = {"mp4": "video/mp4", "mov": "video/quicktime", "webm": "video/webm"}[kind]
+    return MediaItem(
+        name=f"clip.{kind}", mime_type=mime, size=len(data), open=lambda: io.BytesIO(data)
+    )
+
+
+def video_post(item: MediaItem | None = None) -> PublishRequest:
+    return PublishRequest(
+        profile="mastodon.post",
+        text="A clip",
+        idempotency_key="dest-video",
+        media=[item or video_item()],
+    )
+
+
+def test_a_video_is_a_long_send_resumed_once_processed(adapter, server, account) -> None:
+    server.set_faults(video_processing_seconds=0.5)
+    request = video_post()
+
+    pending = adapter.publish(account=account, request=request)
+
+    assert isinstance(pending, Pending)
+    assert pending.stage == "processing"
+    assert pending.check_after_seconds == adapter.media_check_seconds
+    (media_id,) = pending.state["media_ids"]
+    assert pending.state["waiting"] == [media_id]
+    assert server.posts_accepted == 0
+    again = adapter.resume(account=account, request=request, state=pending.state)
+    assert isinstance(again, Pending), "still processing: asked again later"
+    assert again.check_after_seconds > pending.check_after_seconds  # waits longer each time
+    time.sleep(0.6)
+
+    result = adapter.resume(account=account, request=request, state=again.state)
+
+    assert isinstance(result, PublishResult)
+    assert server.posts_accepted == 1
+    assert server.posts[0]["idempotency_key"] == "dest-video"
+    assert server.posts[0]["media"] == 1
+    assert server.counters["video_uploads"] == 1
+    assert server.statuses[result.external_id]["media_ids"] == [media_id]
+
+
+@pytest.mark.parametrize("kind", ["mov", "webm"])
+def test_other_containers_are_uploaded_as_they_are(adapter, server, account, kind) -> None:
+    server.set_faults(video_processing_seconds=0)
+    request = video_post(video_item(kind))
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    assert isinstance(
+        adapter.resume(account=account, request=request, state=pending.state), PublishResult
+    )
+
+
+def test_a_failed_processing_is_permanent_with_the_servers_reason(adapter, server, account) -> None:
+    server.set_faults(video_processing_seconds=0, video_processing_fails=True)
+    request = video_post()
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+
+    with pytest.raises(ProviderError) as caught:
+        adapter.resume(account=account, request=request, state=pending.state)
+
+    assert caught.value.kind == ErrorKind.PERMANENT
+    assert "could not process the media" in caught.value.message
+    assert "Error processing thumbnail" in caught.value.message
+    assert server.posts_accepted == 0
+
+
+def test_the_servers_own_size_limit_is_read_before_the_upload(adapter, server, account) -> None:
+    item = video_item()
+    server.set_faults(video_size_limit=item.size - 1)
+
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=video_post(item))
+
+    assert caught.value.kind == ErrorKind.PERMANENT
+    assert f"up to {item.size - 1} bytes" in caught.value.message
+    assert server.counters["video_uploads"] == 0
+
+
+def test_the_stand_in_refuses_an_oversized_upload_with_mastodons_body(
+    adapter, server, account, monkeypatch
+) -> None:
+    """A server whose limit the adapter did not read (an older server without
+    ``/api/v2/instance``) refuses the upload itself: a permanent 422 with Mastodon's text."""
+    item = video_item()
+    server.set_faults(video_size_limit=item.size - 1)
+    monkeypatch.setattr(adapter, "_check_video_limits", lambda *args: None)
+
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=video_post(item))
+
+    assert caught.value.kind == ErrorKind.PERMANENT
+    assert "File file size must be less than" in caught.value.message
+
+
+def test_reconcile_of_a_video_inside_the_window_sends_again_from_the_start(
+    adapter, server, account
+) -> None:
+    """Nothing found and the key still honoured: ``None``, the engine sends again under the
+    same key (uploading again), instead of a re-send that would wait for processing."""
+    request = video_post()
+    request.first_attempt_at = datetime.now(UTC)
+
+    assert adapter.reconcile(account=account, request=request) is None
+    assert server.counters["video_uploads"] == 0
