@@ -4,6 +4,7 @@ reconcile, delete and metrics on the versioned REST API. See docs/providers/link
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -19,6 +20,7 @@ from providers.base import (
     ErrorKind,
     MediaItem,
     Metrics,
+    Pending,
     ProviderError,
     PublishRequest,
     PublishResult,
@@ -131,6 +133,8 @@ class LinkedInAdapter(OAuthHttpAdapter):
         supports_metrics=True,
         supports_destination_options=True,
     )
+    video_check_seconds = 5.0  # a processing video is first checked after this long
+    video_check_max_seconds = 60.0
 
     def __init__(self, *, http: HttpClient | None = None, app: dict[str, Any] | None = None):
         self.http = http or HttpClient()
@@ -339,12 +343,19 @@ class LinkedInAdapter(OAuthHttpAdapter):
 
     # --- publish ------------------------------------------------------------------------------
 
-    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
+    def publish(
+        self, *, account: AccountContext, request: PublishRequest
+    ) -> PublishResult | Pending:
+        """Images are uploaded and posted here. A video is a long send: uploaded through the
+        Videos API, then :class:`Pending` while LinkedIn processes it, and :meth:`resume` posts
+        it once ``AVAILABLE`` (docs/decisions/0020-long-sends.md)."""
         if request.profile != POST_PROFILE.key:
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
         precheck(POST_PROFILE, request, provider=LABEL)
         author = self._author(account, request)
         token = self._token(account)
+        if any(video_protocol.is_video(item) for item in request.media):
+            return self._send_video(token, author, request)
         images = [(self._upload(token, author, item), item.alt_text) for item in request.media]
         body = _post_body(author, request.text)
         if len(images) == 1:
@@ -362,6 +373,39 @@ class LinkedInAdapter(OAuthHttpAdapter):
                 }
             }
         return self._create_post(token, body)
+
+    def _send_video(self, token: str, author: str, request: PublishRequest) -> Pending:
+        if len(request.media) != 1:
+            raise ProviderError(
+                ErrorKind.PERMANENT, f"{LABEL}: a video is posted alone, without images."
+            )
+        urn = video_protocol.send(self, token, author, request.media[0])
+        return self._processing({"video": urn, "author": author, "since": time.time()}, 0)
+
+    def resume(
+        self, *, account: AccountContext, request: PublishRequest, state: dict[str, Any]
+    ) -> PublishResult | Pending:
+        """One status read of the video; the post once it is ``AVAILABLE``, else
+        :class:`Pending` again (``PROCESSING_FAILED`` and the processing bound fail it)."""
+        urn = str(state.get("video") or "")
+        since = float(state.get("since") or time.time())
+        if not video_protocol.ready(self, self._token(account), urn, started_at=since):
+            return self._processing(state, int(state.get("checks") or 0) + 1)
+        return self.publish_video_post(
+            account,
+            text=request.text,
+            video=urn,
+            title=video_protocol.title_of(request.media[0]) if request.media else "",
+            author=str(state.get("author") or ""),
+        )
+
+    def _processing(self, state: dict[str, Any], checks: int) -> Pending:
+        """LinkedIn is processing the video: checked after ``video_check_seconds``, then half
+        as long again each time, up to ``video_check_max_seconds``."""
+        wait = min(self.video_check_seconds * 1.5**checks, self.video_check_max_seconds)
+        return Pending(
+            stage="processing", state={**state, "checks": checks}, check_after_seconds=wait
+        )
 
     def publish_video_post(
         self, account: AccountContext, *, text: str, video: str, title: str, author: str = ""

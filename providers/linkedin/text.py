@@ -64,13 +64,18 @@ POST_PROFILE = OutputProfile(
     text_limit=MAX_COMMENTARY,
     text_counter=commentary_length,
     media=MediaRule(
-        max_count=20,  # one image (content.media) or a multi-image post of 2-20
-        mime_types=("image/jpeg", "image/png", "image/gif"),
-        max_bytes=8 * 1024 * 1024,  # Herald's bound; LinkedIn bounds images by pixels
+        # One image (content.media), a multi-image post of 2-20, or one video alone.
+        max_count=20,
+        mime_types=("image/jpeg", "image/png", "image/gif", "video/mp4"),
+        # Herald's bound for images (LinkedIn bounds them by pixels); a video is held to the
+        # video rule's size.
+        max_bytes=8 * 1024 * 1024,
     ),
     video=VideoRule(
         network="LinkedIn",
-        delivers=False,
+        # Sent through the Videos API as a long send: uploaded, processed by LinkedIn while
+        # no worker waits, then posted (providers/linkedin/video.py).
+        delivers=True,
         containers=("mp4",),
         audio_codecs=("aac", "mp3"),
         max_bytes=500 * 1024 * 1024,

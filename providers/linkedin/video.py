@@ -53,6 +53,16 @@ class Upload:
     upload_token: str = ""
 
 
+def is_video(item: MediaItem) -> bool:
+    return item.mime_type.startswith("video/")
+
+
+def title_of(item: MediaItem) -> str:
+    """The title LinkedIn shows with the video: the file's name without its extension."""
+    stem, _, extension = item.name.rpartition(".")
+    return (stem if stem and len(extension) <= 4 else item.name)[:MAX_TITLE]
+
+
 def initialize(api: LinkedInAdapter, token: str, owner: str, size: int) -> Upload:
     """``POST /rest/videos?action=initializeUpload``. Nothing is shown to anyone yet: a failure
     is retried like a read (an unused video expires at LinkedIn)."""

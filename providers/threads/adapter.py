@@ -19,6 +19,7 @@ from providers.base import (
     ConnectionMode,
     ErrorKind,
     Metrics,
+    Pending,
     ProviderError,
     PublishRequest,
     PublishResult,
@@ -70,6 +71,8 @@ class ThreadsAdapter(OAuthHttpAdapter):
     )
     container_poll_attempts = 8  # status reads before publishing (bounded)
     container_poll_seconds = 2.0  # wait before each status read
+    video_check_seconds = 10.0  # a video's containers are first checked after this long
+    video_check_max_seconds = 60.0
 
     def __init__(self, *, http: HttpClient | None = None, app: dict[str, Any] | None = None):
         self.http = http or HttpClient()
@@ -278,7 +281,23 @@ class ThreadsAdapter(OAuthHttpAdapter):
 
     # --- publish ------------------------------------------------------------------------------
 
-    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
+    def publish(
+        self, *, account: AccountContext, request: PublishRequest
+    ) -> PublishResult | Pending:
+        """Text and images: the container, its status polled here, then the publish. A post
+        with a video is a long send: its containers, then :class:`Pending` while Threads fetches
+        and processes the video, and :meth:`resume` publishes once every container is
+        ``FINISHED`` (docs/decisions/0020-long-sends.md)."""
+        self._check_request(account, request)
+        token = self._token(account)
+        user = quote(account.external_id, safe="")
+        if any(video.is_video(item) for item in request.media):
+            return self._send_video(token, user, request)
+        container = self._container(token, user, request)
+        self._wait_finished(token, container)
+        return self.publish_container(account, container)
+
+    def _check_request(self, account: AccountContext, request: PublishRequest) -> None:
         if request.profile != POST_PROFILE.key:
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
         precheck(POST_PROFILE, request, provider=LABEL)
@@ -288,16 +307,50 @@ class ThreadsAdapter(OAuthHttpAdapter):
             if not item.url.startswith(("https://", "http://")):
                 raise ProviderError(
                     ErrorKind.PERMANENT,
-                    f"{LABEL}: Threads fetches images by URL, and {item.name} has no public "
-                    "address (set HERALD_PUBLIC_URL, or use object storage).",
+                    f"{LABEL}: Threads fetches images and videos by URL, and {item.name} has "
+                    "no public address (set HERALD_PUBLIC_URL, or use object storage).",
                 )
         if not account.external_id:
             raise ProviderError(ErrorKind.AUTH, f"{LABEL}: the account id is unknown; reconnect.")
+
+    def _send_video(self, token: str, user: str, request: PublishRequest) -> Pending:
+        """The video's container, or a carousel's item containers (the carousel container
+        is made in :meth:`resume` once they are finished)."""
+        since = time.time()
+        if len(request.media) == 1:
+            fields = video.single_fields(request.media[0], request.text)
+            return self._processing({"container": self._create(token, user, fields)}, since, 0)
+        children = video.create_children(self, token, user, request.media)
+        return self._processing({"children": children}, since, 0)
+
+    def resume(
+        self, *, account: AccountContext, request: PublishRequest, state: dict[str, Any]
+    ) -> PublishResult | Pending:
+        """A status read of each container not yet known finished: the carousel container once
+        its items are finished, the publish once the post's container is; else
+        :class:`Pending` again (``ERROR``, ``EXPIRED`` and the processing bound fail it)."""
         token = self._token(account)
+        since = float(state.get("since") or time.time())
+        checks = int(state.get("checks") or 0) + 1
+        container = str(state.get("container") or "")
+        waiting = [container] if container else [str(c) for c in state.get("children") or []]
+        if not video.ready(self, token, waiting, started_at=since):
+            return self._processing(state, since, checks)
+        if container:
+            return self.publish_container(account, container)
         user = quote(account.external_id, safe="")
-        container = self._container(token, user, request)
-        self._wait_finished(token, container)
-        return self.publish_container(account, container)
+        carousel = self._create(token, user, video.carousel_fields(waiting, request.text))
+        return self._processing({"container": carousel}, since, checks)
+
+    def _processing(self, state: dict[str, Any], since: float, checks: int) -> Pending:
+        """Threads is processing: checked after ``video_check_seconds``, then half as long
+        again each time, up to ``video_check_max_seconds`` (Threads advises about a minute)."""
+        wait = min(self.video_check_seconds * 1.5**checks, self.video_check_max_seconds)
+        return Pending(
+            stage="processing",
+            state={**state, "since": since, "checks": checks},
+            check_after_seconds=wait,
+        )
 
     def publish_container(self, account: AccountContext, container: str) -> PublishResult:
         """``POST /{user-id}/threads_publish`` of a ``FINISHED`` container: the post is live."""

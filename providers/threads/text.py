@@ -38,13 +38,15 @@ POST_PROFILE = OutputProfile(
     text_limit=MAX_LENGTH,
     text_counter=threads_length,
     media=MediaRule(
-        max_count=MAX_MEDIA,  # one image, or a carousel of 2-20
-        mime_types=("image/jpeg", "image/png"),
-        max_bytes=MAX_IMAGE_BYTES,
+        max_count=MAX_MEDIA,  # one image or video, or a carousel of 2-20 of them
+        mime_types=("image/jpeg", "image/png", "video/mp4", "video/quicktime"),
+        max_bytes=MAX_IMAGE_BYTES,  # images; a video is held to the video rule's size
     ),
     video=VideoRule(
         network="Threads",
-        delivers=False,
+        # Threads fetches the video from its signed URL and processes it while no worker
+        # waits (a long send); then the container is published (providers/threads/video.py).
+        delivers=True,
         video_codecs=("h264", "hevc"),
         max_bytes=1024 * 1024 * 1024,
         max_seconds=5 * 60,

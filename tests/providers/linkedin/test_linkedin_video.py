@@ -12,9 +12,17 @@ from typing import Any
 
 import pytest
 
-from providers.base import AccountContext, ErrorKind, MediaItem, ProviderError
+from providers.base import (
+    AccountContext,
+    ErrorKind,
+    MediaItem,
+    Pending,
+    ProviderError,
+    PublishRequest,
+    PublishResult,
+)
 from providers.linkedin import LinkedInAdapter, video
-from tests.providers import tiny_png
+from tests.providers import media_item, tiny_png
 from tests.providers.linkedin import test_linkedin_adapter as adapter_tests
 from tests.providers.linkedin.standin import MEMBER, VIDEO_PART_BYTES, LinkedInStandIn
 from tests.video_support import make_video
@@ -185,3 +193,78 @@ def test_media_content_names_the_video_and_its_title() -> None:
     assert video.media_content("urn:li:video:X", "") == {"media": {"id": "urn:li:video:X"}}
     long_title: Any = "t" * 500
     assert len(video.media_content("urn:li:video:X", long_title)["media"]["title"]) == 400
+
+
+# --- The long send: publish -> Pending(processing) -> resume -> the post ------------------------
+
+
+def video_request(item: MediaItem, text: str = "Watch this") -> PublishRequest:
+    return PublishRequest(profile="linkedin.post", text=text, idempotency_key="d-1", media=[item])
+
+
+def test_publish_uploads_then_answers_pending_and_resume_posts_once_available(
+    server: LinkedInStandIn, adapter: LinkedInAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_processing_seconds = 0.3
+    request = video_request(video_item(clip, name="launch-day.mp4"))
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    assert pending.stage == "processing"
+    assert pending.check_after_seconds == adapter.video_check_seconds
+    assert pending.state["video"].startswith("urn:li:video:")
+    assert server.counters["videos_finalized"] == 1
+    assert server.posts_accepted == 0
+
+    again = adapter.resume(account=account, request=request, state=pending.state)
+    assert isinstance(again, Pending)  # still PROCESSING: checked later, a little later each time
+    assert again.check_after_seconds == adapter.video_check_seconds * 1.5
+    time.sleep(0.35)
+    result = adapter.resume(account=account, request=request, state=again.state)
+    assert isinstance(result, PublishResult)
+    (post,) = server.posts
+    assert post["videos"] == [pending.state["video"]]
+    assert post["titles"] == ["launch-day"]
+    assert post["text"] == "Watch this"
+    assert server.counters["video_uploads"] == 1  # uploaded once
+    found = adapter.reconcile(account=account, request=request, external_id=result.external_id)
+    assert found is not None
+    assert found.external_id == result.external_id
+
+
+def test_resume_of_a_video_linkedin_could_not_process_fails_permanently(
+    server: LinkedInStandIn, adapter: LinkedInAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_fails = True
+    request = video_request(video_item(clip))
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    with pytest.raises(ProviderError) as failed:
+        adapter.resume(account=account, request=request, state=pending.state)
+    assert failed.value.kind == ErrorKind.PERMANENT
+    assert server.posts_accepted == 0
+
+
+def test_a_video_with_images_is_refused_before_any_upload(
+    server: LinkedInStandIn, adapter: LinkedInAdapter, account: AccountContext, clip: bytes
+) -> None:
+    request = video_request(video_item(clip))
+    request.media.append(media_item())
+    with pytest.raises(ProviderError) as refused:
+        adapter.publish(account=account, request=request)
+    assert refused.value.kind == ErrorKind.PERMANENT
+    assert "posted alone" in refused.value.message
+    assert server.counters["video_uploads"] == 0
+
+
+def test_a_video_over_the_video_rule_size_is_refused_and_images_keep_their_bound(
+    server: LinkedInStandIn, adapter: LinkedInAdapter, account: AccountContext
+) -> None:
+    big = MediaItem(name="big.mp4", mime_type="video/mp4", size=600 * 1024 * 1024, open=io.BytesIO)
+    with pytest.raises(ProviderError) as too_big:
+        adapter.publish(account=account, request=video_request(big))
+    assert str(500 * 1024 * 1024) in too_big.value.message
+    nine_mb = MediaItem(name="p.png", mime_type="image/png", size=9 * 1024 * 1024, open=io.BytesIO)
+    with pytest.raises(ProviderError) as image:
+        adapter.publish(account=account, request=video_request(nine_mb))
+    assert str(8 * 1024 * 1024) in image.value.message
+    assert server.counters["video_uploads"] == 0

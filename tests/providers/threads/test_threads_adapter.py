@@ -128,7 +128,13 @@ def test_registered_with_capability_metadata() -> None:
     (profile,) = described["profiles"]
     assert profile["key"] == "threads.post"
     assert profile["text_limit"] == 500
-    assert profile["media"]["mime_types"] == ["image/jpeg", "image/png"]
+    assert profile["media"]["mime_types"] == [
+        "image/jpeg",
+        "image/png",
+        "video/mp4",
+        "video/quicktime",
+    ]
+    assert profile["video"]["supported"] is True
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,15 @@ from typing import Any
 
 import pytest
 
-from providers.base import AccountContext, ErrorKind, MediaItem, ProviderError
+from providers.base import (
+    AccountContext,
+    ErrorKind,
+    MediaItem,
+    Pending,
+    ProviderError,
+    PublishRequest,
+    PublishResult,
+)
 from providers.threads import ThreadsAdapter, video
 from tests.providers import media_item, tiny_png
 from tests.providers.threads import test_threads_adapter as adapter_tests
@@ -176,3 +184,79 @@ def test_item_fields_name_the_url_and_carousel_flag(host: MediaHost) -> None:
     assert fields["is_carousel_item"] == "true"
     assert len(fields["alt_text"]) == 1000
     assert video.item_fields(hosted_image(host))["media_type"] == "IMAGE"
+
+
+# --- The long send: publish -> Pending(processing) -> resume -> the post ------------------------
+
+
+def video_request(items: list[MediaItem], text: str = "Watch this") -> PublishRequest:
+    return PublishRequest(profile="threads.post", text=text, idempotency_key="d-1", media=items)
+
+
+def resume_until_done(
+    adapter: ThreadsAdapter, account: AccountContext, request: PublishRequest, sent: Any
+) -> tuple[PublishResult, int]:
+    """Resume as the engine does until the post is made; the result and how many resumes."""
+    resumes = 0
+    while isinstance(sent, Pending):
+        assert sent.stage == "processing"
+        assert resumes < 10
+        sent = adapter.resume(account=account, request=request, state=sent.state)
+        resumes += 1
+    return sent, resumes
+
+
+def test_publish_creates_the_video_container_and_resume_publishes_it_once(
+    server: ThreadsStandIn, host: MediaHost, adapter: ThreadsAdapter, account: AccountContext
+) -> None:
+    server.container_polls = 2
+    request = video_request([hosted_video(host, clip())])
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    assert pending.check_after_seconds == adapter.video_check_seconds
+    assert server.counters["containers"] == 1
+    result, resumes = resume_until_done(adapter, account, request, pending)
+    assert resumes == 3  # IN_PROGRESS twice, then FINISHED and published
+    (post,) = server.posts
+    assert post["media_type"] == "VIDEO"
+    assert post["text"] == "Watch this"
+    assert result.external_id == post["id"]
+
+
+def test_a_mixed_carousel_waits_for_its_items_then_for_its_container(
+    server: ThreadsStandIn, host: MediaHost, adapter: ThreadsAdapter, account: AccountContext
+) -> None:
+    request = video_request([hosted_image(host), hosted_video(host, clip())], "Two")
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    assert len(pending.state["children"]) == 2
+    result, _ = resume_until_done(adapter, account, request, pending)
+    (post,) = server.posts
+    assert post["media_type"] == "CAROUSEL"
+    assert post["kinds"] == ["IMAGE", "VIDEO"]
+    assert post["text"] == "Two"
+    assert server.counters["containers"] == 3
+    assert result.external_id == post["id"]
+
+
+def test_resume_of_a_video_threads_refused_fails_with_its_reason(
+    server: ThreadsStandIn, host: MediaHost, adapter: ThreadsAdapter, account: AccountContext
+) -> None:
+    request = video_request([hosted_video(host, clip(rate=10))])
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    with pytest.raises(ProviderError) as refused:
+        adapter.resume(account=account, request=request, state=pending.state)
+    assert refused.value.kind == ErrorKind.PERMANENT
+    assert "INVALID_FRAME_RATE" in refused.value.message
+    assert server.posts_accepted == 0
+
+
+def test_a_video_without_a_public_url_is_refused_before_any_call(
+    server: ThreadsStandIn, adapter: ThreadsAdapter, account: AccountContext
+) -> None:
+    item = media_item(clip(), name="clip.mp4", mime_type="video/mp4")
+    with pytest.raises(ProviderError) as refused:
+        adapter.publish(account=account, request=video_request([item]))
+    assert "fetches images and videos by URL" in refused.value.message
+    assert server.counters["containers"] == 0
