@@ -1,0 +1,170 @@
+"""Video to LinkedIn and Threads through a REAL Celery worker and beat: the video is uploaded
+through the API and probed by the worker, a publication to both networks is published now, and
+each send is a long send (docs/decisions/0020-long-sends.md): LinkedIn's Videos API upload and
+Threads' VIDEO container (Threads fetches the video from Herald's signed URL, served here by the
+live server), then the destination waits ``sending`` while the network processes the video and
+the worker resumes it until exactly one post is made on each network.
+
+Runs on SQLite + the filesystem broker by default, PostgreSQL + Redis when
+``DATABASE_URL``/``REDIS_URL`` are set (as ``tests/publishing/test_delivery_worker.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from django.conf import settings as django_settings
+from rest_framework.test import APIClient
+
+from publishing.models import Account, Destination, Media, Publication
+from publishing.services.accounts import account_connect, account_oauth_complete
+from publishing.services.publications import publication_create, publication_publish_now
+from tests.providers.linkedin.standin import LinkedInStandIn
+from tests.providers.threads.standin import ThreadsStandIn
+from tests.publishing_support import bind_browser, upload
+from tests.video_support import make_video
+from tests.worker_harness import Broker, DeliveryStack, credential_keys, use_broker
+from workspaces.access import Actor
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+
+REDIRECT_URI = "http://testserver/api/v1/accounts/oauth/callback"
+S = Destination.Status
+
+
+@pytest.fixture(scope="module")
+def networks() -> Iterator[tuple[LinkedInStandIn, ThreadsStandIn]]:
+    with LinkedInStandIn() as linkedin, ThreadsStandIn() as threads:
+        yield linkedin, threads
+
+
+def _app_env(provider: str, app: dict[str, str]) -> dict[str, str]:
+    """The worker's ``HERALD_<P>_*`` variables for one stand-in app."""
+    return {
+        f"HERALD_{provider.upper()}_{key.upper()}": value for key, value in app.items() if value
+    }
+
+
+@pytest.fixture
+def stack(
+    worker_database_url: str,
+    tmp_path_factory: pytest.TempPathFactory,
+    settings: Any,
+    live_server: Any,
+    networks: tuple[LinkedInStandIn, ThreadsStandIn],
+) -> Iterator[DeliveryStack]:
+    """A worker and beat that reach both stand-ins, on media files the live server serves."""
+    linkedin, threads = networks
+    data_dir = tmp_path_factory.mktemp("herald-video-worker")
+    media_root = data_dir / "media"  # where the worker's default storage reads
+    media_root.mkdir()
+    storages = {name: dict(config) for name, config in settings.STORAGES.items()}
+    storages["default"] = {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": str(media_root), "base_url": "/media/"},
+    }
+    settings.STORAGES = storages
+    settings.MEDIA_ROOT = str(media_root)
+    settings.HERALD_PUBLIC_URL = str(live_server.url)
+    apps = {"linkedin": linkedin.app_settings(), "threads": threads.app_settings()}
+    settings.PROVIDER_OAUTH_APPS = {**settings.PROVIDER_OAUTH_APPS, **apps}
+    overrides = {"HERALD_PUBLIC_URL": str(live_server.url)}
+    for provider, app in apps.items():
+        overrides |= _app_env(provider, app)
+    redis_url = django_settings.REDIS_URL
+    broker = Broker.redis(redis_url) if redis_url else Broker.filesystem(data_dir)
+    stack = DeliveryStack(
+        database_url=worker_database_url,
+        broker=broker,
+        data_dir=data_dir,
+        settings_env=credential_keys(),
+        overrides=overrides,
+    )
+    with use_broker(broker):
+        try:
+            stack.start_beat()
+            stack.start_worker()
+            yield stack
+        finally:
+            stack.stop()
+
+
+def _connect(actor: Actor, workspace: Any, provider: str) -> Account:
+    """OAuth against the stand-in, through the services."""
+    _, authorization_url = account_connect(
+        actor=actor, workspace_id=workspace.pk, provider=provider, redirect_uri=REDIRECT_URI
+    )
+    assert authorization_url is not None
+    nonce, provider_url = bind_browser(authorization_url)
+    answer = requests.get(provider_url, allow_redirects=False, timeout=5)
+    grant = parse_qs(urlsplit(answer.headers["Location"]).query)
+    return account_oauth_complete(
+        state=grant["state"][0], code=grant["code"][0], browser_nonce=nonce
+    )
+
+
+def _ready_video(stack: DeliveryStack, client: APIClient, workspace: Any) -> str:
+    """A 3 s MP4 (H.264/AAC, 24 fps) uploaded through the API and probed by the worker."""
+    data = make_video("mp4", seconds=3, rate=24, audio=True)
+    uploaded = upload(client, workspace, data, name="launch.mp4")
+
+    def probed() -> Media | None:
+        media = Media.objects.get(pk=uploaded["id"])
+        return media if media.status != Media.Status.PROCESSING else None
+
+    media = stack.wait_until(probed, timeout=90, what="the video to be probed")
+    assert media.status == Media.Status.READY, media.failure_reason
+    return str(media.pk)
+
+
+def test_a_video_is_posted_once_on_linkedin_and_threads_by_the_worker(
+    stack: DeliveryStack,
+    networks: tuple[LinkedInStandIn, ThreadsStandIn],
+    owner_client: APIClient,
+    user: Any,
+    workspace: Any,
+    live_server: Any,
+) -> None:
+    linkedin, threads = networks
+    for server in networks:
+        server.reset()
+    linkedin.video_processing_seconds = 2.0  # the first check (after 5 s) finds it AVAILABLE
+    threads.container_polls = 1  # the first check finds it IN_PROGRESS, the second FINISHED
+    actor = Actor(user=user)
+    accounts = [_connect(actor, workspace, p) for p in ("linkedin", "threads")]
+    media_id = _ready_video(stack, owner_client, workspace)
+    publication = publication_create(
+        actor=actor,
+        workspace_id=workspace.pk,
+        text="Launch day",
+        media_ids=[media_id],
+        destinations=[{"account_id": str(account.pk)} for account in accounts],
+    )
+    publication_publish_now(actor=actor, publication_id=publication.pk, expected_revision=None)
+
+    def settled() -> Publication | None:
+        fresh = Publication.objects.get(pk=publication.pk)
+        done = ("published", "partially_published", "failed")
+        return fresh if fresh.status in done else None
+
+    assert stack.wait_until(settled, timeout=150, what="both video posts").status == "published"
+    rows = {d.account.provider: d for d in Destination.objects.filter(publication=publication)}
+    assert {p: (d.status, d.error_message) for p, d in rows.items()} == {
+        "linkedin": (S.PUBLISHED, ""),
+        "threads": (S.PUBLISHED, ""),
+    }
+    (post,) = linkedin.posts
+    assert post["id"] == rows["linkedin"].external_id
+    assert post["videos"]
+    assert post["titles"] == ["launch"]
+    assert linkedin.counters["video_uploads"] == 1
+    (thread,) = threads.posts
+    assert thread["id"] == rows["threads"].external_id
+    assert thread["media_type"] == "VIDEO"
+    (fetch,) = threads.fetched  # Threads fetched the video once, from Herald's signed URL
+    assert fetch["url"].startswith(f"{live_server.url}/media/")
+    assert (fetch["status"], fetch["content_type"]) == (200, "video/mp4")
