@@ -18,6 +18,7 @@ from providers.base import (
     ConnectedAccount,
     ConnectionMode,
     ErrorKind,
+    MediaItem,
     Metrics,
     Pending,
     ProviderError,
@@ -51,7 +52,15 @@ REFRESH_MIN_AGE = timedelta(hours=24)  # Threads refreshes a long-lived token on
 RECONCILE_SLACK = timedelta(minutes=5)
 RECENT_PAGE = 100
 RECENT_PAGES = 3
-_MEDIA_TYPE = {0: "TEXT_POST", 1: "IMAGE"}  # how the post list names what was published
+
+
+def _post_kind(media: list[MediaItem]) -> str:
+    """How the post list names what a request publishes."""
+    if not media:
+        return "TEXT_POST"
+    if len(media) > 1:
+        return "CAROUSEL_ALBUM"
+    return "VIDEO" if video.is_video(media[0]) else "IMAGE"
 
 
 class ThreadsAdapter(OAuthHttpAdapter):
@@ -443,7 +452,7 @@ class ThreadsAdapter(OAuthHttpAdapter):
         1. ``external_id`` known: ``GET /{media-id}`` (gone -> ``None``).
         2. Otherwise the account's own posts since the first attempt (minus 5 min):
            ``GET /{user-id}/threads`` (up to 3 pages of 100), a post of the same kind (text,
-           image, carousel) with the same text.
+           image, video, carousel) with the same text.
         3. Not found: ``None`` when those pages covered the whole window (no next page), else
            :class:`CannotReconcile`.
         """
@@ -459,7 +468,7 @@ class ThreadsAdapter(OAuthHttpAdapter):
             raise CannotReconcile(f"{LABEL}: the account id is unknown; check the account.")
         since = request.first_attempt_at - RECONCILE_SLACK if request.first_attempt_at else None
         wanted = comparable_text(request.text)
-        kind = _MEDIA_TYPE.get(len(request.media), "CAROUSEL_ALBUM")
+        kind = _post_kind(request.media)
         params: dict[str, Any] = {
             "fields": "id,text,timestamp,permalink,media_type",
             "limit": RECENT_PAGE,

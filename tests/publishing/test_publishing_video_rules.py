@@ -230,3 +230,36 @@ def test_a_telegram_album_holds_ten_photos_and_videos(
         "telegram.photo allows 10 media items.",
         "Telegram: at most 10 video(s) per post.",
     ]
+
+
+def test_linkedin_and_threads_take_video_within_their_rules(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    linkedin = make_account(workspace, "linkedin", external_id="li")
+    threads = make_account(workspace, "threads", external_id="th")
+    clip = ready_video(owner_client, workspace, seconds=3, rate=24)
+    # Larger than either network's image bound: a video is held to its video rule's size.
+    Media.objects.filter(pk=clip).update(size_bytes=9 * 1024 * 1024)
+    image = upload(owner_client, workspace)["id"]
+    both = [str(linkedin.pk), str(threads.pk)]
+    create_publication(owner_client, workspace, both, media_ids=[clip])
+    create_publication(owner_client, workspace, [str(threads.pk)], media_ids=[image, clip])
+    mixed = create_publication(
+        owner_client, workspace, [str(linkedin.pk)], media_ids=[image, clip], status=422
+    )
+    body = assert_invalid(mixed, "body.media_ids[1]")
+    assert "LinkedIn: a video cannot share a post with images" in body["errors"][0]["message"]
+    short = ready_video(owner_client, workspace, seconds=2, rate=24)
+    too_short = create_publication(
+        owner_client, workspace, [str(linkedin.pk)], media_ids=[short], status=422
+    )
+    body = assert_invalid(too_short, "body.media_ids[0]")
+    assert body["errors"][0]["message"].startswith("LinkedIn: videos of at least 3 s")
+    Media.objects.filter(pk=clip).update(size_bytes=501 * 1024 * 1024)
+    too_big = create_publication(
+        owner_client, workspace, [str(linkedin.pk)], media_ids=[clip], status=422
+    )
+    body = assert_invalid(too_big, "body.media_ids[0]")
+    assert [e["message"] for e in body["errors"]] == [
+        "LinkedIn: videos up to 500 MB; this one is 501 MB. Lower the bit rate or shorten it."
+    ]

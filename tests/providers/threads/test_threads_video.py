@@ -7,6 +7,7 @@ publish of exactly one post."""
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -221,6 +222,11 @@ def test_publish_creates_the_video_container_and_resume_publishes_it_once(
     assert post["media_type"] == "VIDEO"
     assert post["text"] == "Watch this"
     assert result.external_id == post["id"]
+    # An answer lost after the publish: reconcile finds the VIDEO post by its text.
+    request.first_attempt_at = datetime.now(UTC)
+    found = adapter.reconcile(account=account, request=request)
+    assert found is not None
+    assert found.external_id == post["id"]
 
 
 def test_a_mixed_carousel_waits_for_its_items_then_for_its_container(
