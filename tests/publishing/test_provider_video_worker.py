@@ -12,6 +12,7 @@ Runs on SQLite + the filesystem broker by default, PostgreSQL + Redis when
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -52,23 +53,15 @@ def _app_env(provider: str, app: dict[str, str]) -> dict[str, str]:
 @pytest.fixture
 def stack(
     worker_database_url: str,
-    tmp_path_factory: pytest.TempPathFactory,
+    media_storage: Path,
     settings: Any,
     live_server: Any,
     networks: tuple[LinkedInStandIn, ThreadsStandIn],
 ) -> Iterator[DeliveryStack]:
-    """A worker and beat that reach both stand-ins, on media files the live server serves."""
+    """A worker and beat that reach both stand-ins, on media files the live server serves (the
+    worker's storage is ``<HERALD_DATA_DIR>/media``, the test's ``media_storage``)."""
     linkedin, threads = networks
-    data_dir = tmp_path_factory.mktemp("herald-video-worker")
-    media_root = data_dir / "media"  # where the worker's default storage reads
-    media_root.mkdir()
-    storages = {name: dict(config) for name, config in settings.STORAGES.items()}
-    storages["default"] = {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": str(media_root), "base_url": "/media/"},
-    }
-    settings.STORAGES = storages
-    settings.MEDIA_ROOT = str(media_root)
+    data_dir = media_storage.parent
     settings.HERALD_PUBLIC_URL = str(live_server.url)
     apps = {"linkedin": linkedin.app_settings(), "threads": threads.app_settings()}
     settings.PROVIDER_OAUTH_APPS = {**settings.PROVIDER_OAUTH_APPS, **apps}
