@@ -18,7 +18,6 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
-from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from publishing.models import Account, Destination, Media, Publication
@@ -28,7 +27,7 @@ from tests.providers.linkedin.standin import LinkedInStandIn
 from tests.providers.threads.standin import ThreadsStandIn
 from tests.publishing_support import bind_browser, upload
 from tests.video_support import make_video
-from tests.worker_harness import Broker, DeliveryStack, credential_keys, use_broker
+from tests.worker_harness import DeliveryStack, running_stack
 from workspaces.access import Actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -68,22 +67,8 @@ def stack(
     overrides = {"HERALD_PUBLIC_URL": str(live_server.url)}
     for provider, app in apps.items():
         overrides |= _app_env(provider, app)
-    redis_url = django_settings.REDIS_URL
-    broker = Broker.redis(redis_url) if redis_url else Broker.filesystem(data_dir)
-    stack = DeliveryStack(
-        database_url=worker_database_url,
-        broker=broker,
-        data_dir=data_dir,
-        settings_env=credential_keys(),
-        overrides=overrides,
-    )
-    with use_broker(broker):
-        try:
-            stack.start_beat()
-            stack.start_worker()
-            yield stack
-        finally:
-            stack.stop()
+    with running_stack(worker_database_url, data_dir, overrides=overrides) as stack:
+        yield stack
 
 
 def _connect(actor: Actor, workspace: Any, provider: str) -> Account:
