@@ -187,9 +187,9 @@ class Upload(models.Model):
     spool_name = models.CharField(max_length=300)
     # With S3 media storage: the bucket key of the multipart upload, its ID until it completes,
     # and the parts sent so far ([{"PartNumber", "ETag"}]); empty with the local spool.
-    s3_key = models.CharField(max_length=1024, blank=True, default="")
-    s3_upload_id = models.CharField(max_length=1024, blank=True, default="")
-    s3_parts = models.JSONField(default=list, blank=True)
+    s3_key = models.CharField(max_length=1024, blank=True, default="", db_default="")
+    s3_upload_id = models.CharField(max_length=1024, blank=True, default="", db_default="")
+    s3_parts = models.JSONField(default=list, blank=True, db_default=[])
     media = models.ForeignKey(
         Media, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )

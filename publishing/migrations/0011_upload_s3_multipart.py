@@ -13,16 +13,16 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='upload',
             name='s3_key',
-            field=models.CharField(blank=True, default='', max_length=1024),
+            field=models.CharField(blank=True, db_default='', default='', max_length=1024),
         ),
         migrations.AddField(
             model_name='upload',
             name='s3_parts',
-            field=models.JSONField(blank=True, default=list),
+            field=models.JSONField(blank=True, db_default=[], default=list),
         ),
         migrations.AddField(
             model_name='upload',
             name='s3_upload_id',
-            field=models.CharField(blank=True, default='', max_length=1024),
+            field=models.CharField(blank=True, db_default='', default='', max_length=1024),
         ),
     ]
