@@ -16,7 +16,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 
-from providers.base import ErrorKind, MediaItem, ProviderError
+from providers.base import AccountContext, ErrorKind, MediaItem, ProviderAdapter, ProviderError
 
 
 def tiny_png(width: int = 3, height: int = 2, color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
@@ -91,4 +91,23 @@ def video_media(
         size=len(data),
         open=lambda: ReadSizes(data, log),
         alt_text=alt_text,
+    )
+
+
+OAUTH_REDIRECT = "https://herald.example/api/v1/accounts/oauth/callback"
+
+
+def grant(adapter: ProviderAdapter) -> AccountContext:
+    """An account connected through the adapter's whole OAuth flow against its stand-in."""
+    from tests.publishing_support import follow_authorization
+
+    start = adapter.begin_authorization(redirect_uri=OAUTH_REDIRECT, state="st")
+    code = follow_authorization(start.authorization_url)["code"]
+    connected = adapter.complete_authorization(
+        code=code, redirect_uri=OAUTH_REDIRECT, code_verifier=""
+    )
+    return AccountContext(
+        external_id=connected.external_id,
+        credentials=dict(connected.credentials),
+        username=connected.username,
     )

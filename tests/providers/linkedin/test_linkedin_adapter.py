@@ -6,7 +6,6 @@ no-refresh expiry that asks for a reconnect."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -28,35 +27,16 @@ from providers.base import (
 from providers.linkedin import LinkedInAdapter, escape_little
 from publishing.models import Account, Destination, Publication
 from publishing.services import delivery, publications, tokens
-from tests.providers import assert_no_secret, media_item, tiny_png
+from tests.providers import OAUTH_REDIRECT, assert_no_secret, grant, media_item, tiny_png
 from tests.providers.linkedin.standin import CLIENT_SECRET, MEMBER, ORGANIZATION, LinkedInStandIn
 from tests.publishing_support import API, confirm_start, follow_authorization
 from workspaces.access import Actor
 from workspaces.models import User
 
-REDIRECT = "https://herald.example/api/v1/accounts/oauth/callback"
+REDIRECT = OAUTH_REDIRECT
 PERSON = f"urn:li:person:{MEMBER['sub']}"
 ORG = f"urn:li:organization:{ORGANIZATION['id']}"
 READ_SCOPES = "r_member_social w_organization_social r_organization_social rw_organization_admin"
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LinkedInStandIn]:
-    with LinkedInStandIn() as standin:
-        yield standin
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: LinkedInStandIn, settings: Any) -> None:
-    server.reset()
-    server.issue_refresh = False
-    server.deny = False
-    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 2.0
-    settings.HERALD_DISABLED_PROVIDERS = []
-    settings.PROVIDER_OAUTH_APPS = {
-        **settings.PROVIDER_OAUTH_APPS,
-        "linkedin": server.app_settings(),
-    }
 
 
 def use_scopes(settings: Any, server: LinkedInStandIn, scopes: str) -> LinkedInAdapter:
@@ -67,29 +47,6 @@ def use_scopes(settings: Any, server: LinkedInStandIn, scopes: str) -> LinkedInA
     adapter = get_adapter("linkedin")
     assert isinstance(adapter, LinkedInAdapter)
     return adapter
-
-
-@pytest.fixture
-def adapter() -> LinkedInAdapter:
-    adapter = get_adapter("linkedin")
-    assert isinstance(adapter, LinkedInAdapter)
-    return adapter
-
-
-def grant(adapter: LinkedInAdapter) -> AccountContext:
-    start = adapter.begin_authorization(redirect_uri=REDIRECT, state="st")
-    code = follow_authorization(start.authorization_url)["code"]
-    connected = adapter.complete_authorization(code=code, redirect_uri=REDIRECT, code_verifier="")
-    return AccountContext(
-        external_id=connected.external_id,
-        credentials=dict(connected.credentials),
-        username=connected.username,
-    )
-
-
-@pytest.fixture
-def account(adapter: LinkedInAdapter) -> AccountContext:
-    return grant(adapter)
 
 
 def post(text: str = "Hello from Herald", key: str = "dest-1", **kwargs: Any) -> PublishRequest:

@@ -23,16 +23,11 @@ from providers.base import (
 )
 from providers.linkedin import LinkedInAdapter, video
 from tests.providers import media_item, tiny_png
-from tests.providers.linkedin import test_linkedin_adapter as adapter_tests
 from tests.providers.linkedin.standin import MEMBER, VIDEO_PART_BYTES, LinkedInStandIn
 from tests.video_support import make_video
 
 PERSON = f"urn:li:person:{MEMBER['sub']}"
 # The adapter tests' fixtures: the stand-in, fresh state, the adapter and a connected member.
-server = adapter_tests.server
-_fresh = adapter_tests._fresh
-adapter = adapter_tests.adapter
-account = adapter_tests.account
 
 
 class RecordingFile(io.BytesIO):

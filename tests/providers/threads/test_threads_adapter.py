@@ -8,7 +8,6 @@ reconcile -> refresh."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -31,7 +30,7 @@ from providers.base import (
 from providers.threads import ThreadsAdapter, threads_length
 from publishing.models import Account, Destination, Publication
 from publishing.services import delivery, publications
-from tests.providers import assert_no_secret, media_item, tiny_png
+from tests.providers import OAUTH_REDIRECT, assert_no_secret, media_item, tiny_png
 from tests.providers.threads.standin import (
     CLIENT_SECRET,
     USER,
@@ -45,58 +44,8 @@ from tests.publishing_support import API, confirm_start, follow_authorization, u
 from workspaces.access import Actor
 from workspaces.models import User
 
-REDIRECT = "https://herald.example/api/v1/accounts/oauth/callback"
+REDIRECT = OAUTH_REDIRECT
 DAY = 24 * 3600
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[ThreadsStandIn]:
-    with ThreadsStandIn() as standin:
-        yield standin
-
-
-@pytest.fixture(scope="module")
-def host() -> Iterator[MediaHost]:
-    with MediaHost() as media_host:
-        yield media_host
-
-
-@pytest.fixture(autouse=True)
-def _fresh(server: ThreadsStandIn, settings: Any) -> None:
-    server.reset()
-    server.container_polls = 1
-    server.deny = False
-    server.clock_offset = 0.0
-    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 2.0
-    settings.HERALD_DISABLED_PROVIDERS = []
-    settings.PROVIDER_OAUTH_APPS = {
-        **settings.PROVIDER_OAUTH_APPS,
-        "threads": server.app_settings(),
-    }
-
-
-@pytest.fixture
-def adapter(monkeypatch: Any) -> ThreadsAdapter:
-    adapter = get_adapter("threads")
-    assert isinstance(adapter, ThreadsAdapter)
-    monkeypatch.setattr(adapter, "container_poll_seconds", 0.01)
-    return adapter
-
-
-def grant(adapter: ThreadsAdapter) -> AccountContext:
-    start = adapter.begin_authorization(redirect_uri=REDIRECT, state="st")
-    code = follow_authorization(start.authorization_url)["code"]
-    connected = adapter.complete_authorization(code=code, redirect_uri=REDIRECT, code_verifier="")
-    return AccountContext(
-        external_id=connected.external_id,
-        credentials=dict(connected.credentials),
-        username=connected.username,
-    )
-
-
-@pytest.fixture
-def account(adapter: ThreadsAdapter) -> AccountContext:
-    return grant(adapter)
 
 
 def post(text: str = "Hello from Herald", key: str = "dest-1", **kwargs: Any) -> PublishRequest:

@@ -23,18 +23,12 @@ from providers.base import (
 )
 from providers.threads import ThreadsAdapter, video
 from tests.providers import media_item, tiny_png
-from tests.providers.threads import test_threads_adapter as adapter_tests
 from tests.providers.threads.standin import USER, MediaHost, ThreadsStandIn
 from tests.video_support import make_video
 
 USER_ID = USER["id"]
 # The adapter tests' fixtures: the stand-in, the media host, fresh state, the adapter and an
 # account.
-server = adapter_tests.server
-host = adapter_tests.host
-_fresh = adapter_tests._fresh
-adapter = adapter_tests.adapter
-account = adapter_tests.account
 
 
 def hosted_video(host: MediaHost, data: bytes, served_as: str = "video/mp4") -> MediaItem:
