@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import time
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -20,12 +21,14 @@ from providers.base import (
     ErrorKind,
     MediaItem,
     Metrics,
+    Pending,
     ProviderAdapter,
     ProviderError,
     ProviderInputError,
     PublishRequest,
     PublishResult,
 )
+from providers.bluesky import video as video_protocol
 from providers.bluesky.media import image_entry, read_image
 from providers.bluesky.records import (
     POST,
@@ -78,6 +81,10 @@ def _parse_error(response: requests.Response) -> ErrorDetail:
     return ErrorDetail(message=text, kind=kind, code=error)
 
 
+def _is_video(item: MediaItem) -> bool:
+    return item.mime_type.startswith("video/")
+
+
 class BlueskyAdapter(ProviderAdapter):
     capabilities = Capabilities(
         provider=PROVIDER,
@@ -92,6 +99,8 @@ class BlueskyAdapter(ProviderAdapter):
         supports_repost=True,
         supports_destination_options=True,
     )
+    video_check_seconds = 2.0  # a processing video is first checked after this long
+    video_check_max_seconds = 30.0
 
     def __init__(
         self,
@@ -323,13 +332,62 @@ class BlueskyAdapter(ProviderAdapter):
         )
         return image_entry(item, self._json(response, "image upload")["blob"], payload)
 
-    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
+    def publish(
+        self, *, account: AccountContext, request: PublishRequest
+    ) -> PublishResult | Pending:
+        """Images are uploaded and posted here. A video is a long send: sent to the video
+        service, then :class:`Pending` while it processes the video, and :meth:`resume` posts
+        it once the job has its blob (docs/decisions/0020-long-sends.md)."""
         if request.profile != POST_PROFILE.key:
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
         precheck(POST_PROFILE, request, provider=LABEL)
+        if any(_is_video(item) for item in request.media):
+            return self._send_video(account, request)
         images = [self._upload(account, item) for item in request.media]
         embed = {"$type": "app.bsky.embed.images", "images": images} if images else None
         return self.create_post(account, request, embed)
+
+    def _send_video(
+        self, account: AccountContext, request: PublishRequest
+    ) -> PublishResult | Pending:
+        if len(request.media) != 1:
+            raise ProviderError(
+                ErrorKind.PERMANENT, f"{LABEL}: a video is posted alone, without images."
+            )
+        item = request.media[0]
+        video_protocol.check_limits(video_protocol.upload_limits(self, account), item)
+        job = video_protocol.upload(self, account, item)
+        blob = video_protocol.finished_blob(job)
+        if blob is not None:  # a video the service processed before
+            return self._post_video(account, request, blob)
+        return self._processing({"job_id": job.job_id, "since": time.time()})
+
+    def resume(
+        self, *, account: AccountContext, request: PublishRequest, state: dict[str, Any]
+    ) -> PublishResult | Pending:
+        """One ``getJobStatus`` read; the post once the job has the video's blob, else
+        :class:`Pending` again (a failed job and the processing bound fail it)."""
+        since = float(state.get("since") or time.time())
+        blob = video_protocol.ready(self, str(state.get("job_id") or ""), started_at=since)
+        if blob is None:
+            return self._processing(state)
+        return self._post_video(account, request, blob)
+
+    def _processing(self, state: dict[str, Any]) -> Pending:
+        """The video service is processing the video: checked after ``video_check_seconds``,
+        then half as long again each time, up to ``video_check_max_seconds``."""
+        checks = int(state.get("checks") or 0)
+        wait = min(self.video_check_seconds * 1.5**checks, self.video_check_max_seconds)
+        return Pending(
+            stage="processing", state={**state, "checks": checks + 1}, check_after_seconds=wait
+        )
+
+    def _post_video(
+        self, account: AccountContext, request: PublishRequest, blob: dict[str, Any]
+    ) -> PublishResult:
+        item = request.media[0]
+        size = video_protocol.display_size(item)
+        return self.create_post(account, request, video_protocol.embed(blob, item.alt_text, size))
 
     def create_post(
         self, account: AccountContext, request: PublishRequest, embed: dict[str, Any] | None

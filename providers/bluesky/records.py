@@ -15,6 +15,7 @@ from providers.bluesky.media import MAX_IMAGE_BYTES
 from providers.helpers import LANGUAGES, find_urls
 
 POST = "app.bsky.feed.post"
+VIDEO_TYPES = ("video/mp4", "video/quicktime", "video/webm")
 REPOST = "app.bsky.feed.repost"
 
 _S32 = "234567abcdefghijklmnopqrstuvwxyz"  # base32-sortable alphabet of TIDs
@@ -44,13 +45,15 @@ POST_PROFILE = OutputProfile(
     text_limit=300,
     text_counter=bluesky_length,
     media=MediaRule(
-        max_count=4,
-        mime_types=("image/jpeg", "image/png", "image/webp"),
-        max_bytes=MAX_IMAGE_BYTES,
+        max_count=4,  # up to 4 images, or one video alone (checked by the adapter)
+        mime_types=("image/jpeg", "image/png", "image/webp", *VIDEO_TYPES),
+        max_bytes=MAX_IMAGE_BYTES,  # images; a video is held to the video rule's size
     ),
     video=VideoRule(
         network="Bluesky",
-        delivers=False,
+        # Sent through the video service as a long send: uploaded, processed while no worker
+        # waits, then posted (providers/bluesky/video.py).
+        delivers=True,
         containers=("mp4", "mov", "webm"),
         video_codecs=("h264", "hevc", "vp8", "vp9", "av1"),  # the video service transcodes
         audio_codecs=("aac", "mp3", "opus", "vorbis"),

@@ -21,6 +21,7 @@ from providers.base import (
     ErrorKind,
     MediaItem,
     Metrics,
+    Pending,
     ProviderError,
     PublishRequest,
     PublishResult,
@@ -89,6 +90,10 @@ def _parse_error(response: requests.Response) -> ErrorDetail:
     return ErrorDetail(message=message, retry_after=retry_after, code=str(body.get("type") or ""))
 
 
+def _is_video(item: MediaItem) -> bool:
+    return item.mime_type.startswith("video/")
+
+
 def _created_at(post: dict[str, Any]) -> datetime | None:
     try:
         moment = datetime.fromisoformat(str(post.get("created_at", "")).replace("Z", "+00:00"))
@@ -120,6 +125,8 @@ class XAdapter(OAuthHttpAdapter):
     media_poll_attempts = 10  # STATUS polls while FINALIZE reports processing
     media_poll_cap = 5.0  # seconds; X's check_after_secs, bounded
     video_segment_bytes = 4 * 1024 * 1024  # a video's APPEND segments (providers/x/video.py)
+    video_check_seconds = 1.0  # the least wait between two STATUS reads of a processing video
+    video_check_max_seconds = 60.0
 
     def __init__(self, *, http: HttpClient | None = None, app: dict[str, Any] | None = None):
         self.http = http or HttpClient()
@@ -298,18 +305,66 @@ class XAdapter(OAuthHttpAdapter):
 
     # --- publish ------------------------------------------------------------------------------
 
-    def publish(self, *, account: AccountContext, request: PublishRequest) -> PublishResult:
+    def publish(
+        self, *, account: AccountContext, request: PublishRequest
+    ) -> PublishResult | Pending:
+        """Images are uploaded and posted here. A video is a long send: uploaded in segments,
+        then :class:`Pending` while X processes it, and :meth:`resume` posts it once
+        ``succeeded`` (docs/decisions/0020-long-sends.md)."""
         if request.profile != POST_PROFILE.key:
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
         precheck(POST_PROFILE, request, provider=LABEL)
-        gifs = [m for m in request.media if m.mime_type == "image/gif"]
-        if gifs and len(request.media) > 1:
+        alone = [m for m in request.media if m.mime_type == "image/gif" or _is_video(m)]
+        if alone and len(request.media) > 1:
             raise ProviderError(
-                ErrorKind.PERMANENT, f"{LABEL}: a GIF must be the only media item of a post."
+                ErrorKind.PERMANENT,
+                f"{LABEL}: a GIF or a video must be the only media item of a post.",
             )
         token = self._token(account)
+        if alone and _is_video(alone[0]):
+            return self._send_video(account, token, request)
         media_ids = [self._upload(token, item) for item in request.media]
         return self.create_post(account, token, request.text, media_ids)
+
+    def _send_video(
+        self, account: AccountContext, token: str, request: PublishRequest
+    ) -> PublishResult | Pending:
+        media_id, processing = video_protocol.send(self, token, request.media[0])
+        if processing.done:  # nothing for X to process
+            return self._post_video(account, token, request, media_id)
+        return self._processing({"media_id": media_id, "since": time.time()}, processing)
+
+    def resume(
+        self, *, account: AccountContext, request: PublishRequest, state: dict[str, Any]
+    ) -> PublishResult | Pending:
+        """One ``STATUS`` read of the video; the post once it ``succeeded``, else
+        :class:`Pending` again (``failed`` and the processing bound fail it)."""
+        token = self._token(account)
+        media_id = str(state.get("media_id") or "")
+        since = float(state.get("since") or time.time())
+        processing = video_protocol.ready(self, token, media_id, started_at=since)
+        if not processing.done:
+            return self._processing(state, processing)
+        return self._post_video(account, token, request, media_id)
+
+    def _processing(self, state: dict[str, Any], processing: video_protocol.Processing) -> Pending:
+        """X is processing the video: checked again after X's ``check_after_secs`` (at least
+        ``video_check_seconds``, at most ``video_check_max_seconds``)."""
+        wait = min(
+            max(processing.check_after_secs, self.video_check_seconds),
+            self.video_check_max_seconds,
+        )
+        checks = int(state.get("checks") or 0) + 1
+        return Pending(
+            stage="processing", state={**state, "checks": checks}, check_after_seconds=wait
+        )
+
+    def _post_video(
+        self, account: AccountContext, token: str, request: PublishRequest, media_id: str
+    ) -> PublishResult:
+        alt_text = request.media[0].alt_text if request.media else ""
+        self.describe_media(token, media_id, alt_text)
+        return self.create_post(account, token, request.text, [media_id])
 
     def create_post(
         self, account: AccountContext, token: str, text: str, media_ids: list[str]

@@ -29,6 +29,7 @@ from providers.emoji import is_emoji
 from providers.helpers import find_urls
 
 MAX_WEIGHTED_LENGTH = 280
+VIDEO_TYPES = ("video/mp4", "video/quicktime")
 URL_WEIGHT = 23
 _LIGHT_RANGES = ((0x0000, 0x10FF), (0x2000, 0x200D), (0x2010, 0x201F), (0x2032, 0x2037))
 
@@ -431,13 +432,17 @@ POST_PROFILE = OutputProfile(
     text_limit=MAX_WEIGHTED_LENGTH,
     text_counter=x_weighted_length,
     media=MediaRule(
-        max_count=4,  # up to 4 images, or one GIF (checked by the adapter)
-        mime_types=("image/jpeg", "image/png", "image/webp", "image/gif"),
+        # Up to 4 images, or one GIF or one video alone (checked by the adapter).
+        max_count=4,
+        mime_types=("image/jpeg", "image/png", "image/webp", "image/gif", *VIDEO_TYPES),
+        # Images; a video is held to the video rule's size.
         max_bytes=5 * 1024 * 1024,
     ),
     video=VideoRule(
         network="X",
-        delivers=False,
+        # Sent through the chunked media upload as a long send: uploaded, processed by X while
+        # no worker waits, then posted (providers/x/video.py).
+        delivers=True,
         max_bytes=512 * 1024 * 1024,
         min_seconds=0.5,
         max_seconds=140,

@@ -54,12 +54,13 @@ def test_capabilities_declare_each_networks_video_rules(
         for profile in item["profiles"]
     }
     x = video[("x", "x.post")]
-    assert x["supported"] is False
+    assert x["supported"] is True
     assert x["network_accepts_video"] is True
     assert (x["max_bytes"], x["min_seconds"], x["max_seconds"]) == (512 * 1024 * 1024, 0.5, 140)
     assert x["max_count"] == 1
     assert x["mixes_with_images"] is False
     assert video[("bluesky", "bluesky.post")]["max_seconds"] == 180
+    assert video[("bluesky", "bluesky.post")]["supported"] is True
     assert video[("threads", "threads.post")]["mixes_with_images"] is True
     assert video[("telegram", "telegram.photo")]["max_bytes"] == 50 * 1024 * 1024
     assert video[("telegram", "telegram.message")] == {
@@ -70,8 +71,16 @@ def test_capabilities_declare_each_networks_video_rules(
 
 
 def test_a_network_that_cannot_take_video_yet_refuses_it_at_create_time(
-    owner_client: APIClient, workspace: Any, media_storage: Path
+    owner_client: APIClient, workspace: Any, media_storage: Path, monkeypatch: Any
 ) -> None:
+    # X's documented rule, as if Herald could not send video to X yet.
+    caps = get_adapter("x").capabilities
+    profile = dataclasses.replace(
+        caps.profiles[0], video=dataclasses.replace(X_POST.video, delivers=False)
+    )
+    monkeypatch.setattr(
+        type(get_adapter("x")), "capabilities", dataclasses.replace(caps, profiles=(profile,))
+    )
     hook = make_account(workspace, "webhook", external_id="h")
     x = make_account(workspace, "x", external_id="x")
     video = ready_video(owner_client, workspace)
@@ -262,4 +271,32 @@ def test_linkedin_and_threads_take_video_within_their_rules(
     body = assert_invalid(too_big, "body.media_ids[0]")
     assert [e["message"] for e in body["errors"]] == [
         "LinkedIn: videos up to 500 MB; this one is 501 MB. Lower the bit rate or shorten it."
+    ]
+
+
+def test_x_and_bluesky_take_video_within_their_rules(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    x = make_account(workspace, "x", external_id="x")
+    sky = make_account(workspace, "bluesky", external_id="b")
+    clip = ready_video(owner_client, workspace, seconds=2, rate=24)
+    # Larger than either network's image bound: a video is held to its video rule's size.
+    Media.objects.filter(pk=clip).update(size_bytes=6 * 1024 * 1024)
+    both = [str(x.pk), str(sky.pk)]
+    create_publication(owner_client, workspace, both, media_ids=[clip])
+    image = upload(owner_client, workspace)["id"]
+    mixed = create_publication(owner_client, workspace, both, media_ids=[image, clip], status=422)
+    body = assert_invalid(mixed, "body.media_ids[1]")
+    assert [e["message"] for e in body["errors"]] == [
+        "X: a video cannot share a post with images; post it alone.",
+        "Bluesky: a video cannot share a post with images; post it alone.",
+    ]
+    Media.objects.filter(pk=clip).update(size_bytes=101 * 1000 * 1000)
+    create_publication(owner_client, workspace, [str(x.pk)], media_ids=[clip])
+    too_big = create_publication(
+        owner_client, workspace, [str(sky.pk)], media_ids=[clip], status=422
+    )
+    body = assert_invalid(too_big, "body.media_ids[0]")
+    assert [e["message"] for e in body["errors"]] == [
+        "Bluesky: videos up to 100 MB; this one is 101 MB. Lower the bit rate or shorten it."
     ]

@@ -10,20 +10,19 @@ import time
 
 import pytest
 
-from providers.base import AccountContext, ErrorKind, ProviderError, PublishRequest
+from providers.base import (
+    AccountContext,
+    ErrorKind,
+    MediaItem,
+    Pending,
+    ProviderError,
+    PublishRequest,
+    PublishResult,
+)
 from providers.bluesky import BlueskyAdapter, video
-from tests.providers import video_media
+from tests.providers import media_item, video_media
 from tests.providers.bluesky.standin import BlueskyStandIn
 from tests.video_support import make_video
-
-
-@pytest.fixture(autouse=True)
-def _video_defaults(server: BlueskyStandIn) -> None:
-    server.video_processing_seconds = 0.0
-    server.video_fails = False
-    server.video_can_upload = True
-    server.video_daily_videos = 25
-    server.video_daily_bytes = 10 * 1000 * 1000 * 1000
 
 
 @pytest.fixture
@@ -172,3 +171,70 @@ def test_job_status_is_read_bare_or_wrapped() -> None:
     with pytest.raises(ProviderError) as odd:
         video.finished_blob(video.job_of({"jobId": "j", "state": video.COMPLETED}))
     assert odd.value.kind == ErrorKind.TRANSIENT
+
+
+# --- The long send: publish -> Pending(processing) -> resume -> published -------------------
+
+
+def _video_post(data: bytes, *more: MediaItem) -> PublishRequest:
+    media = [video_media(data, alt_text="A grey ramp"), *more]
+    return PublishRequest(profile="bluesky.post", text="A clip", idempotency_key="v-1", media=media)
+
+
+def test_publish_answers_pending_and_resume_posts_once(
+    server: BlueskyStandIn, adapter: BlueskyAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_processing_seconds = 0.4
+    request = _video_post(clip)
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    assert pending.stage == "processing"
+    assert set(pending.state) == {"job_id", "since", "checks"}
+    assert pending.check_after_seconds == 2.0
+    again = adapter.resume(account=account, request=request, state=pending.state)
+    assert isinstance(again, Pending)
+    assert again.check_after_seconds == 3.0
+    time.sleep(0.45)
+    result = adapter.resume(account=account, request=request, state=again.state)
+    assert isinstance(result, PublishResult)
+    (accepted,) = server.posts
+    assert accepted["uri"] == result.external_id
+    assert accepted["video"]["alt"] == "A grey ramp"
+    assert accepted["video"]["aspectRatio"] == {"width": 64, "height": 36}
+    assert server.counters["videos_uploaded"] == 1
+    assert adapter.reconcile(account=account, request=request) == result
+
+
+def test_a_video_seen_before_is_posted_at_once(
+    server: BlueskyStandIn, adapter: BlueskyAdapter, account: AccountContext, clip: bytes
+) -> None:
+    first = video.upload(adapter, account, video_media(clip))
+    video.ready(adapter, first.job_id, started_at=time.time())
+    request = _video_post(clip)
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)  # uploadVideo answers the job; its status the blob
+    result = adapter.resume(account=account, request=request, state=pending.state)
+    assert isinstance(result, PublishResult)
+    assert server.posts_accepted == 1
+
+
+def test_limits_and_failures_refuse_the_send(
+    server: BlueskyStandIn, adapter: BlueskyAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_can_upload = False
+    with pytest.raises(ProviderError) as unverified:
+        adapter.publish(account=account, request=_video_post(clip))
+    assert unverified.value.kind == ErrorKind.PERMANENT
+    assert server.counters["videos_uploaded"] == 0
+    server.video_can_upload = True
+    server.video_fails = True
+    request = _video_post(clip)
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    with pytest.raises(ProviderError) as failed:
+        adapter.resume(account=account, request=request, state=pending.state)
+    assert failed.value.kind == ErrorKind.PERMANENT
+    with pytest.raises(ProviderError) as mixed:
+        adapter.publish(account=account, request=_video_post(clip, media_item()))
+    assert mixed.value.message == "Bluesky: a video is posted alone, without images."
+    assert server.posts_accepted == 0

@@ -71,8 +71,6 @@ class XStandIn(StandIn):
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, media_polls: int = 0) -> None:
         super().__init__(host, port)
         self.media_polls = media_polls  # STATUS answers in_progress this many times (GIFs)
-        self.video_processing_seconds = 0.0  # how long X processes a video after finalize
-        self.video_fails = False  # processing ends in ``failed`` (X's InvalidMedia error)
         self.deny = False  # the authorize page answers error=access_denied
         self._next_id = 1_900_000_000_000_000_000
         self.codes: dict[str, dict[str, Any]] = {}
@@ -84,6 +82,8 @@ class XStandIn(StandIn):
     def clear_data(self) -> None:
         self.posts_by_id: dict[str, dict[str, Any]] = {}
         self.uploads: dict[str, dict[str, Any]] = {}
+        self.video_processing_seconds = 0.0  # how long X processes a video after finalize
+        self.video_fails = False  # processing ends in ``failed`` (X's InvalidMedia error)
 
     def fixtures(self) -> dict[str, Any]:
         return {

@@ -7,20 +7,22 @@ naming the media id."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import pytest
 
-from providers.base import AccountContext, ErrorKind, ProviderError
+from providers.base import (
+    AccountContext,
+    ErrorKind,
+    Pending,
+    ProviderError,
+    PublishRequest,
+    PublishResult,
+)
 from providers.x import XAdapter, video
-from tests.providers import tiny_png, video_media
+from tests.providers import media_item, tiny_png, video_media
 from tests.providers.x.standin import SEGMENTS_DO_NOT_ADD_UP, XStandIn
 from tests.video_support import make_video
-
-
-@pytest.fixture(autouse=True)
-def _video_defaults(server: XStandIn) -> None:
-    server.video_processing_seconds = 0.0
-    server.video_fails = False
 
 
 @pytest.fixture
@@ -146,3 +148,54 @@ def test_processing_info_is_read_as_documented() -> None:
     with pytest.raises(ProviderError) as odd:
         video.is_done(video.processing_of({"state": "exploded"}))
     assert odd.value.kind == ErrorKind.TRANSIENT
+
+
+# --- The long send: publish -> Pending(processing) -> resume -> published -------------------
+
+
+def _video_post(data: bytes, **kwargs: Any) -> PublishRequest:
+    media = [video_media(data, alt_text="A grey ramp"), *kwargs.pop("more", [])]
+    return PublishRequest(profile="x.post", text="A clip", idempotency_key="v-1", media=media)
+
+
+def test_publish_answers_pending_and_resume_posts_once(
+    server: XStandIn, adapter: XAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_processing_seconds = 0.4
+    request = _video_post(clip)
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    assert pending.stage == "processing"
+    assert set(pending.state) == {"media_id", "since", "checks"}
+    assert pending.check_after_seconds == 1.0  # X's check_after_secs, at least a second
+    assert server.posts_accepted == 0
+    again = adapter.resume(account=account, request=request, state=pending.state)
+    assert isinstance(again, Pending)
+    assert again.state["checks"] == 2
+    time.sleep(0.45)
+    result = adapter.resume(account=account, request=request, state=again.state)
+    assert isinstance(result, PublishResult)
+    (accepted,) = server.posts
+    assert (accepted["id"], accepted["sizes"]) == (result.external_id, [len(clip)])
+    assert accepted["alt_texts"] == ["A grey ramp"]
+    assert server.counters["media_uploads"] == 1
+
+
+def test_a_failed_video_fails_the_resume_for_good(
+    server: XStandIn, adapter: XAdapter, account: AccountContext, clip: bytes
+) -> None:
+    server.video_fails = True
+    request = _video_post(clip)
+    pending = adapter.publish(account=account, request=request)
+    assert isinstance(pending, Pending)
+    with pytest.raises(ProviderError) as failed:
+        adapter.resume(account=account, request=request, state=pending.state)
+    assert failed.value.kind == ErrorKind.PERMANENT
+    assert server.posts_accepted == 0
+
+
+def test_a_video_is_posted_alone(adapter: XAdapter, account: AccountContext, clip: bytes) -> None:
+    request = _video_post(clip, more=[media_item()])
+    with pytest.raises(ProviderError) as mixed:
+        adapter.publish(account=account, request=request)
+    assert mixed.value.message == "X: a GIF or a video must be the only media item of a post."
