@@ -254,3 +254,58 @@ def send_in_process(destination: Any, django_capture_on_commit_callbacks: Any) -
         delivery.delivery_send(destination_id=destination.pk)
     destination.refresh_from_db()
     return destination
+
+
+def connect_with_services(
+    actor: Any, workspace: Any, provider: str, fields: dict[str, str] | None = None
+) -> Any:
+    """Connect an account through the services: form fields when given, else OAuth 2 against
+    the provider's stand-in (its consent page approves at once)."""
+    from publishing.services.accounts import account_connect, account_oauth_complete
+
+    redirect_uri = "http://testserver/api/v1/accounts/oauth/callback"
+    account, authorization_url = account_connect(
+        actor=actor,
+        workspace_id=workspace.pk,
+        provider=provider,
+        redirect_uri=redirect_uri,
+        **({"fields": fields} if fields else {}),
+    )
+    if account is not None:
+        return account
+    assert authorization_url is not None
+    nonce, provider_url = bind_browser(authorization_url)
+    answer = requests.get(provider_url, allow_redirects=False, timeout=5)
+    grant = parse_qs(urlsplit(answer.headers["Location"]).query)
+    return account_oauth_complete(
+        state=grant["state"][0], code=grant["code"][0], browser_nonce=nonce
+    )
+
+
+def probed_by_worker(stack: Any, client: APIClient, workspace: Any, data: bytes, name: str) -> Any:
+    """Upload ``data`` through the API and wait for the worker of ``stack`` (a
+    ``tests.worker_harness.DeliveryStack``) to probe it: the ``ready`` Media."""
+    from publishing.models import Media
+
+    uploaded = upload(client, workspace, data, name=name)
+
+    def probed() -> Media | None:
+        media = Media.objects.get(pk=uploaded["id"])
+        return media if media.status != Media.Status.PROCESSING else None
+
+    media = stack.wait_until(probed, timeout=90, what="the video to be probed")
+    assert media.status == Media.Status.READY, media.failure_reason
+    return media
+
+
+def settled_by_worker(stack: Any, publication: Any, what: str) -> Any:
+    """Wait for the worker of ``stack`` to settle ``publication`` (published, partially
+    published or failed): the fresh Publication."""
+    from publishing.models import Publication
+
+    def settled() -> Publication | None:
+        fresh = Publication.objects.get(pk=publication.pk)
+        done = ("published", "partially_published", "failed")
+        return fresh if fresh.status in done else None
+
+    return stack.wait_until(settled, timeout=150, what=what)

@@ -14,25 +14,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import requests
 from rest_framework.test import APIClient
 
-from publishing.models import Account, Destination, Media, Publication
-from publishing.services.accounts import account_connect, account_oauth_complete
+from publishing.models import Destination
 from publishing.services.publications import publication_create, publication_publish_now
 from tests.providers.linkedin.standin import LinkedInStandIn
 from tests.providers.threads.standin import ThreadsStandIn
-from tests.publishing_support import bind_browser, upload
+from tests.publishing_support import connect_with_services, probed_by_worker, settled_by_worker
 from tests.video_support import make_video
 from tests.worker_harness import DeliveryStack, running_stack
 from workspaces.access import Actor
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
-REDIRECT_URI = "http://testserver/api/v1/accounts/oauth/callback"
 S = Destination.Status
 
 
@@ -71,34 +67,6 @@ def stack(
         yield stack
 
 
-def _connect(actor: Actor, workspace: Any, provider: str) -> Account:
-    """OAuth against the stand-in, through the services."""
-    _, authorization_url = account_connect(
-        actor=actor, workspace_id=workspace.pk, provider=provider, redirect_uri=REDIRECT_URI
-    )
-    assert authorization_url is not None
-    nonce, provider_url = bind_browser(authorization_url)
-    answer = requests.get(provider_url, allow_redirects=False, timeout=5)
-    grant = parse_qs(urlsplit(answer.headers["Location"]).query)
-    return account_oauth_complete(
-        state=grant["state"][0], code=grant["code"][0], browser_nonce=nonce
-    )
-
-
-def _ready_video(stack: DeliveryStack, client: APIClient, workspace: Any) -> str:
-    """A 3 s MP4 (H.264/AAC, 24 fps) uploaded through the API and probed by the worker."""
-    data = make_video("mp4", seconds=3, rate=24, audio=True)
-    uploaded = upload(client, workspace, data, name="launch.mp4")
-
-    def probed() -> Media | None:
-        media = Media.objects.get(pk=uploaded["id"])
-        return media if media.status != Media.Status.PROCESSING else None
-
-    media = stack.wait_until(probed, timeout=90, what="the video to be probed")
-    assert media.status == Media.Status.READY, media.failure_reason
-    return str(media.pk)
-
-
 def test_a_video_is_posted_once_on_linkedin_and_threads_by_the_worker(
     stack: DeliveryStack,
     networks: tuple[LinkedInStandIn, ThreadsStandIn],
@@ -113,8 +81,10 @@ def test_a_video_is_posted_once_on_linkedin_and_threads_by_the_worker(
     linkedin.video_processing_seconds = 2.0  # the first check (after 5 s) finds it AVAILABLE
     threads.container_polls = 1  # the first check finds it IN_PROGRESS, the second FINISHED
     actor = Actor(user=user)
-    accounts = [_connect(actor, workspace, p) for p in ("linkedin", "threads")]
-    media_id = _ready_video(stack, owner_client, workspace)
+    accounts = [connect_with_services(actor, workspace, p) for p in ("linkedin", "threads")]
+    # A 3 s MP4 (H.264/AAC, 24 fps), probed by the worker.
+    clip = make_video("mp4", seconds=3, rate=24, audio=True)
+    media_id = str(probed_by_worker(stack, owner_client, workspace, clip, "launch.mp4").pk)
     publication = publication_create(
         actor=actor,
         workspace_id=workspace.pk,
@@ -124,12 +94,8 @@ def test_a_video_is_posted_once_on_linkedin_and_threads_by_the_worker(
     )
     publication_publish_now(actor=actor, publication_id=publication.pk, expected_revision=None)
 
-    def settled() -> Publication | None:
-        fresh = Publication.objects.get(pk=publication.pk)
-        done = ("published", "partially_published", "failed")
-        return fresh if fresh.status in done else None
-
-    assert stack.wait_until(settled, timeout=150, what="both video posts").status == "published"
+    settled = settled_by_worker(stack, publication, "both video posts")
+    assert settled.status == "published"
     rows = {d.account.provider: d for d in Destination.objects.filter(publication=publication)}
     assert {p: (d.status, d.error_message) for p, d in rows.items()} == {
         "linkedin": (S.PUBLISHED, ""),
