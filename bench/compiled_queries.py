@@ -6,8 +6,10 @@ the same code with its ``CompiledQuery`` replaced by the plain queryset it compi
     .venv/bin/python bench/compiled_queries.py --batches 3 --requests 20   # a smoke run
 
 In one process on PostgreSQL + Redis: the requests go through Django's WSGI handler (the real
-middleware, views and a bearer token, no HTTP server), the delivery reads call the services'
-queries directly. Per experiment (a target and the use site switched for it), batches of
+middleware, views and a bearer token, no HTTP server); the destination read calls the compiled
+query directly, and ``delivery_send`` sends that destination to the Mastodon stand-in
+(tests/providers/mastodon/standin.py, its own process on 127.0.0.1; the destination is queued
+again before each call, outside the measurement). Per experiment (a target and the use site switched for it), batches of
 ``--requests`` calls alternate between the two variants, shipped first in odd batches and plain
 first in even ones; the figure is this thread's CPU (``time.thread_time``) per call, which other
 processes on a busy machine inflate far less than wall time. The plain variant is a switch of this
@@ -15,9 +17,8 @@ script only: the use site's module attribute is replaced, for the batch, by an o
 same ``values``/``instances`` methods that builds and runs the plain queryset every call.
 
 The database (``--database-url``) is migrated and seeded once (kept between runs): bench/api.py's
-user, 20 workspaces, 250 access-audit events and a read-only token, plus one Mastodon account
-and a publishing publication of two destinations (one still sending, so ``aggregate`` reads both
-queries and writes nothing). Only databases named ``herald_bench*`` are created here; another
+user, 20 workspaces, 250 access-audit events and a read-only token, plus a publication of two
+destinations (the first is pointed at a Mastodon account on the stand-in of the run). Only databases named ``herald_bench*`` are created here; another
 name must exist already. Writes bench/results/compiled_queries.json.
 """
 
@@ -83,7 +84,7 @@ def seed_delivery() -> tuple[str, str]:
 
     from bench.scale import bulk_accounts, bulk_publications
     from providers import credentials
-    from publishing.models import Destination, ProviderApp, Publication
+    from publishing.models import Destination, ProviderApp
     from workspaces.access import Actor
     from workspaces.models import User
     from workspaces.services import organization_create, workspace_create
@@ -104,20 +105,29 @@ def seed_delivery() -> tuple[str, str]:
             redirect_uri="http://127.0.0.1/api/v1/accounts/oauth/callback",
             credentials_encrypted=credentials.encrypt({"client_id": "c"}),
         )
-        ids = {"workspace_ids": [str(workspace.pk)], "now": timezone.now()}
+        workspace_ids, now = [str(workspace.pk)], timezone.now()
         with connection.cursor() as cursor:
             sealed = credentials.encrypt({"access_token": "bench"})
             bulk_accounts(
-                cursor, **ids, per_workspace=4, credentials=sealed, mastodon_app_ids=[str(app.pk)],
+                cursor,
+                workspace_ids=workspace_ids,
+                now=now,
+                per_workspace=4,
+                credentials=sealed,
+                mastodon_app_ids=[str(app.pk)],
                 tag="send",
             )
             bulk_publications(
-                cursor, **ids, per_workspace=1, accounts_per_workspace=4, destinations=2,
-                events=1, owner_id=owner.pk,
-            )  # fmt: skip
+                cursor,
+                workspace_ids=workspace_ids,
+                now=now,
+                per_workspace=1,
+                accounts_per_workspace=4,
+                destinations=2,
+                events=1,
+                owner_id=owner.pk,
+            )
         found = Destination.objects.get(publication__created_by=owner, position=0)
-        Publication.objects.filter(pk=found.publication_id).update(status="publishing")
-        Destination.objects.filter(pk=found.pk).update(status="sending")
     return str(found.pk), str(found.publication_id)
 
 
@@ -199,18 +209,6 @@ def _plain_destination(*, destination_id: Any) -> Any:
     )
 
 
-def _plain_publication_status(*, publication_id: Any) -> Any:
-    from publishing.models import Publication
-
-    return Publication.objects.select_for_update().filter(pk=publication_id).values_list("status")
-
-
-def _plain_destination_statuses(*, publication_id: Any) -> Any:
-    from publishing.models import Destination
-
-    return Destination.objects.filter(publication_id=publication_id).values_list("status", "action")
-
-
 # Use site -> (module, attribute, plain builder) of each CompiledQuery it holds.
 SITES: dict[str, list[tuple[str, str, Callable[..., Any]]]] = {
     "token": [("workspaces.authentication", "TOKEN_WITH_USER", _plain_token)],
@@ -218,18 +216,6 @@ SITES: dict[str, list[tuple[str, str, Callable[..., Any]]]] = {
     "workspace_page": [("workspaces.selectors", "WORKSPACE_PAGE", _plain_workspaces)],
     "destination": [
         ("publishing.services.delivery.send", "DESTINATION_FOR_SEND", _plain_destination)
-    ],
-    "outcomes": [
-        (
-            "publishing.services.delivery.outcomes",
-            "PUBLICATION_STATUS_LOCKED",
-            _plain_publication_status,
-        ),
-        (
-            "publishing.services.delivery.outcomes",
-            "DESTINATION_STATUSES",
-            _plain_destination_statuses,
-        ),
     ],
 }
 
@@ -263,8 +249,9 @@ def wsgi_get(path: str, token: str) -> Callable[[], None]:
     route, _, query = path.partition("?")
     status: list[str] = []
 
-    def start_response(value: str, headers: list[Any], exc_info: Any = None) -> None:
+    def start_response(value: str, headers: Any, exc_info: Any = None) -> Callable[[bytes], None]:
         status.append(value)
+        return lambda data: None
 
     def call() -> None:
         environ = {
@@ -325,7 +312,7 @@ def reset_for_send(destination_id: str, publication_id: str) -> Callable[[], Non
     return prepare
 
 
-def send_experiment(ids: dict[str, str], standin: dict[str, Any]) -> Experiment:
+def send_experiments(ids: dict[str, str], standin: dict[str, Any]) -> list[Experiment]:
     """``delivery_send`` of the seeded destination to the stand-in: the claim, the compiled read,
     readiness, the provider call, the outcome transaction and ``aggregate`` (writes included)."""
     from providers import credentials, get_adapter
@@ -356,36 +343,14 @@ def send_experiment(ids: dict[str, str], standin: dict[str, Any]) -> Experiment:
     )
     profile = get_adapter("mastodon").capabilities.profiles[0].key
     Destination.objects.filter(pk=destination.pk).update(account=account, profile=profile)
-    return Experiment(
-        "send to the local stand-in (DESTINATION_FOR_SEND + outcomes)",
-        ("destination", "outcomes"),
+    prepare = reset_for_send(ids["destination_id"], ids["publication_id"])
+    send = Experiment(
+        "send to the local stand-in / destination",
+        ("destination",),
         lambda: delivery_send(destination_id=ids["destination_id"]),
-        reset_for_send(ids["destination_id"], ids["publication_id"]),
+        prepare,
     )
-
-
-def reset_for_aggregate(destination_id: str, publication_id: str) -> Callable[[], None]:
-    """One destination still sending, the publication publishing: ``aggregate`` reads both
-    queries and writes nothing (not measured)."""
-    from publishing.models import Destination, Publication
-
-    def prepare() -> None:
-        Destination.objects.filter(pk=destination_id).update(status="sending")
-        Publication.objects.filter(pk=publication_id).update(status="publishing")
-
-    return prepare
-
-
-def aggregate_read(publication_id: str) -> Callable[[], None]:
-    from django.db import transaction
-
-    from publishing.services.delivery import outcomes
-
-    def call() -> None:
-        with transaction.atomic():
-            outcomes.aggregate(publication_id)
-
-    return call
+    return [send]
 
 
 @dataclass(frozen=True)
@@ -420,12 +385,6 @@ def experiments(ids: dict[str, str]) -> list[Experiment]:
             "destination read (DESTINATION_FOR_SEND)",
             ("destination",),
             destination_read(ids["destination_id"]),
-        ),
-        Experiment(
-            "aggregate (PUBLICATION_STATUS_LOCKED + DESTINATION_STATUSES)",
-            ("outcomes",),
-            aggregate_read(ids["publication_id"]),
-            reset_for_aggregate(ids["destination_id"], ids["publication_id"]),
         ),
     ]
 
@@ -532,7 +491,7 @@ def main() -> int:
     try:
         chosen = [
             e
-            for e in [*experiments(ids), send_experiment(ids, standin)]
+            for e in [*experiments(ids), *send_experiments(ids, standin)]
             if not args.only or args.only in e.name
         ]
         started = loadavg()

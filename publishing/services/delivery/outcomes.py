@@ -14,7 +14,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.nudge import nudge
-from config.queries import CompiledQuery, Param
 from config.types import ModelId
 from providers.base import (
     ErrorKind,
@@ -46,21 +45,6 @@ def backoff_seconds(attempt: int, retry_after: float | None = None) -> float:
     if retry_after is not None:
         delay = max(delay, min(float(retry_after), settings.HERALD_RETRY_AFTER_CAP_SECONDS))
     return delay
-
-
-# Settling a publication (inside the transaction that records a destination's outcome).
-PUBLICATION_STATUS_LOCKED = CompiledQuery(
-    lambda: (
-        Publication.objects.select_for_update()
-        .filter(pk=Param("publication_id", Publication, "id"))
-        .values_list("status")
-    )
-)
-DESTINATION_STATUSES = CompiledQuery(
-    lambda: Destination.objects.filter(
-        publication_id=Param("publication_id", Destination, "publication")
-    ).values_list("status", "action")
-)
 
 
 def publish_succeeded(destination: Destination, result: PublishResult) -> None:
@@ -232,10 +216,14 @@ def aggregate(publication_id: ModelId) -> None:
     """Settle the publication once every destination has settled (call inside a transaction)."""
     # The lock serializes the last destinations of a publication settling at the same time: the
     # one that locks second sees the other's committed status.
-    locked = PUBLICATION_STATUS_LOCKED.values(publication_id=publication_id)
+    locked = list(
+        Publication.objects.select_for_update().filter(pk=publication_id).values_list("status")
+    )
     if not locked or locked[0][0] != P.PUBLISHING:
         return
-    statuses = DESTINATION_STATUSES.values(publication_id=publication_id)
+    statuses = list(
+        Destination.objects.filter(publication_id=publication_id).values_list("status", "action")
+    )
     if any(
         s not in SETTLED and not (s == S.AMBIGUOUS and a == "contact_support") for s, a in statuses
     ):
