@@ -16,6 +16,37 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# --- Django in the benchmark's own process --------------------------------------------------
+
+
+LOCAL_ENVIRONMENT = {
+    "DJANGO_SETTINGS_MODULE": "config.settings",
+    "HERALD_ENVIRONMENT": "local",
+    "HERALD_DEBUG": "false",
+    "HERALD_LOG_LEVEL": "WARNING",
+    "HERALD_API_RATE": "1000000/min",  # throttling runs, never answers 429
+    "HERALD_PUBLIC_URL": "http://127.0.0.1",
+}
+
+
+def configure_django(
+    database_url: str, *, secret_key: str, redis_url: str | None = None, **extra: str
+) -> None:
+    """Set up Django in this process on ``database_url`` with the local environment's settings
+    (none of the caller's ``HERALD_``/``AWS_`` variables; throttling on, never 429), on Redis only
+    with ``redis_url`` (else the in-process cache), plus ``extra`` variables."""
+    for key in [k for k in os.environ if k.startswith(("HERALD_", "AWS_"))]:
+        del os.environ[key]
+    os.environ.update(LOCAL_ENVIRONMENT, DATABASE_URL=database_url, SECRET_KEY=secret_key, **extra)
+    if redis_url:
+        os.environ["REDIS_URL"] = redis_url
+    else:
+        os.environ.pop("REDIS_URL", None)
+    import django
+
+    django.setup()
+
+
 # --- Databases -----------------------------------------------------------------------------
 
 

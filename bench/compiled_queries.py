@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import secrets
 import statistics
 import subprocess
@@ -44,7 +43,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python bench/compiled_queries.py` puts bench/ first on the path
     sys.path.insert(0, str(ROOT))
 
-from bench._common import ensure_database, git_revision, loadavg, machine, write_results  # noqa: E402
+from bench import _common as common  # noqa: E402  (after the path set-up above)
 
 DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/herald_bench_queries"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/14"
@@ -53,24 +52,13 @@ SEND_EMAIL = "bench-send@example.invalid"
 
 
 def configure(database_url: str, redis_url: str) -> None:
-    for key in [k for k in os.environ if k.startswith(("HERALD_", "AWS_"))]:
-        del os.environ[key]
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
-        DATABASE_URL=database_url,
-        REDIS_URL=redis_url,
-        SECRET_KEY="bench-queries-only-" + secrets.token_urlsafe(32),
-        HERALD_ENVIRONMENT="local",
-        HERALD_DEBUG="false",
-        HERALD_LOG_LEVEL="WARNING",
-        HERALD_API_RATE="1000000/min",  # throttling runs, never answers 429
-        HERALD_PUBLIC_URL="http://127.0.0.1",
+    common.configure_django(
+        database_url,
+        secret_key="bench-queries-only-" + secrets.token_urlsafe(32),
+        redis_url=redis_url,
         HERALD_ALLOW_PRIVATE_PROVIDER_URLS="true",  # the stand-in listens on 127.0.0.1
         NO_PROXY="127.0.0.1,localhost",
     )
-    import django
-
-    django.setup()
 
 
 # --- Seeding ---------------------------------------------------------------------------------
@@ -438,7 +426,7 @@ def run(experiment: Experiment, args: argparse.Namespace) -> dict[str, Any]:
     with plain(experiment.sites):
         queries_plain = query_count(experiment)
     queries_shipped = query_count(experiment)
-    load_before = loadavg()
+    load_before = common.loadavg()
     for number in range(args.batches):
         for variant in ("shipped", "plain") if number % 2 == 0 else ("plain", "shipped"):
             sites = experiment.sites if variant == "plain" else ()
@@ -454,7 +442,7 @@ def run(experiment: Experiment, args: argparse.Namespace) -> dict[str, Any]:
         # Positive: the compiled query saves that share of the plain variant's CPU.
         "saving": round(1 - shipped / plain_, 4),
         "queries": {"shipped": queries_shipped, "plain": queries_plain},
-        "load": {"before": load_before, "after": loadavg()},
+        "load": {"before": load_before, "after": common.loadavg()},
     }
 
 
@@ -484,7 +472,7 @@ def main() -> int:
     args = parser.parse_args()
 
     if urlsplit(args.database_url).path.lstrip("/").startswith("herald_bench"):
-        ensure_database(args.database_url, fresh=False)
+        common.ensure_database(args.database_url, fresh=False)
     configure(args.database_url, args.redis_url)
     ids = seed()
     process, standin = mastodon_standin()
@@ -494,7 +482,7 @@ def main() -> int:
             for e in [*experiments(ids), *send_experiments(ids, standin)]
             if not args.only or args.only in e.name
         ]
-        started = loadavg()
+        started = common.loadavg()
         results = []
         for experiment in chosen:
             results.append(run(experiment, args))
@@ -504,13 +492,13 @@ def main() -> int:
         process.wait(timeout=10)
     payload = {
         "benchmark": "compiled_queries",
-        "revision": git_revision(),
-        "machine": machine(),
+        "revision": common.git_revision(),
+        "machine": common.machine(),
         "parameters": {k: v for k, v in vars(args).items() if k != "output"} | {"output": None},
-        "load": {"start": started, "end": loadavg()},
+        "load": {"start": started, "end": common.loadavg()},
         "results": results,
     }
-    write_results(payload, args.output)
+    common.write_results(payload, args.output)
     return 0
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import secrets
 import statistics
 import subprocess
@@ -46,6 +45,7 @@ if str(ROOT) not in sys.path:  # `python bench/scale.py` puts bench/ first on th
     sys.path.insert(0, str(ROOT))
 
 from bench._common import (  # noqa: E402  (after the path set-up above)
+    configure_django,
     database_name,
     drop_database,
     ensure_database,
@@ -312,24 +312,10 @@ BENCH_SECRET_KEY = "bench-scale-only-not-a-secret-0123456789abcdefghij"  # noqa:
 
 
 def configure(database_url: str) -> None:
-    for key in [k for k in os.environ if k.startswith(("HERALD_", "AWS_"))]:
-        del os.environ[key]
-    os.environ.update(
-        DJANGO_SETTINGS_MODULE="config.settings",
-        DATABASE_URL=database_url,
-        SECRET_KEY=BENCH_SECRET_KEY,
-        HERALD_ENVIRONMENT="local",
-        HERALD_DEBUG="false",
-        HERALD_CREDENTIALS_KEY=BENCH_CREDENTIALS_KEY,
-        HERALD_LOG_LEVEL="WARNING",
-        HERALD_API_RATE="1000000/min",
-        HERALD_PUBLIC_URL="http://127.0.0.1",
+    # No Redis: the in-process cache; no broker message in an idle tick.
+    configure_django(
+        database_url, secret_key=BENCH_SECRET_KEY, HERALD_CREDENTIALS_KEY=BENCH_CREDENTIALS_KEY
     )
-    os.environ.pop("REDIS_URL", None)  # the in-process cache; no broker message in an idle tick
-
-    import django
-
-    django.setup()
 
 
 def seed(args: argparse.Namespace) -> dict[str, Any]:
