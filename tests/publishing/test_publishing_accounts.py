@@ -21,6 +21,12 @@ from rest_framework.test import APIClient
 from providers import PROVIDERS, credentials
 from publishing.models import Account, OAuthState, ProviderApp
 from publishing.services.accounts import account_context
+from tests.endpoint_support import (
+    MEMBERS_ONLY,
+    DetailTests,
+    WorkspaceListTests,
+    WorkspaceResourceTests,
+)
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers.bluesky.standin import BlueskyStandIn
 from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
@@ -33,6 +39,7 @@ from tests.publishing_support import (
     connect,
     connect_fields,
     follow_authorization,
+    make_account,
     ok,
     point_settings_at,
 )
@@ -1002,3 +1009,28 @@ def test_oauth_callback_rechecks_readiness(
     grant = follow_authorization(started["authorization_url"], browser)
     assert_problem(browser.get(f"{API}/accounts/oauth/callback", grant), 409, "readiness_blocked")
     assert not Account.objects.exists()
+
+
+# --- The standard endpoint tests (tests/endpoint_support.py) ----------------------------------
+
+
+class TestAccountEndpoints(WorkspaceListTests, DetailTests):
+    list_url = f"{API}/accounts"
+    schema = "Account"
+    write_role = "admin"  # disconnecting a shared account (docs/people-and-roles.md)
+    foreign_answer = MEMBERS_ONLY
+    not_allowed = (("post", "list"), ("put", "detail"), ("patch", "detail"))
+
+    def make(self, workspace: Any, owner: User) -> str:
+        external_id = str(Account.objects.count() + 1)
+        return str(make_account(workspace, "discord_webhook", external_id).pk)
+
+    def detail_url(self, obj: str) -> str:
+        return f"{API}/accounts/{obj}"
+
+
+class TestAccountProviderEndpoint(WorkspaceResourceTests):
+    url = f"{API}/account-providers"
+    schema = "ProviderCatalogue"
+    foreign_answer = MEMBERS_ONLY
+    not_allowed = (("post", "detail"), ("delete", "detail"))

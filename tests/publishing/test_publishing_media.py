@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from publishing.models import Account, Media
 from tests.problem_asserts import assert_invalid, assert_problem
+from tests.endpoint_support import MEMBERS_ONLY, DetailTests, WorkspaceListTests
 from tests.providers import tiny_png
 from tests.publishing_support import API, gif_bytes, ok, upload
 from workspaces.access import Actor
@@ -341,3 +342,28 @@ def test_an_image_whose_pixels_cannot_be_decoded_is_a_422(
     assert_invalid(response, "body.file")
     assert not Media.objects.exists()
     upload(owner_client, workspace, tiny_png(10, 10))
+
+
+# --- The standard endpoint tests (tests/endpoint_support.py) ----------------------------------
+
+
+class TestMediaEndpoints(WorkspaceListTests, DetailTests):
+    list_url = f"{API}/media"
+    schema = "Media"
+    write_role = "editor"
+    foreign_answer = MEMBERS_ONLY
+    not_allowed = (("put", "detail"), ("patch", "detail"), ("delete", "list"))
+
+    def make(self, workspace: Any, owner: User) -> str:
+        media = Media.objects.create(
+            workspace=workspace,
+            file="media/x.png",
+            name="x.png",
+            mime_type="image/png",
+            size_bytes=1,
+            checksum_sha256="0" * 64,
+        )
+        return str(media.pk)
+
+    def detail_url(self, obj: str) -> str:
+        return f"{API}/media/{obj}"

@@ -17,6 +17,7 @@ from providers.helpers import LANGUAGES
 from publishing import tasks
 from publishing.models import Destination, IdempotencyRecord, Publication
 from publishing.services import delivery
+from tests.endpoint_support import MEMBERS_ONLY, DetailTests, WorkspaceListTests
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers import tiny_png
 from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
@@ -1220,3 +1221,29 @@ def test_a_replay_checks_access_again_before_answering(
     assert again.status_code == 201
     assert again["Idempotent-Replayed"] == "true"
     assert Publication.objects.count() == 1
+
+
+# --- The standard endpoint tests (tests/endpoint_support.py) ----------------------------------
+
+
+class TestPublicationEndpoints(WorkspaceListTests, DetailTests):
+    list_url = f"{API}/publications"
+    schema = "Publication"
+    write_role = "editor"  # deleting a draft
+    foreign_answer = MEMBERS_ONLY
+    not_allowed = (("patch", "detail"), ("delete", "list"))
+
+    def make(self, workspace: Any, owner: User) -> str:
+        from publishing.services.publications import publication_create
+
+        account = make_account(workspace, "discord_webhook", str(Publication.objects.count()))
+        publication = publication_create(
+            actor=Actor(user=owner),
+            workspace_id=workspace.pk,
+            text="Hello",
+            destinations=[{"account_id": str(account.pk)}],
+        )
+        return str(publication.pk)
+
+    def detail_url(self, obj: str) -> str:
+        return f"{API}/publications/{obj}"

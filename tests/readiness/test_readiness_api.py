@@ -26,6 +26,7 @@ from readiness.models import (
     RuntimeControl,
 )
 from readiness.projection import provider_readiness_projection
+from tests.endpoint_support import MEMBERS_ONLY, WorkspaceResourceTests
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.publishing_support import API, connect, create_publication, ok
@@ -874,3 +875,13 @@ def test_responses_validate_against_their_served_json_schemas(
         )
     problem = owner_client.post(f"{ADMIN}/runtime-controls", {}, format="json")
     assert checker.validate(problem.json()) == "ErrorModel"
+
+
+# --- The standard endpoint tests (tests/endpoint_support.py) ----------------------------------
+
+
+class TestProviderReadinessEndpoint(WorkspaceResourceTests):
+    url = f"{API}/provider-readiness"
+    schema = "ProviderReadiness"
+    foreign_answer = MEMBERS_ONLY
+    not_allowed = (("post", "detail"), ("put", "detail"), ("delete", "detail"))

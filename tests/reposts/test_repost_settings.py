@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from publishing.models import Account, Destination, Publication
 from reposts.executions import executions_create
 from reposts.models import RepostExecution, RepostGrant, RepostPolicy
+from tests.endpoint_support import MEMBERS_ONLY, WorkspaceResourceTests
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.publishing_support import make_account
 from tests.repost_support import API, policy, put_policies, settings_url
@@ -829,3 +830,13 @@ def test_reading_the_settings_costs_the_same_queries_for_more_accounts(
     )
     assert len(owner_client.get(settings_url(workspace)).json()["accounts"]) == 13
     assert queries() == before
+
+
+# --- The standard endpoint tests (tests/endpoint_support.py) ----------------------------------
+
+
+class TestRepostSettingsEndpoint(WorkspaceResourceTests):
+    url = f"{API}/repost-automation"
+    schema = "RepostSettings"
+    foreign_answer = MEMBERS_ONLY
+    not_allowed = (("post", "detail"), ("delete", "detail"))

@@ -14,6 +14,7 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from publishing.models import Account, Publication
+from tests.endpoint_support import MEMBERS_ONLY, DetailTests, WorkspaceListTests
 from tests.problem_asserts import assert_invalid, assert_problem
 from voice import selectors, services
 from voice.definition import MEMBERS
@@ -779,3 +780,24 @@ def test_the_list_costs_the_same_queries_whatever_its_length(
         )
     )
     assert count() == few
+
+
+# --- The standard endpoint tests (tests/endpoint_support.py) ----------------------------------
+
+
+class TestVoiceProfileEndpoints(WorkspaceListTests, DetailTests):
+    list_url = f"{API}/voice-profiles"
+    schema = "VoiceProfile"
+    write_role = "editor"
+    foreign_answer = MEMBERS_ONLY
+    not_allowed = (("patch", "detail"), ("delete", "list"))
+
+    def make(self, workspace: Workspace, owner: User) -> str:
+        name = f"Profile {VoiceProfile.objects.count()}"
+        profile = services.voice_profile_create(
+            actor=Actor(user=owner), workspace_id=workspace.pk, name=name
+        )
+        return str(profile.pk)
+
+    def detail_url(self, obj: str) -> str:
+        return f"{API}/voice-profiles/{obj}"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
+from tests.endpoint_support import MEMBERS_ONLY, DetailTests, ListTests, Scene
 from tests.problem_asserts import assert_invalid, assert_problem
 from workspaces.models import (
     OrganizationMembership,
@@ -313,3 +314,29 @@ def test_the_compiled_workspace_page_is_the_orms_keyset_page(
             if compiled_cursor is None:
                 break
         assert pages == (3 if actor.token is None else 1)
+
+
+# --- The standard endpoint tests (tests/endpoint_support.py) ----------------------------------
+
+
+class TestWorkspaceEndpoints(ListTests, DetailTests):
+    list_url = "/api/v1/workspaces"
+    schema = "Workspace"
+    foreign_answer = MEMBERS_ONLY
+    not_allowed = (("put", "detail"), ("post", "detail"), ("delete", "list"))
+
+    def make(self, workspace: Workspace, owner: User) -> str:
+        from workspaces.access import Actor
+        from workspaces.services import workspace_create
+
+        name = f"Space {Workspace.objects.count()}"
+        made = workspace_create(
+            actor=Actor(user=owner), organization_id=workspace.organization_id, name=name
+        )
+        return str(made.pk)
+
+    def detail_url(self, obj: str) -> str:
+        return f"/api/v1/workspaces/{obj}"
+
+    def home(self, scene: Scene, obj: str) -> Workspace:
+        return Workspace.objects.get(pk=obj)
