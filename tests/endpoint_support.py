@@ -253,7 +253,11 @@ class ListTests(EndpointCase):
         seen: list[str] = []
         cursor: str | None = None
         for _ in range(50):
-            page_query = {**query, "limit": self.page_size, **({"cursor": cursor} if cursor else {})}
+            page_query = {
+                **query,
+                "limit": self.page_size,
+                **({"cursor": cursor} if cursor else {}),
+            }
             response = client.get(self.list_url, page_query)
             assert response.status_code == 200, (response.status_code, response.content[:500])
             assert_no_leak(response, scene, foreign)

@@ -253,20 +253,6 @@ def test_projection_under_enforcement(
     }
 
 
-def test_projection_needs_workspace_access(
-    bearer_client: Callable[..., APIClient], make_user: Any, workspace: Any
-) -> None:
-    stranger = bearer_client(make_user("stranger@example.com"))
-    response = stranger.get(f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)})
-    assert_problem(response, 403, "no_workspace_access")
-    assert_problem(
-        APIClient().get(f"{API}/provider-readiness", {"workspace_id": str(workspace.pk)}),
-        401,
-        "not_authenticated",
-    )
-    assert_invalid(stranger.get(f"{API}/provider-readiness"), "query.workspace_id")
-
-
 def test_projection_shows_only_the_workspace_own_accounts(
     owner_client: APIClient,
     user: Any,

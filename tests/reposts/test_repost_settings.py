@@ -247,19 +247,6 @@ def test_members_below_admin_read_but_cannot_manage(
     )
 
 
-def test_strangers_and_unknown_workspaces(
-    bearer_client: Callable[..., APIClient],
-    make_user: Callable[..., User],
-    workspace: Any,
-    api_client: APIClient,
-) -> None:
-    stranger = bearer_client(make_user())
-    assert_problem(stranger.get(settings_url(workspace)), 403, "no_workspace_access")
-    assert_problem(stranger.get(f"{API}/repost-automation?workspace_id=nope"), 404, "not_found")
-    assert_problem(api_client.get(settings_url(workspace)), 401, "not_authenticated")
-    assert_invalid(stranger.get(f"{API}/repost-automation"), "query.workspace_id")
-
-
 # --- Replacing the policy set -----------------------------------------------------------------
 
 
