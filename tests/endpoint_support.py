@@ -4,28 +4,35 @@ written once and inherited (a support module, not a test module: pytest collects
 
 A test class names its endpoint and how to make one of its objects, and inherits the tests::
 
-    class TestAccountEndpoints(ListTests, DetailTests):
+    class TestAccountEndpoints(WorkspaceListTests, DetailTests):
         list_url = "/api/v1/accounts"
-        schema = "Account"
-        write_role = "admin"                      # DELETE of the detail URL
+        schema = "Account"                        # the component of the detail's $schema
+        write_role = "admin"                      # who may DELETE the detail URL
+        foreign_answer = MEMBERS_ONLY
         not_allowed = (("post", "list"), ("patch", "detail"))
 
         def detail_url(self, obj: str) -> str:
             return f"/api/v1/accounts/{obj}"
 
         def make(self, workspace, owner) -> str:  # an object of ``workspace``; returns its ID
-            return str(make_account(workspace, "discord_webhook", uuid4().hex).pk)
+            return str(make_account(workspace, "discord_webhook", ...).pk)
 
 The tests run as the organization owner (admin of the fixture ``workspace``) with real bearer
 tokens through the API, against a second organization's workspace (``Scene.foreign``) whose owner
 the caller is not a member of:
 
-- ``ListTests``: pages cover the caller's workspace once, newest first, and never show the other
+- ``ListTests`` (a list of the caller's own) and ``WorkspaceListTests`` (``?workspace_id=``):
+  keyset pages cover the caller's workspace once, newest first, and never show the other
   workspace's objects; another workspace's list, an unknown and a missing ``workspace_id``.
 - ``DetailTests``: 200 with the representation its ``$schema`` documents; another workspace's
-  object, an unknown and a malformed ID; 405 for the methods the endpoint does not have.
-- both: 401 without credentials; 403 for a token without the scope and for a member without an
-  active membership or the role (and a refused write changes nothing).
+  object, an unknown and a malformed ID; 405 for the methods the endpoint does not have; and, as
+  ``AccessTests``, 401 without credentials, 403 for a token without the scope, an inactive
+  member or one below ``read_role`` / ``write_role`` (a refused DELETE changes nothing, the
+  role itself succeeds).
+- ``WorkspaceResourceTests``: one resource per workspace (``url?workspace_id=``), the detail
+  tests with the workspace as the object.
+
+tests/api/test_endpoint_support.py checks that the mixins fail an endpoint that answers otherwise.
 
 ``foreign_answer`` is what another workspace's object (or list) answers. The standard is the
 unknown ID's answer, 404 ``not_found``, so that a caller cannot tell one from the other; an
@@ -63,26 +70,49 @@ NOT_FOUND = Answer(404, "not_found")
 MEMBERS_ONLY = Answer(403, "no_workspace_access")
 
 
+class Caller:
+    """One person's bearer token (or none) over the scene's one test client: a client per person
+    would load the middleware again for each, most of what such a test costs."""
+
+    def __init__(self, client: Caller, token: str | None) -> None:
+        self.client = client
+        self.headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+
+    def request(self, method: str, url: str, data: Any = None, **options: Any) -> Any:
+        return getattr(self.client, method)(url, data, **options, **self.headers)
+
+    def get(self, url: str, data: Any = None) -> Any:
+        return self.request("get", url, data)
+
+    def delete(self, url: str) -> Any:
+        return self.request("delete", url)
+
+
 @dataclass
 class Scene:
-    """The caller's workspace and another organization's, with a client for each person."""
+    """The caller's workspace and another organization's, and a caller for each person."""
 
     owner: User
     workspace: Workspace
     stranger: User
     foreign: Workspace
-    client: Callable[..., APIClient]  # bearer_client: a real token through the API
+    make_token: Callable[..., str]  # a real API token, sent as a bearer token through the API
+    api: APIClient
+
+    def caller(self, user: User | None, **token_options: Any) -> Caller:
+        """``user`` with a new token (``permissions``, ``workspace``…); ``None``: no credentials."""
+        return Caller(self.api, self.make_token(user, **token_options) if user else None)
 
     def member(
         self, role: str, *, status: str = "active", workspace: Workspace | None = None
-    ) -> APIClient:
-        """A bearer client of a new member of ``workspace`` (the scene's) with ``role``."""
+    ) -> Caller:
+        """A new member of ``workspace`` (the scene's) with ``role``."""
         email = f"{role}-{status}-{uuid.uuid4().hex[:8]}@example.com"
         person = User.objects.create_user(email, "correct horse battery")
         WorkspaceMembership.objects.create(
             workspace=workspace or self.workspace, user=person, role=role, status=status
         )
-        return self.client(person)
+        return self.caller(person)
 
 
 def role_below(role: str) -> str | None:
@@ -140,7 +170,7 @@ class EndpointCase:
         user: User,
         workspace: Workspace,
         make_user: Callable[..., User],
-        bearer_client: Callable[..., APIClient],
+        make_token: Callable[..., str],
     ) -> Scene:
         from workspaces.services import organization_create, workspace_create
 
@@ -149,24 +179,32 @@ class EndpointCase:
         foreign = workspace_create(
             actor=Actor(user=stranger), organization_id=organization.pk, name="Elsewhere"
         )
-        return Scene(user, workspace, stranger, foreign, bearer_client)
+        return Scene(user, workspace, stranger, foreign, make_token, APIClient())
 
-    def owner(self, scene: Scene, **token: Any) -> APIClient:
-        return scene.client(scene.owner, **token)
+    def owner(self, scene: Scene, **token_options: Any) -> Caller:
+        return scene.caller(scene.owner, **token_options)
 
 
 class AccessTests(EndpointCase):
     """401 and 403 on the endpoint's reads (and its DELETE when ``write_role`` is set)."""
 
-    def test_without_credentials_is_401(self, scene: Scene) -> None:
+    def test_refused_without_credentials_scope_or_role(self, scene: Scene) -> None:
         obj = self.make(scene.workspace, scene.owner)
-        for url in self.read_urls(obj, str(scene.workspace.pk)):
-            response = APIClient().get(url)
+        self.assert_401_without_credentials(scene, self.read_urls(obj, str(scene.workspace.pk)))
+        self.assert_403_without_the_scope(scene, obj)
+        self.assert_403_without_the_role(scene, obj)
+        if self.write_role is not None:
+            self.assert_delete_needs(scene, obj, self.write_role)
+
+    def assert_401_without_credentials(self, scene: Scene, urls: list[str]) -> None:
+        anonymous = scene.caller(None)
+        for url in urls:
+            response = anonymous.get(url)
             assert_problem(response, 401, "not_authenticated")
             assert response["WWW-Authenticate"].startswith("Bearer")
 
-    def test_a_token_without_the_scope_is_403(self, scene: Scene) -> None:
-        obj = self.make(scene.workspace, scene.owner)
+    def assert_403_without_the_scope(self, scene: Scene, obj: str) -> None:
+        """A write-only token reads nothing; a read-only one deletes nothing."""
         write_only = self.owner(scene, permissions=("api:write",))
         for url in self.read_urls(obj, str(scene.workspace.pk)):
             assert_problem(write_only.get(url), 403, "token_permission")
@@ -175,8 +213,8 @@ class AccessTests(EndpointCase):
             assert_problem(read_only.delete(self.detail_url(obj)), 403, "token_permission")
             assert self.owner(scene).get(self.detail_url(obj)).status_code == 200
 
-    def test_a_member_without_the_role_is_403(self, scene: Scene) -> None:
-        obj = self.make(scene.workspace, scene.owner)
+    def assert_403_without_the_role(self, scene: Scene, obj: str) -> None:
+        """An inactive member and one below ``read_role`` are refused; ``read_role`` reads."""
         urls = self.read_urls(obj, str(scene.workspace.pk), scoped=True)
         home = self.home(scene, obj)
         inactive = scene.member("admin", status="inactive", workspace=home)
@@ -190,8 +228,6 @@ class AccessTests(EndpointCase):
         reader = scene.member(self.read_role, workspace=home)
         for url in urls:
             assert reader.get(url).status_code == 200, url
-        if self.write_role is not None:
-            self.assert_delete_needs(scene, obj, self.write_role)
 
     def assert_delete_needs(self, scene: Scene, obj: str, role: str) -> None:
         """A member one role below ``role`` is refused and changes nothing; one of ``role``
@@ -207,6 +243,16 @@ class AccessTests(EndpointCase):
         assert deleted.status_code == 204, (deleted.status_code, deleted.content[:500])
 
 
+_checker: list[SchemaChecker] = []
+
+
+def schema_checker() -> SchemaChecker:
+    """One checker for the session: the ``$schema`` documents are fetched and checked once."""
+    if not _checker:
+        _checker.append(SchemaChecker())
+    return _checker[0]
+
+
 class DetailTests(AccessTests):
     """The detail URL: the representation, foreign and unknown IDs, methods not allowed."""
 
@@ -216,10 +262,10 @@ class DetailTests(AccessTests):
         response = self.owner(scene).get(self.detail_url(obj))
         assert response.status_code == 200, (response.status_code, response.content[:500])
         body = response.json()
-        assert SchemaChecker().validate(body) == self.schema
+        assert schema_checker().validate(body) == self.schema
         assert body.get("id", obj) == obj
 
-    def test_foreign_and_unknown_ids(self, scene: Scene) -> None:
+    def test_foreign_unknown_ids_and_methods_not_allowed(self, scene: Scene) -> None:
         foreign = self.make(scene.foreign, scene.stranger)
         client = self.owner(scene)
         refused = client.get(self.detail_url(foreign))
@@ -229,14 +275,17 @@ class DetailTests(AccessTests):
         assert_problem(client.get(self.detail_url(MALFORMED_ID)), *NOT_FOUND)
         if self.foreign_answer == NOT_FOUND:  # the same answer: nothing tells them apart
             assert body["detail"].replace(foreign, UNKNOWN_ID) == unknown["detail"]
+        self.assert_without_an_id(client)
+        self.assert_405(client, self.make(scene.workspace, scene.owner))
 
-    def test_methods_not_allowed_are_405(self, scene: Scene) -> None:
-        obj = self.make(scene.workspace, scene.owner)
-        client = self.owner(scene)
+    def assert_without_an_id(self, client: Caller) -> None:
+        """The detail URL always names its object: nothing to ask."""
+
+    def assert_405(self, client: Caller, obj: str) -> None:
         for method, which in self.not_allowed:
             url = self.detail_url(obj) if which == "detail" else self.list_url
             assert url is not None
-            response = getattr(client, method)(url, {}, format="json")
+            response = client.request(method, url, {}, format="json")
             assert_problem(response, 405, "method_not_allowed")
 
 
@@ -270,15 +319,18 @@ class ListTests(EndpointCase):
         assert len(seen) == len(set(seen)), "an object on two pages"
         assert [obj for obj in seen if obj in made] == made[::-1], "newest first, each once"
         assert_invalid(client.get(self.list_url, {**query, "cursor": "garbage"}), "query.cursor")
+        self.assert_other_workspaces_lists(scene, client, foreign)
+
+    def assert_other_workspaces_lists(self, scene: Scene, client: Caller, foreign: str) -> None:
+        """A list of the caller's own names no workspace: nothing more to ask."""
 
 
 class WorkspaceListTests(ListTests):
-    """A list that names its workspace (``?workspace_id=``)."""
+    """A list that names its workspace (``?workspace_id=``): another workspace's list answers
+    ``foreign_answer`` without its items, an unknown one 404, none 422."""
 
-    def test_list_of_a_foreign_unknown_or_missing_workspace(self, scene: Scene) -> None:
-        foreign = self.make(scene.foreign, scene.stranger)
+    def assert_other_workspaces_lists(self, scene: Scene, client: Caller, foreign: str) -> None:
         assert self.list_url is not None
-        client = self.owner(scene)
         refused = client.get(self.list_url, self.list_query(str(scene.foreign.pk)))
         assert_problem(refused, *self.foreign_answer)
         assert_no_leak(refused, scene, foreign)
@@ -288,7 +340,7 @@ class WorkspaceListTests(ListTests):
 
 class WorkspaceResourceTests(DetailTests):
     """One resource per workspace, read as ``url?workspace_id=`` (settings, projections): the
-    detail tests with the workspace as the object."""
+    detail tests with the workspace as the object, and none named is a 422."""
 
     url: ClassVar[str]
 
@@ -298,5 +350,5 @@ class WorkspaceResourceTests(DetailTests):
     def detail_url(self, obj: str) -> str:
         return f"{self.url}?workspace_id={obj}"
 
-    def test_without_a_workspace_is_422(self, scene: Scene) -> None:
-        assert_invalid(self.owner(scene).get(self.url), "query.workspace_id")
+    def assert_without_an_id(self, client: Caller) -> None:
+        assert_invalid(client.get(self.url), "query.workspace_id")

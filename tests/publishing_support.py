@@ -309,3 +309,17 @@ def settled_by_worker(stack: Any, publication: Any, what: str) -> Any:
         return fresh if fresh.status in done else None
 
     return stack.wait_until(settled, timeout=150, what=what)
+
+
+def make_media(workspace: Any) -> Any:
+    """A media row without a file behind it (listing and access tests)."""
+    from publishing.models import Media
+
+    return Media.objects.create(
+        workspace=workspace,
+        file="media/x.png",
+        name="x.png",
+        mime_type="image/png",
+        size_bytes=1,
+        checksum_sha256="0" * 64,
+    )

@@ -15,6 +15,7 @@ from tests.endpoint_support import (
     Scene,
     WorkspaceListTests,
 )
+from tests.publishing_support import make_media
 from workspaces.models import User, Workspace
 
 pytestmark = pytest.mark.django_db
@@ -29,15 +30,7 @@ class MediaEndpoint(WorkspaceListTests, DetailTests):
     foreign_answer = MEMBERS_ONLY
 
     def make(self, workspace: Workspace, owner: User) -> str:
-        media = Media.objects.create(
-            workspace=workspace,
-            file="media/x.png",
-            name="x.png",
-            mime_type="image/png",
-            size_bytes=1,
-            checksum_sha256="0" * 64,
-        )
-        return str(media.pk)
+        return str(make_media(workspace).pk)
 
     def detail_url(self, obj: str) -> str:
         return f"/api/v1/media/{obj}"
@@ -51,13 +44,13 @@ class TestTheMixinsCatchADeviation(EndpointCase):
         claim = MediaEndpoint()
         claim.foreign_answer = DetailTests.foreign_answer  # the standard: 404, like an unknown ID
         with pytest.raises(AssertionError):
-            claim.test_foreign_and_unknown_ids(scene)
+            claim.test_foreign_unknown_ids_and_methods_not_allowed(scene)
 
     def test_a_role_declared_too_high_fails(self, scene: Scene) -> None:
         claim = MediaEndpoint()
         claim.write_role = "admin"  # an editor may delete media: the refusal never comes
         with pytest.raises(AssertionError, match=r"\(204, "):
-            claim.test_a_member_without_the_role_is_403(scene)
+            claim.test_refused_without_credentials_scope_or_role(scene)
 
     def test_a_list_declared_newest_first_in_the_wrong_order_fails(
         self, scene: Scene, monkeypatch: Any

@@ -17,7 +17,7 @@ from publishing.models import Account, Media
 from tests.endpoint_support import MEMBERS_ONLY, DetailTests, WorkspaceListTests
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers import tiny_png
-from tests.publishing_support import API, gif_bytes, ok, upload
+from tests.publishing_support import API, gif_bytes, make_media, ok, upload
 from workspaces.access import Actor
 from workspaces.models import User, WorkspaceMembership
 
@@ -338,15 +338,7 @@ class TestMediaEndpoints(WorkspaceListTests, DetailTests):
     not_allowed = (("put", "detail"), ("patch", "detail"), ("delete", "list"))
 
     def make(self, workspace: Any, owner: User) -> str:
-        media = Media.objects.create(
-            workspace=workspace,
-            file="media/x.png",
-            name="x.png",
-            mime_type="image/png",
-            size_bytes=1,
-            checksum_sha256="0" * 64,
-        )
-        return str(media.pk)
+        return str(make_media(workspace).pk)
 
     def detail_url(self, obj: str) -> str:
         return f"{API}/media/{obj}"
