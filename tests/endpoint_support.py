@@ -243,16 +243,6 @@ class AccessTests(EndpointCase):
         assert deleted.status_code == 204, (deleted.status_code, deleted.content[:500])
 
 
-_checker: list[SchemaChecker] = []
-
-
-def schema_checker() -> SchemaChecker:
-    """One checker for the session: the ``$schema`` documents are fetched and checked once."""
-    if not _checker:
-        _checker.append(SchemaChecker())
-    return _checker[0]
-
-
 class DetailTests(AccessTests):
     """The detail URL: the representation, foreign and unknown IDs, methods not allowed."""
 
@@ -262,7 +252,7 @@ class DetailTests(AccessTests):
         response = self.owner(scene).get(self.detail_url(obj))
         assert response.status_code == 200, (response.status_code, response.content[:500])
         body = response.json()
-        assert schema_checker().validate(body) == self.schema
+        assert SchemaChecker().validate(body) == self.schema
         assert body.get("id", obj) == obj
 
     def test_foreign_unknown_ids_and_methods_not_allowed(self, scene: Scene) -> None:

@@ -26,7 +26,7 @@ from readiness.models import (
     RuntimeControl,
 )
 from readiness.projection import provider_readiness_projection
-from tests.endpoint_support import MEMBERS_ONLY, WorkspaceResourceTests, schema_checker
+from tests.endpoint_support import MEMBERS_ONLY, WorkspaceResourceTests
 from tests.problem_asserts import assert_invalid, assert_problem
 from tests.providers.discord_webhook.standin import DiscordWebhookStandIn
 from tests.publishing_support import API, connect, create_publication, ok
@@ -833,8 +833,10 @@ def test_responses_validate_against_their_served_json_schemas(
     admin_user: Any,
     admin_session: tuple[APIClient, dict[str, str]],
 ) -> None:
+    from tests.openapi_support import SchemaChecker
+
     settings.HERALD_PUBLIC_URL = ""  # $schema URLs from the request origin (http://testserver)
-    checker = schema_checker()  # the session's: each $schema document is fetched and checked once
+    checker = SchemaChecker()
     hook = make_account(workspace)
     make_account(workspace, "mastodon")
     client, csrf = admin_session
