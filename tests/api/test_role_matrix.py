@@ -25,7 +25,7 @@ from rest_framework.test import APIClient
 
 from tests.problem_asserts import assert_problem
 from tests.providers import tiny_png
-from tests.publishing_support import make_account
+from tests.publishing_support import make_account, make_media
 from workspaces.access import Actor
 from workspaces.models import OrganizationMembership, User, WorkspaceMembership
 from workspaces.web_session import SESSION_AUTHENTICATED_AT
@@ -342,7 +342,6 @@ def world(
     settings: Any,
     tmp_path: Any,
 ) -> World:
-    from publishing.models import Media
     from publishing.services.publications import publication_create
     from reposts.services import repost_grant_create
     from themes.services.themes import theme_create
@@ -369,14 +368,7 @@ def world(
         text="Hello",
         destinations=[{"account_id": str(account.pk)}],
     )
-    media = Media.objects.create(
-        workspace=workspace,
-        file="media/x.png",
-        name="x.png",
-        mime_type="image/png",
-        size_bytes=1,
-        checksum_sha256="0" * 64,
-    )
+    media = make_media(workspace)
     settings.MEDIA_ROOT = tmp_path  # resumable uploads spool there
     from publishing.services.uploads import upload_create
 

@@ -20,13 +20,13 @@ from providers import credentials
 from publishing.models import (
     Account,
     Destination,
-    Media,
     ProviderApp,
     Publication,
     PublicationEvent,
     SchedulerHeartbeat,
 )
 from tests.admin_support import assert_addition_logged, record_calls
+from tests.publishing_support import make_media
 from voice.models import VoiceProfile
 from workspaces import services
 from workspaces.access import Actor
@@ -564,14 +564,7 @@ def test_publications_and_their_delivery_history_are_never_deleted(
     admin_client: Client, workspace: Workspace
 ) -> None:
     account, publication, destination, event = _delivery(workspace)
-    media = Media.objects.create(
-        workspace=workspace,
-        file="media/x.png",
-        name="x.png",
-        mime_type="image/png",
-        size_bytes=1,
-        checksum_sha256="0" * 64,
-    )
+    media = make_media(workspace)
     for name, pk in [
         ("publication", publication.pk),
         ("publicationevent", event.pk),
@@ -638,14 +631,7 @@ def _one_row_of_every_model(
         instance_url="https://mastodon.example",
         credentials_encrypted=credentials.encrypt({"access_token": CREDENTIAL}),
     )
-    Media.objects.create(
-        workspace=workspace,
-        file="media/x.png",
-        name="x.png",
-        mime_type="image/png",
-        size_bytes=1,
-        checksum_sha256="0" * 64,
-    )
+    make_media(workspace)
     SchedulerHeartbeat.objects.create(name="dispatcher", last_tick_at=timezone.now())
 
     ledgers.approval_review_append(operator=root, provider="discord_webhook", outcome="approved")
