@@ -491,6 +491,9 @@ HERALD_DELIVERY_MIN_THROUGHPUT_BYTES = max(
     1024, env_int("HERALD_DELIVERY_MIN_THROUGHPUT_BYTES", 512 * 1024)
 )
 HERALD_DELIVERY_PENDING_MAX_SECONDS = env_int("HERALD_DELIVERY_PENDING_MAX_SECONDS", 3600)
+# A send whose video is still being probed waits for it (no thread held, no attempt counted);
+# still processing this long after the send was due, the destination fails with the reason.
+HERALD_MEDIA_WAIT_MAX_SECONDS = env_int("HERALD_MEDIA_WAIT_MAX_SECONDS", 3600)
 # The send task's time limits: the default ones plus the largest video Herald accepts
 # (HERALD_MAX_VIDEO_BYTES) at the minimum throughput.
 HERALD_DELIVERY_TRANSFER_SECONDS = HERALD_MAX_VIDEO_BYTES // HERALD_DELIVERY_MIN_THROUGHPUT_BYTES

@@ -121,12 +121,3 @@ class UploadInterruptedError(DomainError):
 
     title = "Upload interrupted"
     status, code, default_detail = 400, "upload_interrupted", "The body ended early; resume."
-
-
-class MediaProcessingError(ConflictError):
-    """A video of the publication is still being probed; schedule or publish it again once every
-    media item's status is ``ready`` (``GET /media/{id}``)."""
-
-    title = "Media still processing"
-    code = "media_processing"
-    default_detail = "A media item is still processing; try again once it is ready."

@@ -30,7 +30,6 @@ from providers import get_adapter
 from providers.base import OptionSpec, OutputProfile
 from publishing import tasks
 from publishing.errors import (
-    MediaProcessingError,
     PublicationStateError,
     ReadinessBlockedError,
 )
@@ -534,10 +533,10 @@ def _require_ready(
         )
 
 
-def _require_media_ready(publication: Publication) -> None:
-    """Every video a destination sends is probed and within its network's rules: a ``failed``
-    one or a broken rule is a 422 at the destination's ``media_ids[j]``; one still
-    ``processing`` is a 409 (``media_processing``): the caller tries again once it is ready."""
+def _require_media_fit(publication: Publication) -> None:
+    """Every video a destination sends is within its network's rules: a ``failed`` one or a
+    broken rule is a 422 at the destination's ``media_ids[j]``. One still ``processing`` is
+    accepted; the send waits for it (``delivery.send``, ``HERALD_MEDIA_WAIT_MAX_SECONDS``)."""
     rows = list(publication.destinations.select_related("account").order_by("position"))
     wanted = set(publication.media_ids or [])
     for d in rows:
@@ -547,26 +546,16 @@ def _require_media_ready(publication: Publication) -> None:
         for m in Media.objects.filter(workspace_id=publication.workspace_id, pk__in=_uuids(wanted))
     }
     errors: list[dict[str, Any]] = []
-    processing: list[str] = []
     for d in rows:
         own = d.media_ids is not None
         ids: list[str] = (d.media_ids if own else publication.media_ids) or []
         base = f"destinations[{d.position}].media_ids" if own else "media_ids"
         items = [(f"{base}[{j}]", media[i]) for j, i in enumerate(ids) if i in media]
-        processing.extend(
-            str(m.pk) for _, m in items if m.status == Media.Status.PROCESSING and m.pk
-        )
         caps = get_adapter(d.account.provider).capabilities
         profile = caps.profile(d.profile) or _default_profile(d.account)
         errors.extend(video_rules.destination_video_errors(profile, items))
     if errors:
         raise FieldValidationError(errors)
-    if processing:
-        raise MediaProcessingError(
-            "Media still processing: "
-            + ", ".join(sorted(set(processing)))
-            + ". Wait until its status is ready, then schedule again."
-        )
 
 
 def _deadline(due: datetime) -> datetime:
@@ -591,7 +580,7 @@ def publication_schedule(
         raise FieldValidationError.at(
             "body.scheduled_at", "Must be in the future.", value=scheduled_at.isoformat()
         )
-    _require_media_ready(publication)
+    _require_media_fit(publication)
     _require_ready(publication, "publish_scheduled", intent=intent)
     if publication.status == P.DRAFT:
         usage_consume(workspace=publication.workspace, metric="scheduled_publications")
@@ -627,7 +616,7 @@ def publication_publish_now(
     _check_revision(publication, expected_revision)
     if publication.status not in (P.DRAFT, P.SCHEDULED):
         raise PublicationStateError(f"A {publication.status} publication cannot be published now.")
-    _require_media_ready(publication)
+    _require_media_fit(publication)
     _require_ready(publication, "publish_immediate", intent=intent)
     now = timezone.now()
     publication.status = P.PUBLISHING

@@ -1,8 +1,8 @@
 """Each network's video rules, from its capabilities, checked when a publication is created and
 again when it is scheduled: a broken rule is a 422 at the exact ``media_ids[j]`` with the rule in
 words; a network Herald cannot send video to yet refuses it at create time; a ``processing``
-video may be attached but scheduling waits (409 ``media_processing``); a ``failed`` one is
-refused."""
+video may be attached and scheduled (its send waits for ``ready``, see
+test_publishing_media_wait.py); a ``failed`` one is refused."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from providers.webhook import WebhookAdapter
 from providers.x.text import POST_PROFILE as X_POST
 from publishing import tasks
 from publishing.models import Media
-from tests.problem_asserts import assert_invalid, assert_problem
+from tests.problem_asserts import assert_invalid
 from tests.publishing_support import API, create_publication, make_account, ok, upload
 from tests.video_support import make_video
 
@@ -150,7 +150,7 @@ def test_a_broken_rule_is_refused_at_its_media_location_in_words(
     create_publication(owner_client, workspace, [str(hook.pk)], media_ids=[fine])
 
 
-def test_a_processing_video_may_be_attached_but_scheduling_waits_for_ready(
+def test_a_processing_video_may_be_attached_and_scheduled(
     owner_client: APIClient, workspace: Any, media_storage: Path
 ) -> None:
     hook = make_account(workspace, "webhook", external_id="h")
@@ -162,10 +162,6 @@ def test_a_processing_video_may_be_attached_but_scheduling_waits_for_ready(
         [str(hook.pk)],
         destinations=[{"account_id": str(hook.pk), "media_ids": [record["id"]]}],
     )
-    problem = assert_problem(schedule(owner_client, publication), 409, "media_processing")
-    assert record["id"] in problem["detail"]
-    assert "ready" in problem["detail"]
-    tasks.media_probe(record["id"])
     assert ok(schedule(owner_client, publication), 200)["status"] == "scheduled"
 
 

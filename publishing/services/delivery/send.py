@@ -49,6 +49,9 @@ from readiness import services as readiness
 
 logger = logging.getLogger(__name__)
 
+# How soon a send waiting for its media's probe looks again (the probe takes seconds).
+MEDIA_WAIT_CHECK_SECONDS = 5.0
+
 
 def _claim(destination_id: ModelId) -> bool:
     now = timezone.now()
@@ -74,9 +77,9 @@ DESTINATION_FOR_SEND = CompiledQuery(
 )
 
 
-def request_for(destination: Destination) -> PublishRequest:
+def destination_media(destination: Destination) -> list[Media]:
+    """The media the destination sends (its own list or the publication's), in order."""
     publication = destination.publication
-    text = destination.text if destination.text is not None else publication.text
     media_ids = (
         destination.media_ids if destination.media_ids is not None else publication.media_ids
     )
@@ -85,6 +88,13 @@ def request_for(destination: Destination) -> PublishRequest:
     media_by_id = (
         {str(m.pk): m for m in Media.objects.filter(pk__in=media_ids)} if media_ids else {}
     )
+    return [m for media_id in media_ids or [] if (m := media_by_id.get(str(media_id))) is not None]
+
+
+def request_for(destination: Destination, media: list[Media] | None = None) -> PublishRequest:
+    """What the provider is asked to publish; ``media`` when the caller already read them."""
+    publication = destination.publication
+    text = destination.text if destination.text is not None else publication.text
     items = [
         MediaItem(
             name=m.name,
@@ -95,8 +105,7 @@ def request_for(destination: Destination) -> PublishRequest:
             url=media_absolute_url(m),
             media_id=str(m.pk),
         )
-        for media_id in media_ids or []
-        if (m := media_by_id.get(str(media_id))) is not None
+        for m in (destination_media(destination) if media is None else media)
     ]
     return PublishRequest(
         profile=destination.profile,
@@ -146,11 +155,14 @@ def delivery_send(*, destination_id: ModelId) -> None:
     destination = DESTINATION_FOR_SEND.instances(destination_id=destination_id)[0]
     if resuming and _waited_too_long(destination):
         return
+    media = destination_media(destination)
+    if not resuming and _waits_for_media(destination, media):
+        return
     prepared = _prepare(destination)
     if prepared is None:
         return
     adapter, context = prepared
-    request = request_for(destination)
+    request = request_for(destination, media)
     # Politeness (docs/operations.md "Delivery: politeness and fairness"): one slot of the account and one of the provider host for
     # the call; none while the host is paused after a 429 or Retry-After. Without a slot the
     # destination goes back to the queue: nothing was sent and no attempt is counted.
@@ -174,6 +186,37 @@ def delivery_send(*, destination_id: ModelId) -> None:
     except BaseException:
         release_slots(slots)
         raise
+
+
+def _waits_for_media(destination: Destination, media: list[Media]) -> bool:
+    """A video still being probed is waited for before anything is sent: the claim is given
+    back (no attempt counted, no thread held) and the send comes back in
+    MEDIA_WAIT_CHECK_SECONDS, for at most HERALD_MEDIA_WAIT_MAX_SECONDS after it was due. A
+    media that ended ``failed``, or the bound passed, fails the destination with the reason.
+    Whether the send stops here."""
+    if not media:
+        return False
+    failed = next((m for m in media if m.status == Media.Status.FAILED), None)
+    if failed is not None:
+        reason = failed.failure_reason or "no reason recorded"
+        _fail_for_media(destination, f"Media {failed.pk} failed processing: {reason}")
+        return True
+    if all(m.status != Media.Status.PROCESSING for m in media):
+        return False
+    bound = settings.HERALD_MEDIA_WAIT_MAX_SECONDS
+    since = destination.due_at or destination.publication.created_at
+    if timezone.now() - since > timedelta(seconds=bound):
+        _fail_for_media(
+            destination,
+            f"Media still processing {bound} s after the send was due; Herald stopped waiting.",
+        )
+        return True
+    unclaim(destination, MEDIA_WAIT_CHECK_SECONDS)
+    return True
+
+
+def _fail_for_media(destination: Destination, message: str) -> None:
+    settle(destination, S.FAILED, kind="media", message=message, action="edit")
 
 
 def _prepare(destination: Destination) -> tuple[Any, Any] | None:
