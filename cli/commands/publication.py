@@ -376,7 +376,12 @@ def follow_publication(
     timeout: float,
     progress: _Progress,
 ) -> tuple[dict[str, Any], bool]:
-    """Poll until no destination is in flight; returns (publication, settled)."""
+    """Poll until no destination is in flight; returns (publication, settled).
+
+    The server settles the publication in the transaction that settles its last destination,
+    but one GET reads the publication and its destinations in separate statements: a read that
+    falls between them can show every destination settled and the publication still
+    ``publishing``. Polling goes on until the publication has settled too."""
     started = _monotonic()
     seen: dict[str, str] = {}
     while True:
@@ -392,7 +397,7 @@ def follow_publication(
                 )
                 seen[key] = state
         moving = [d for d in destinations if d.get("status") in IN_FLIGHT]
-        if not moving:
+        if not moving and publication.get("status") != "publishing":
             progress.done()
             return publication, True
         elapsed = _monotonic() - started

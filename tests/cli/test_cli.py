@@ -625,3 +625,33 @@ def test_publication_schedule_and_status_of_a_failed_destination(
     assert row[0] == body["destinations"][0]["id"]
     assert body["destinations"][0]["action"] in row
     assert "failed" in row
+
+
+def test_follow_waits_for_the_publication_to_settle_after_its_destinations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A GET between the statements that read a publication and its destinations can show every
+    destination settled and the publication still ``publishing``; following keeps polling."""
+    from cli.commands import publication as command
+
+    published = {"id": "d1", "status": "published", "account": {"username": "news"}}
+    answers = [
+        {"id": "p1", "status": "publishing", "destinations": [published]},
+        {"id": "p1", "status": "published", "destinations": [published]},
+    ]
+
+    class Answers:  # the server's answers, in order
+        def publication(self, publication_id: str) -> dict[str, Any]:
+            return answers.pop(0)
+
+    monkeypatch.setattr(command, "_sleep", lambda seconds: None)
+    final, settled = command.follow_publication(
+        Answers(),  # type: ignore[arg-type]
+        "p1",
+        interval=0.1,
+        timeout=10,
+        progress=command._Progress(as_json=True),
+    )
+    assert settled
+    assert final["status"] == "published"
+    assert answers == []
