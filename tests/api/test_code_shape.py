@@ -34,7 +34,6 @@ OUTSIDE_REFERENCE = re.compile(
 )
 # Text files the reference rule reads (what a maintainer reads); generated lock files are not.
 READ_SUFFIXES = {".py", ".md", ".html", ".txt", ".toml", ".yml", ".yaml", ".cfg", ".ini", ".sh"}
-NOT_READ = {"CHANGELOG.md"}  # release notes may name what a release fixed
 
 
 def shipped_packages() -> list[str]:
@@ -103,7 +102,6 @@ def tracked_text_files() -> list[Path]:
         path
         for path in paths
         if (path.suffix in READ_SUFFIXES or path.name in {"Makefile", "Dockerfile"})
-        and path.name not in NOT_READ
         and path.is_file()
     ]
 
