@@ -1,4 +1,5 @@
-"""The operator's OAuth 2 app registration per provider (X, LinkedIn, Threads), read from the
+"""The operator's OAuth 2 app registration per provider (X, LinkedIn, Threads, and the Meta app of
+Facebook and Instagram), read from the
 environment for ``settings.PROVIDER_OAUTH_APPS`` (docs/operations.md "Configuration", docs/oauth-and-tokens.md).
 
 ``HERALD_<P>_CLIENT_ID`` / ``_CLIENT_SECRET`` (both accept ``_FILE``); the API, authorize, token
@@ -54,8 +55,38 @@ def _oauth_app(provider: str, defaults: dict[str, str]) -> dict[str, object]:
     return app
 
 
-def oauth_apps_from_env() -> dict[str, dict[str, object]]:
+def meta_app_from_env() -> dict[str, object]:
+    """The operator's Meta app, shared by ``facebook`` and ``instagram`` (providers/meta/).
+
+    ``HERALD_META_APP_ID`` / ``HERALD_META_APP_SECRET`` (``_FILE``) are its ``client_id`` and
+    ``client_secret``. ``HERALD_META_GRAPH_VERSION`` moves the pinned Graph API version (empty:
+    the one pinned in providers/meta/graph.py); ``HERALD_META_API_URL`` (graph.facebook.com),
+    ``HERALD_META_AUTHORIZE_URL`` (the Facebook Login dialog of that version) and
+    ``HERALD_INSTAGRAM_API_URL`` (graph.instagram.com) default to Meta's hosts when empty.
+    ``HERALD_META_USAGE_PAUSE_PERCENT``: the usage, in percent of a Meta rate limit, at which
+    Herald pauses calls for the app or the Page / account (default 90).
+    """
     return {
+        "client_id": env_str("HERALD_META_APP_ID") or "",
+        "client_secret": env_str("HERALD_META_APP_SECRET") or "",
+        "graph_version": env_str("HERALD_META_GRAPH_VERSION") or "",
+        "api_url": (env_str("HERALD_META_API_URL") or "https://graph.facebook.com").rstrip("/"),
+        "authorize_url": env_str("HERALD_META_AUTHORIZE_URL") or "",
+        "instagram_api_url": (
+            env_str("HERALD_INSTAGRAM_API_URL") or "https://graph.instagram.com"
+        ).rstrip("/"),
+        "usage_pause_percent": env_str("HERALD_META_USAGE_PAUSE_PERCENT") or "90",
+    }
+
+
+def oauth_apps_from_env() -> dict[str, dict[str, object]]:
+    apps = {
         provider: _oauth_app(provider, defaults)
         for provider, defaults in _OAUTH_APP_DEFAULTS.items()
     }
+    # One Meta app serves both Meta providers (one Facebook Login grants Pages and the
+    # Instagram accounts linked to them).
+    meta = meta_app_from_env()
+    apps["facebook"] = dict(meta)
+    apps["instagram"] = dict(meta)
+    return apps

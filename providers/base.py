@@ -239,12 +239,17 @@ class ProviderError(Exception):
         *,
         retry_after: float | None = None,
         status: int | None = None,
+        host_wide: bool = True,
     ) -> None:
         super().__init__(message)
         self.kind = kind
         self.message = message
         self.retry_after = retry_after
         self.status = status
+        # Whether a rate limit or a wait said here holds for every account on the provider's
+        # host (the delivery engine then pauses the host), or only for this account (its own
+        # sends wait; other accounts on the host go on): Meta's per-Page limits.
+        self.host_wide = host_wide
 
     @property
     def action(self) -> str:

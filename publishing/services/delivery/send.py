@@ -312,7 +312,7 @@ def _call_provider(
         result = call()
     except ProviderError as exc:
         release_slots(slots)
-        if exc.kind == ErrorKind.RATE_LIMITED or exc.retry_after is not None:
+        if (exc.kind == ErrorKind.RATE_LIMITED or exc.retry_after is not None) and exc.host_wide:
             pause_host(slots["host"], exc.retry_after)
         handle_failure(destination, exc)
         return

@@ -1,0 +1,1 @@
+"""The shared Meta core: errors, usage pauses, signed requests, the Graph stand-in base."""
