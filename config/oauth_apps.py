@@ -79,6 +79,21 @@ def meta_app_from_env() -> dict[str, object]:
     }
 
 
+def instagram_login_from_env() -> dict[str, object]:
+    """Instagram's own login (accounts without a Facebook Page): the *Instagram* app ID and
+    secret of the Meta app (``HERALD_INSTAGRAM_CLIENT_ID`` / ``_CLIENT_SECRET``, ``_FILE``), its
+    authorization window and token endpoint (``HERALD_INSTAGRAM_AUTHORIZE_URL``,
+    ``HERALD_INSTAGRAM_TOKEN_URL``; Meta's when empty)."""
+    return {
+        "instagram_client_id": env_str("HERALD_INSTAGRAM_CLIENT_ID") or "",
+        "instagram_client_secret": env_str("HERALD_INSTAGRAM_CLIENT_SECRET") or "",
+        "instagram_authorize_url": env_str("HERALD_INSTAGRAM_AUTHORIZE_URL")
+        or "https://www.instagram.com/oauth/authorize",
+        "instagram_token_url": env_str("HERALD_INSTAGRAM_TOKEN_URL")
+        or "https://api.instagram.com/oauth/access_token",  # noqa: S105 (a URL)
+    }
+
+
 def oauth_apps_from_env() -> dict[str, dict[str, object]]:
     apps = {
         provider: _oauth_app(provider, defaults)
@@ -88,5 +103,5 @@ def oauth_apps_from_env() -> dict[str, dict[str, object]]:
     # Instagram accounts linked to them).
     meta = meta_app_from_env()
     apps["facebook"] = dict(meta)
-    apps["instagram"] = dict(meta)
+    apps["instagram"] = {**meta, **instagram_login_from_env()}
     return apps

@@ -29,6 +29,7 @@ from providers.bluesky.video import DEFAULT_VIDEO_URL
 from providers.discord_webhook import DiscordWebhookAdapter
 from providers.feed import FeedAdapter
 from providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
+from providers.instagram import InstagramAdapter
 from providers.linkedin import LinkedInAdapter
 from providers.mastodon import MastodonAdapter
 from providers.telegram import DEFAULT_API_URL, TelegramAdapter
@@ -42,6 +43,7 @@ PROVIDERS += ("feed",)  # built-in public Atom / JSON Feed (providers/feed.py)
 PROVIDERS += ("x",)  # the operator's OAuth 2 app (providers/x/)
 PROVIDERS += ("linkedin",)  # the operator's OAuth 2 app (providers/linkedin/)
 PROVIDERS += ("threads",)  # the operator's Threads app (providers/threads/)
+PROVIDERS += ("instagram",)  # the Meta app and Instagram Login (providers/instagram/)
 
 # PROVIDER_OAUTH_APPS as a hashable key of the adapter cache: ((provider, ((key, value), ...)),)
 OAuthApps = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
@@ -81,6 +83,8 @@ def _build(
         return LinkedInAdapter(http=http, app=apps.get("linkedin"))
     if provider == "threads":
         return ThreadsAdapter(http=http, app=apps.get("threads"))
+    if provider == "instagram":
+        return InstagramAdapter(http=http, app=apps.get("instagram"))
     raise KeyError(provider)
 
 

@@ -85,6 +85,12 @@ class OutputProfile:
     video: VideoRule | None = None  # None: the network takes no video in this format
     options: tuple[OptionSpec, ...] = ()
     counting_rule: str = "characters"  # human description, e.g. "graphemes"
+    # Rules on the text beyond its length (Instagram's 30 hashtags): the problems found, in
+    # words; checked at create time and before the send.
+    text_rules: Callable[[str], list[str]] | None = None
+    # (lowest, highest) width / height of an image, when the format bounds it (Instagram's
+    # feed: 4:5 to 1.91:1); checked at create time against the stored image's size.
+    image_aspect: tuple[float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -183,6 +189,9 @@ class PublishRequest:
     publication_id: str = ""
     created_at: datetime | None = None
     scheduled_at: datetime | None = None
+    # The last state a long send answered (:class:`Pending`), kept while the destination is
+    # ambiguous: reconcile can ask about the provider's own ids (Instagram's container).
+    send_state: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -204,9 +213,14 @@ class Pending:
     stage: str
     state: dict[str, Any]
     check_after_seconds: float = 5.0
+    # Why a send in stage ``waiting`` waits (e.g. ``publishing_limit``: the account's posts per
+    # rolling 24 hours are spent); recorded in the stage's event.
+    reason: str = ""
 
 
-PENDING_STAGES = ("uploading", "processing", "publishing")
+# ``waiting``: the provider cannot take the post yet (a publishing limit) and nothing is being
+# processed; the adapter bounds that wait itself (the processing bound does not apply to it).
+PENDING_STAGES = ("uploading", "processing", "publishing", "waiting")
 
 
 @dataclass

@@ -97,6 +97,9 @@ def _check_text(profile: OutputProfile, request: PublishRequest, *, provider: st
             f"{provider}: text is {length} long ({profile.counting_rule}); "
             f"the limit is {profile.text_limit}.",
         )
+    problems = profile.text_rules(request.text) if profile.text_rules else []
+    if problems:
+        raise ProviderError(ErrorKind.PERMANENT, f"{provider}: {problems[0]}")
 
 
 def _check_options(profile: OutputProfile, request: PublishRequest, *, provider: str) -> None:

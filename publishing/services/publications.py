@@ -250,6 +250,8 @@ def _text_errors(profile: OutputProfile, content: _Content) -> list[dict[str, An
         errors.append(field_error(location, f"{profile.key} needs text."))
     if not text.strip() and not content.media_ids:
         errors.append(field_error(location, "Send text, media or both."))
+    if profile.text_rules is not None:
+        errors += [field_error(location, problem) for problem in profile.text_rules(text)]
     return errors
 
 
@@ -293,7 +295,24 @@ def _media_fit_errors(profile: OutputProfile, location: str, item: Media) -> lis
     if item.size_bytes > profile.media.max_bytes:
         limit = profile.media.max_bytes
         return [field_error(location, f"{profile.key} takes at most {limit} bytes per item.")]
-    return []
+    return _aspect_errors(profile, location, item)
+
+
+def _aspect_errors(profile: OutputProfile, location: str, item: Media) -> list[dict[str, Any]]:
+    """An image outside the format's aspect ratios (when it bounds them and the size is known)."""
+    if profile.image_aspect is None or video_rules.is_video(item):
+        return []
+    if not item.width or not item.height:
+        return []
+    low, high = profile.image_aspect
+    ratio = item.width / item.height
+    if low - 0.005 <= ratio <= high + 0.005:
+        return []
+    message = (
+        f"{profile.key} takes images with an aspect ratio (width / height) from {low:.2f} "
+        f"to {high:.2f}; this one is {item.width}x{item.height} ({ratio:.2f})."
+    )
+    return [field_error(location, message)]
 
 
 def _option_errors(

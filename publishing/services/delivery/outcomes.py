@@ -90,6 +90,9 @@ def send_pending(destination: Destination, pending: Pending) -> None:
     low, high = CHECK_AFTER_BOUNDS
     delay = min(max(float(pending.check_after_seconds), low), high)
     now = timezone.now()
+    # While a send waits (a publishing limit) nothing is processed: the processing bound
+    # (HERALD_DELIVERY_PENDING_MAX_SECONDS, from the write's start) counts from its last check.
+    restart = {"write_started_at": now} if pending.stage == "waiting" else {}
     with transaction.atomic():
         if not Destination.objects.filter(pk=destination.pk, status=S.SENDING).update(
             send_stage=pending.stage,
@@ -97,15 +100,20 @@ def send_pending(destination: Destination, pending: Pending) -> None:
             send_check_at=now + timedelta(seconds=delay),
             claim_expires_at=None,
             updated_at=now,
+            **restart,
         ):
             return
         if destination.send_stage != pending.stage:
+            data: dict[str, Any] = {"check_after_seconds": delay}
+            if pending.reason:
+                data["reason"] = pending.reason
             event_record(
                 publication_id=destination.publication_id,
                 destination=destination,
                 kind=f"destination.{pending.stage}",
                 status=S.SENDING,
-                data={"check_after_seconds": delay},
+                detail=pending.reason,
+                data=data,
             )
         transaction.on_commit(
             partial(nudge, tasks.delivery_send, str(destination.pk), countdown=delay)

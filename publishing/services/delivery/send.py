@@ -117,6 +117,7 @@ def request_for(destination: Destination, media: list[Media] | None = None) -> P
         publication_id=str(publication.pk),
         created_at=publication.created_at,
         scheduled_at=publication.scheduled_at,
+        send_state=dict(destination.send_state or {}),
     )
 
 
@@ -264,6 +265,8 @@ def _waited_too_long(destination: Destination) -> bool:
     write started fails with the reason (it is never waited for forever); whether it did."""
     bound = settings.HERALD_DELIVERY_PENDING_MAX_SECONDS
     started = destination.write_started_at
+    if destination.send_stage == "waiting":
+        return False  # a provider's publishing limit: the adapter bounds that wait itself
     if started is None or timezone.now() - started <= timedelta(seconds=bound):
         return False
     stage = destination.send_stage or "processing"
