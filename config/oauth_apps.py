@@ -90,7 +90,7 @@ def instagram_login_from_env() -> dict[str, object]:
         "instagram_authorize_url": env_str("HERALD_INSTAGRAM_AUTHORIZE_URL")
         or "https://www.instagram.com/oauth/authorize",
         "instagram_token_url": env_str("HERALD_INSTAGRAM_TOKEN_URL")
-        or "https://api.instagram.com/oauth/access_token",  # noqa: S105 (a URL)
+        or "https://api.instagram.com/oauth/access_token",
     }
 
 

@@ -17,6 +17,8 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
+import requests
+
 from providers.base import (
     AccountContext,
     Capabilities,
@@ -123,6 +125,7 @@ class InstagramAdapter(MetaGraphAdapter):
                 method,
                 url,
                 operation=operation,
+                token=token,
                 params=params or None,
                 parse_error=self._noting_usage(meta_errors.parse_error, user),
                 extra_secrets=(self.ig_client_secret,),

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from providers.base import AccountContext, ErrorKind, MediaItem, ProviderError, PublishRequest
-from providers.meta.errors import SUBCODES
 from providers.instagram.rules import (
     MAX_CAROUSEL,
     MIN_CAROUSEL,
@@ -24,6 +23,7 @@ from providers.instagram.rules import (
     REEL_PROFILE,
     STORY_PROFILE,
 )
+from providers.meta.errors import SUBCODES
 
 if TYPE_CHECKING:
     from providers.instagram.adapter import InstagramAdapter

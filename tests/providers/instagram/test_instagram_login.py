@@ -4,8 +4,11 @@ an account cannot do (delete)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from config import oauth_apps
 from providers.base import AccountContext, ErrorKind, NotSupported, ProviderError
 from providers.instagram import InstagramAdapter
 from tests.providers import OAUTH_REDIRECT
@@ -13,7 +16,7 @@ from tests.providers.instagram.standin import DAY, IG_USER, InstagramStandIn
 from tests.publishing_support import follow_authorization
 
 
-def connect(adapter: InstagramAdapter) -> AccountContext:
+def connect(adapter: InstagramAdapter, server: InstagramStandIn) -> AccountContext:
     start = adapter.begin_authorization(
         redirect_uri=OAUTH_REDIRECT, state="st", instance_url=adapter.ig_api_url
     )
@@ -28,7 +31,7 @@ def connect(adapter: InstagramAdapter) -> AccountContext:
     assert connected.expires_at is not None
     assert "instagram_business_basic" in connected.granted_scopes
     assert connected.credentials["login"] == "instagram"
-    assert connected.credentials["access_token"].startswith("IGQL")  # the long-lived one
+    assert server.tokens[connected.credentials["access_token"]]["kind"] == "long"
     return AccountContext(
         external_id=connected.external_id,
         credentials=dict(connected.credentials),
@@ -40,7 +43,7 @@ def connect(adapter: InstagramAdapter) -> AccountContext:
 def test_connect_then_refresh_once_a_day_old(
     adapter: InstagramAdapter, server: InstagramStandIn
 ) -> None:
-    account = connect(adapter)
+    account = connect(adapter, server)
     assert adapter.can_refresh(credentials=account.credentials)
     with pytest.raises(ProviderError) as caught:
         adapter.refresh(account=account)
@@ -58,7 +61,7 @@ def test_connect_then_refresh_once_a_day_old(
 def test_an_expired_token_cannot_be_refreshed_and_asks_to_reconnect(
     adapter: InstagramAdapter, server: InstagramStandIn
 ) -> None:
-    account = connect(adapter)
+    account = connect(adapter, server)
     account.credentials["issued_at"] = "1"
     server.age(61 * DAY)
     with pytest.raises(ProviderError) as caught:
@@ -77,7 +80,7 @@ def test_without_the_instagram_login_mode_connect_is_facebook_logins(
 def test_an_instagram_login_account_publishes_through_graph_instagram_but_cannot_delete(
     adapter: InstagramAdapter, server: InstagramStandIn
 ) -> None:
-    account = connect(adapter)
+    account = connect(adapter, server)
     media_id = server.store_post("made elsewhere")
     with pytest.raises(ProviderError) as caught:
         adapter.delete(account=account, external_id=media_id)
@@ -86,3 +89,17 @@ def test_an_instagram_login_account_publishes_through_graph_instagram_but_cannot
     limit = adapter._limit_hold(account, account.credentials["access_token"], {})
     assert limit is None
     assert server.counters["limit_reads"] == 1
+
+
+def test_instagram_logins_app_comes_from_the_environment(monkeypatch: Any, tmp_path: Any) -> None:
+    secret = tmp_path / "ig-secret"
+    secret.write_text("ig-from-a-file\n")
+    monkeypatch.setenv("HERALD_INSTAGRAM_CLIENT_ID", "77")
+    monkeypatch.setenv("HERALD_INSTAGRAM_CLIENT_SECRET_FILE", str(secret))
+    monkeypatch.setenv("HERALD_INSTAGRAM_TOKEN_URL", "http://127.0.0.1:11/oauth/access_token")
+    app = oauth_apps.oauth_apps_from_env()["instagram"]
+    adapter = InstagramAdapter(app=app)
+    assert (adapter.ig_client_id, adapter.ig_client_secret) == ("77", "ig-from-a-file")
+    assert adapter.ig_token_url == "http://127.0.0.1:11/oauth/access_token"
+    assert adapter.ig_authorize_url == "https://www.instagram.com/oauth/authorize"
+    assert adapter.ig_api_url == "https://graph.instagram.com"
