@@ -7,8 +7,8 @@
 What it does (figures in bench/README.md, "Migration locks"):
 
 1. seeds ``herald_bench_migration_locks`` in SQL (bench/scale.py's bulk seeders) with 50,000
-   accounts (1,000 workspaces of 50, every provider in turn), 300,000 publications and 600,000
-   destinations, on the current schema;
+   accounts (1,000 workspaces of 50, every provider in turn), 300,000 publications, 600,000
+   destinations and 100,000 media rows (no files behind them), on the current schema;
 2. migrates publishing back to ``0002`` (the previous release's schema: this release's
    publishing migrations are the ones measured), with this checkout's code;
 3. runs ``manage.py migrate`` forward (with ``--before <commit>``, first the migrations of that
@@ -113,7 +113,7 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
     from django.utils import timezone
 
     from providers import credentials
-    from publishing.models import Account, Destination, ProviderApp, Publication
+    from publishing.models import Account, Destination, Media, ProviderApp, Publication
     from workspaces.access import Actor
     from workspaces.models import User
     from workspaces.services import organization_create
@@ -158,15 +158,41 @@ def seed(args: argparse.Namespace) -> dict[str, Any]:
             owner_id=owner.pk,
             now=now,
         )
+        bulk_media(cursor, workspace_ids=workspaces, count=args.media, owner_id=owner.pk, now=now)
     with connection.cursor() as cursor:
         cursor.execute("VACUUM ANALYZE")
     rows = {
         "accounts": Account.objects.count(),
         "publications": Publication.objects.count(),
         "destinations": Destination.objects.count(),
+        "media": Media.objects.count(),
     }
     print(f"  seeded {rows} in {time.perf_counter() - started:.0f} s", flush=True)
     return rows
+
+
+def bulk_media(
+    cursor: Any, *, workspace_ids: list[Any], count: int, owner_id: Any, now: Any
+) -> None:
+    """``count`` media rows spread over the workspaces, with only the columns the previous
+    release's schema has (the later ones take their database defaults): publishing.0010 adds
+    columns to this table. Rows only; no files behind them (no migration reads a file)."""
+    cursor.execute(
+        """
+        INSERT INTO publishing_media (id, workspace_id, file, name, mime_type, size_bytes,
+                                      checksum_sha256, alt_text, created_by_id, created_at)
+        SELECT gen_random_uuid(), (%(workspaces)s::uuid[])[1 + n %% cardinality(%(workspaces)s::uuid[])],
+               'media/bench/' || n || '.jpg', 'bench-' || n || '.jpg', 'image/jpeg', 100000 + n,
+               md5(n::text) || md5((n + 1)::text), '', %(owner)s, %(now)s - n * interval '1 second'
+        FROM generate_series(1, %(count)s) AS n
+        """,
+        {
+            "workspaces": [str(w) for w in workspace_ids],
+            "owner": owner_id,
+            "now": now,
+            "count": count,
+        },
+    )
 
 
 # --- Watching a migrate ----------------------------------------------------------------------
@@ -339,6 +365,7 @@ def main() -> int:
     parser.add_argument("--accounts", type=int, default=50_000)
     parser.add_argument("--publications", type=int, default=300_000)
     parser.add_argument("--workspaces", type=int, default=1_000)
+    parser.add_argument("--media", type=int, default=100_000)
     parser.add_argument("--before", help="also measure this commit's migrations first")
     parser.add_argument("--max-seconds", type=float, default=1.0)
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")

@@ -135,6 +135,28 @@ def test_new_not_null_columns_have_a_database_default() -> None:
             )
 
 
+# Released in 0.1.0, before this rule: every instance that upgrades has run it already.
+PLAIN_INDEX_BUILDS_RELEASED = {("reposts", "0002_repost_stage_in_flight")}
+
+
+def test_indexes_on_existing_tables_are_built_concurrently() -> None:
+    """A plain ``CREATE INDEX`` on a table that already holds rows blocks its writes until the
+    build ends (seconds per million rows): an index on an existing table is built by
+    AddIndexConcurrentlyOnPostgres in a non-atomic migration, which the kill-and-rerun test
+    below then covers."""
+    for migration in first_party_migrations():
+        if (migration.app_label, migration.name) in PLAIN_INDEX_BUILDS_RELEASED:
+            continue
+        new = created_models(migration)
+        for op in migration.operations:
+            if not isinstance(op, migrations.AddIndex) or op.model_name.lower() in new:
+                continue
+            assert isinstance(op, AddIndexConcurrentlyOnPostgres), (
+                f"{migration.app_label}.{migration.name}: index {op.index.name} on an existing "
+                "table is not built concurrently"
+            )
+
+
 # --- Killed in the middle of a concurrent index build (PostgreSQL) ---------------------------
 
 
