@@ -126,7 +126,7 @@ def test_every_migration_since_the_previous_release_has_a_row() -> None:
         for match in re.findall(r"`([a-z_]+\.\d{4}_[a-z0-9_]+)`", line.split("|")[1])
     }
     missing = [name for name in migrations_since_previous_release() if name not in rows]
-    assert missing == [], "migrations without a row in CHANGELOG.md's migration table"
+    assert missing == [], "add a row to CHANGELOG.md's '### Migrations' table of this release"
 
 
 def test_every_setting_added_or_removed_since_the_previous_release_is_named() -> None:
@@ -136,5 +136,6 @@ def test_every_setting_added_or_removed_since_the_previous_release_is_named() ->
     added = sorted(rows - before)
     removed = sorted(name for name in before - rows if name.startswith("HERALD_"))
     assert added, "this release adds settings"
-    assert [name for name in added if name not in named] == [], "new, not in 'Changed settings'"
-    assert [name for name in removed if name not in named] == [], "gone, not in 'Changed settings'"
+    hint = "name it in CHANGELOG.md, this release's '### Changed settings'"
+    assert [name for name in added if name not in named] == [], f"new settings: {hint}"
+    assert [name for name in removed if name not in named] == [], f"removed settings: {hint}"
