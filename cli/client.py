@@ -381,6 +381,7 @@ class HeraldClient:
         provider: str,
         fields: dict[str, str] | None = None,
         instance_url: str | None = None,
+        mode: str | None = None,
     ) -> JSON:
         """``{"account": …, "authorization_url": null}`` (201, credential providers) or
         ``{"account": null, "authorization_url": …}`` (200, OAuth providers)."""
@@ -389,6 +390,8 @@ class HeraldClient:
             body["fields"] = fields
         if instance_url:
             body["instance_url"] = instance_url
+        if mode:
+            body["mode"] = mode
         return self.request("POST", "/accounts/connect", body=body)
 
     def account_disconnect(self, account_id: str) -> None:

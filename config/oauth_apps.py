@@ -91,6 +91,8 @@ def instagram_login_from_env() -> dict[str, object]:
         or "https://www.instagram.com/oauth/authorize",
         "instagram_token_url": env_str("HERALD_INSTAGRAM_TOKEN_URL")
         or "https://api.instagram.com/oauth/access_token",
+        # How often a send waiting for a spent publishing limit reads it again (seconds).
+        "limit_check_seconds": env_str("HERALD_INSTAGRAM_LIMIT_CHECK_SECONDS") or "300",
     }
 
 

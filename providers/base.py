@@ -321,6 +321,12 @@ class ProviderAdapter(abc.ABC):
     ) -> ConnectedAccount:
         raise NotSupported("OAuth connect")
 
+    def connection_mode_instance(self, mode: str) -> str | None:
+        """The ``instance_url`` an OAuth connect in connection mode ``mode`` uses (Instagram's
+        ``instagram_login``: the Instagram API base), passed to :meth:`begin_authorization`
+        and :meth:`complete_authorization`; ``None`` when the provider has no such mode."""
+        return None
+
     def connect_with_credentials(self, *, fields: dict[str, str]) -> ConnectedAccount:
         raise NotSupported("Credential connect")
 

@@ -257,10 +257,15 @@ def send_in_process(destination: Any, django_capture_on_commit_callbacks: Any) -
 
 
 def connect_with_services(
-    actor: Any, workspace: Any, provider: str, fields: dict[str, str] | None = None
+    actor: Any,
+    workspace: Any,
+    provider: str,
+    fields: dict[str, str] | None = None,
+    mode: str = "",
 ) -> Any:
     """Connect an account through the services: form fields when given, else OAuth 2 against
-    the provider's stand-in (its consent page approves at once)."""
+    the provider's stand-in (its consent page approves at once), in connection mode ``mode``
+    when given."""
     from publishing.services.accounts import account_connect, account_oauth_complete
 
     redirect_uri = "http://testserver/api/v1/accounts/oauth/callback"
@@ -269,6 +274,7 @@ def connect_with_services(
         workspace_id=workspace.pk,
         provider=provider,
         redirect_uri=redirect_uri,
+        mode=mode,
         **({"fields": fields} if fields else {}),
     )
     if account is not None:

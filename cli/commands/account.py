@@ -279,6 +279,11 @@ def wait_for_account(
     "--instance-url", metavar="URL", help="The account's server (federated providers: Mastodon)."
 )
 @click.option(
+    "--mode",
+    metavar="MODE",
+    help="A connection mode of the provider (instagram: instagram_login, without a Facebook Page).",
+)
+@click.option(
     "--browser/--no-browser",
     default=True,
     help="OAuth: open the authorization URL in a browser (only where there is a display).",
@@ -297,6 +302,7 @@ def connect(
     provider: str,
     field_pairs: tuple[str, ...],
     instance_url: str | None,
+    mode: str | None,
     browser: bool,
     wait: bool,
     interval: float,
@@ -312,6 +318,7 @@ def connect(
     at the provider in the same browser; the link works once), open a browser where there is
     one, and wait until the account appears:
       herald account connect mastodon --instance-url https://mastodon.social
+      herald account connect instagram --mode instagram_login
     """
     hx = current()
     connect_fields = parse_fields(field_pairs)
@@ -322,6 +329,7 @@ def connect(
         provider=provider,
         fields=connect_fields,
         instance_url=instance_url,
+        mode=mode,
     )
     account = result.get("account")
     if isinstance(account, dict):

@@ -73,7 +73,7 @@ class InstagramAdapter(MetaGraphAdapter):
     image_check_seconds = 2.0  # an image container is first checked after this long
     video_check_seconds = 10.0  # a video's, then half as long again each time
     video_check_max_seconds = 60.0
-    limit_check_seconds = 300.0  # a spent publishing limit is read again after this long
+    limit_check_seconds = 300.0  # a spent publishing limit is read again (limit_check_seconds)
 
     def __init__(self, *, http: HttpClient | None = None, app: dict[str, Any] | None = None):
         """``app``: the Meta app (``providers.meta.graph.MetaApp``) and Instagram Login's own
@@ -88,6 +88,10 @@ class InstagramAdapter(MetaGraphAdapter):
             app.get("instagram_authorize_url") or login.DEFAULT_AUTHORIZE_URL
         )
         self.ig_token_url = str(app.get("instagram_token_url") or login.DEFAULT_TOKEN_URL)
+        try:
+            self.limit_check_seconds = max(float(app.get("limit_check_seconds") or 300), 1.0)
+        except (TypeError, ValueError):
+            self.limit_check_seconds = 300.0
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -156,6 +160,10 @@ class InstagramAdapter(MetaGraphAdapter):
     begin_authorization = login.begin_authorization
     complete_authorization = login.complete_authorization
     refresh = login.refresh
+
+    def connection_mode_instance(self, mode: str) -> str | None:
+        """``instagram_login``: Instagram's own login, at the Instagram API base."""
+        return self.ig_api_url if mode == login.MODE else None
 
     def can_refresh(self, *, credentials: dict[str, str]) -> bool:
         """Instagram Login tokens are refreshed; a Page token (Facebook Login) does not

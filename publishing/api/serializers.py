@@ -28,6 +28,13 @@ class AccountConnectInputSerializer(StrictSerializer):
     workspace_id = serializers.CharField(max_length=64)
     provider = serializers.CharField(max_length=40)
     instance_url = serializers.URLField(max_length=300, required=False, default="")
+    mode = serializers.CharField(
+        max_length=40,
+        required=False,
+        default="",
+        help_text="A connection mode of the provider (instagram: instagram_login, Instagram's "
+        "own login for accounts without a Facebook Page; without one, Facebook Login).",
+    )
     # The body's "fields" key (the contract's name) shadows Serializer.fields in the stubs only:
     # DRF moves declared fields off the class.
     fields = serializers.DictField(  # type: ignore[assignment]

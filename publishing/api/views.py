@@ -133,6 +133,7 @@ class AccountConnectView(APIView):
             redirect_uri=redirect_uri,
             instance_url=body.get("instance_url") or "",
             fields=body.get("fields") or {},
+            mode=body.get("mode") or "",
         )
         result = {"account": account, "authorization_url": authorization_url}
         if account is None:

@@ -138,6 +138,16 @@ def _require_provider(provider: str, instance_url: str = "") -> None:
     _require_connectable(provider, instance_url)
 
 
+def _mode_instance(provider: str, mode: str) -> str:
+    """The API base of ``provider``'s connection mode ``mode``, or a 422 at ``body.mode``."""
+    found = get_adapter(provider).connection_mode_instance(mode) if provider in PROVIDERS else None
+    if found is None:
+        raise FieldValidationError.at(
+            "body.mode", f"{provider} has no connection mode {mode}.", value=mode
+        )
+    return found
+
+
 def _require_connectable(provider: str, instance_url: str = "") -> None:
     # The exact subject: a federated provider's connect is decided for the chosen instance.
     decision = readiness.decide_provider(
@@ -175,10 +185,14 @@ def account_connect(
     redirect_uri: str,
     instance_url: str = "",
     fields: dict[str, str] | None = None,
+    mode: str = "",
 ) -> tuple[Account | None, str | None]:
     """Returns ``(account, None)`` for credential providers or ``(None, authorization_url)``,
-    where the URL is Herald's start page (see :func:`oauth_bind_browser`), not the provider's."""
+    where the URL is Herald's start page (see :func:`oauth_bind_browser`), not the provider's.
+    ``mode``: a connection mode of the provider (it names the API base the connect uses)."""
     access = require_workspace(actor, workspace_id, role=WorkspaceMembership.Role.EDITOR)
+    if mode:
+        instance_url = _mode_instance(provider, mode)
     _require_provider(provider, instance_url)
     workspace = access.workspace
     live = Account.objects.filter(workspace=workspace).exclude(status=Account.Status.DISCONNECTED)
