@@ -106,7 +106,17 @@ def environment_app(provider: str) -> dict[str, Any]:
     """The operator's OAuth app of ``provider`` from the environment (``PROVIDER_OAUTH_APPS``),
     or ``{}`` when it is not configured (client id or secret missing)."""
     app = dict(getattr(settings, "PROVIDER_OAUTH_APPS", {}).get(provider) or {})
-    return app if app.get("client_id") and app.get("client_secret") else {}
+    if app.get("client_id") and app.get("client_secret"):
+        return app
+    # Instagram's own login is an app of its own (accounts without a Facebook Page): an operator
+    # may configure only that one, and instagram is then connectable through it.
+    if app.get("instagram_client_id") and app.get("instagram_client_secret"):
+        return {
+            **app,
+            "client_id": app["instagram_client_id"],
+            "client_secret": app["instagram_client_secret"],
+        }
+    return {}
 
 
 def app_identity(provider: str, caps: Any, *, database_app: bool | None = None) -> AppIdentity:

@@ -148,6 +148,18 @@ def _mode_instance(provider: str, mode: str) -> str:
     return found
 
 
+# The settings of an app whose names do not follow HERALD_<PROVIDER>_CLIENT_ID / _SECRET.
+_APP_SETTINGS = {
+    "instagram": "HERALD_META_APP_ID and HERALD_META_APP_SECRET (Facebook Login), or "
+    "HERALD_INSTAGRAM_CLIENT_ID and HERALD_INSTAGRAM_CLIENT_SECRET (Instagram Login)",
+}
+
+
+def _app_settings(provider: str) -> str:
+    prefix = f"HERALD_{provider.upper()}"
+    return f"{prefix}_CLIENT_ID and {prefix}_CLIENT_SECRET"
+
+
 def _require_connectable(provider: str, instance_url: str = "") -> None:
     # The exact subject: a federated provider's connect is decided for the chosen instance.
     decision = readiness.decide_provider(
@@ -158,8 +170,9 @@ def _require_connectable(provider: str, instance_url: str = "") -> None:
         if any(b.code == "app_missing" for b in decision.blockers) and (
             provider in settings.PROVIDER_OAUTH_APPS
         ):
-            prefix = f"HERALD_{provider.upper()}"
-            reasons += f" Set {prefix}_CLIENT_ID and {prefix}_CLIENT_SECRET on the server."
+            reasons += (
+                f" Set {_APP_SETTINGS.get(provider) or _app_settings(provider)} on the server."
+            )
         raise ReadinessBlockedError(
             f"{provider} cannot be connected now ({decision.state}). {reasons}".strip(),
             decision=decision.as_dict(),

@@ -98,3 +98,27 @@ def test_an_unknown_mode_is_refused_at_its_field(owner_client: APIClient, worksp
         )
         body = assert_invalid(response, "body.mode")
         assert f"{provider} has no connection mode {mode}." == body["errors"][0]["message"]
+
+
+def test_instagram_is_connectable_with_either_app_and_says_which_to_set(
+    owner_client: APIClient, workspace: Any, settings: Any, server: InstagramStandIn
+) -> None:
+    only_instagram_login = {**server.app_settings(), "client_id": "", "client_secret": ""}
+    settings.PROVIDER_OAUTH_APPS = {
+        **settings.PROVIDER_OAUTH_APPS,
+        "instagram": only_instagram_login,
+    }
+    assert connect(owner_client, workspace, server).provider == "instagram"
+    settings.PROVIDER_OAUTH_APPS = {
+        **settings.PROVIDER_OAUTH_APPS,
+        "instagram": {**only_instagram_login, "instagram_client_secret": ""},
+    }
+    response = owner_client.post(
+        f"{API}/accounts/connect",
+        {"workspace_id": str(workspace.pk), "provider": "instagram", "mode": "instagram_login"},
+        format="json",
+    )
+    assert response.status_code == 409, response.content
+    detail = response.json()["detail"]
+    assert "HERALD_META_APP_ID and HERALD_META_APP_SECRET (Facebook Login)" in detail
+    assert "HERALD_INSTAGRAM_CLIENT_ID and HERALD_INSTAGRAM_CLIENT_SECRET" in detail
