@@ -1,15 +1,17 @@
-"""The operator's OAuth 2 app registration per provider (X, LinkedIn, Threads, and the Meta app of
-Facebook and Instagram), read from the
+"""The operator's OAuth 2 app registration per provider (X, LinkedIn, Threads, YouTube, and the
+Meta app of Facebook and Instagram), read from the
 environment for ``settings.PROVIDER_OAUTH_APPS`` (docs/operations.md "Configuration", docs/oauth-and-tokens.md).
 
 ``HERALD_<P>_CLIENT_ID`` / ``_CLIENT_SECRET`` (both accept ``_FILE``); the API, authorize, token
 and revoke URLs default to the real services and can be overridden (tests point them at stand-ins
-on 127.0.0.1); ``HERALD_<P>_SCOPES`` adds scopes to the adapter's own.
+on 127.0.0.1); ``HERALD_<P>_SCOPES`` adds scopes to the adapter's own. YouTube has two more:
+``HERALD_YOUTUBE_UPLOAD_URL`` (the upload host, default the API URL) and
+``HERALD_YOUTUBE_DAILY_QUOTA`` (the Google Cloud project's daily API units, default 10,000).
 """
 
 from __future__ import annotations
 
-from config.env import env_str
+from config.env import env_int, env_str
 
 _OAUTH_APP_DEFAULTS: dict[str, dict[str, str]] = {
     "x": {
@@ -29,6 +31,12 @@ _OAUTH_APP_DEFAULTS: dict[str, dict[str, str]] = {
         "authorize_url": "https://threads.net/oauth/authorize",
         "token_url": "https://graph.threads.net/oauth/access_token",
         "revoke_url": "",
+    },
+    "youtube": {
+        "api_url": "https://www.googleapis.com",
+        "authorize_url": "https://accounts.google.com/o/oauth2/v2/auth",
+        "token_url": "https://oauth2.googleapis.com/token",
+        "revoke_url": "https://oauth2.googleapis.com/revoke",
     },
 }
 
@@ -52,6 +60,9 @@ def _oauth_app(provider: str, defaults: dict[str, str]) -> dict[str, object]:
         if default.startswith(defaults["api_url"]):
             default = api_url + default[len(defaults["api_url"]) :]
         app[key] = env_str(f"{prefix}_{key.upper()}") or default
+    if provider == "youtube":
+        app["upload_url"] = (env_str(f"{prefix}_UPLOAD_URL") or api_url).rstrip("/")
+        app["daily_quota"] = env_int(f"{prefix}_DAILY_QUOTA", 10_000)
     return app
 
 

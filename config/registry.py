@@ -26,6 +26,7 @@ KEYS: dict[str, str] = {
     "workspaces.blocker_check": "what keeps a workspace from being deleted (many: publishing)",
     "workspaces.created": "what runs inside workspace_create's transaction (many: voice)",
     "providers.feed_entries": "where the built-in feed stores its entries (one: publishing)",
+    "providers.quota_ledger": "where a network's daily API quota is counted (one: publishing)",
     "readiness.accounts": "the accounts and OAuth apps readiness reads (one: publishing)",
     "publishing.voice_override": "where a publication's voice override is stored (one: voice)",
 }

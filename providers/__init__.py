@@ -12,7 +12,7 @@
   (its video service, default https://video.bsky.app).
 * ``HERALD_TELEGRAM_API_URL`` (default https://api.telegram.org).
 * ``PROVIDER_OAUTH_APPS`` (``{provider: {"client_id", "client_secret", "api_url", ...}}``): the
-  operator's OAuth apps of X, LinkedIn and Threads (config/settings.py).
+  operator's OAuth apps of X, LinkedIn, Threads and YouTube (config/settings.py).
 
 The adapter modules themselves read no setting, except the built-in feed (``HERALD_PUBLIC_URL``,
 when one is connected); ``credentials`` reads ``HERALD_CREDENTIALS_KEY``. Nothing in this package
@@ -36,6 +36,7 @@ from providers.telegram import DEFAULT_API_URL, TelegramAdapter
 from providers.threads import ThreadsAdapter
 from providers.webhook import WebhookAdapter
 from providers.x import XAdapter
+from providers.youtube import YouTubeAdapter
 
 PROVIDERS: tuple[str, ...] = ("mastodon", "bluesky", "discord_webhook", "telegram")
 PROVIDERS += ("webhook",)  # generic signed JSON POST (providers/webhook.py)
@@ -44,6 +45,7 @@ PROVIDERS += ("x",)  # the operator's OAuth 2 app (providers/x/)
 PROVIDERS += ("linkedin",)  # the operator's OAuth 2 app (providers/linkedin/)
 PROVIDERS += ("threads",)  # the operator's Threads app (providers/threads/)
 PROVIDERS += ("instagram",)  # the Meta app and Instagram Login (providers/instagram/)
+PROVIDERS += ("youtube",)  # the operator's Google OAuth 2 app (providers/youtube/)
 
 # PROVIDER_OAUTH_APPS as a hashable key of the adapter cache: ((provider, ((key, value), ...)),)
 OAuthApps = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
@@ -85,6 +87,8 @@ def _build(
         return ThreadsAdapter(http=http, app=apps.get("threads"))
     if provider == "instagram":
         return InstagramAdapter(http=http, app=apps.get("instagram"))
+    if provider == "youtube":
+        return YouTubeAdapter(http=http, app=apps.get("youtube"))
     raise KeyError(provider)
 
 

@@ -71,6 +71,7 @@ class OptionSpec:
     choices: tuple[str, ...] = ()  # empty: free text (or chosen from destination options)
     max_length: int = 200
     default: str | None = None
+    forbidden: str = ""  # characters the network refuses in the value (YouTube: "<>")
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,7 @@ class OutputProfile:
     # (lowest, highest) width / height of an image, when the format bounds it (Instagram's
     # feed: 4:5 to 1.91:1); checked at create time against the stored image's size.
     image_aspect: tuple[float, float] | None = None
+    text_forbidden: str = ""  # characters the network refuses in the text (YouTube: "<>")
 
 
 @dataclass(frozen=True)
@@ -167,6 +169,8 @@ class MediaItem:
     open: Callable[[], IO[bytes]]  # opens the stored file for reading
     alt_text: str = ""
     media_id: str = ""  # Herald's Media id (the built-in feed serves the file itself)
+    # Opens the poster frame Herald took from a probed video (JPEG); None for other media.
+    poster: Callable[[], IO[bytes]] | None = None
     # Where a receiver outside Herald can fetch it (the media API's ``url``: object storage or
     # HERALD_PUBLIC_URL + path); "" when no absolute address is known. For adapters that send
     # links instead of bytes (the generic ``webhook``).
@@ -254,6 +258,7 @@ class ProviderError(Exception):
         retry_after: float | None = None,
         status: int | None = None,
         host_wide: bool = True,
+        wait_reason: str = "",
     ) -> None:
         super().__init__(message)
         self.kind = kind
@@ -264,6 +269,10 @@ class ProviderError(Exception):
         # host (the delivery engine then pauses the host), or only for this account (its own
         # sends wait; other accounts on the host go on): Meta's per-Page limits.
         self.host_wide = host_wide
+        # A wait the network imposes until a known time (``retry_after`` seconds), e.g.
+        # YouTube's ``quota_exhausted`` until its quota day resets: the send waits that long
+        # (not capped like a Retry-After), and the wait is not counted as an attempt.
+        self.wait_reason = wait_reason
 
     @property
     def action(self) -> str:
@@ -360,10 +369,13 @@ class ProviderAdapter(abc.ABC):
 
     def reconcile(
         self, *, account: AccountContext, request: PublishRequest, external_id: str = ""
-    ) -> PublishResult | None:
+    ) -> PublishResult | Pending | None:
         """Find a post sent earlier with ``request.idempotency_key`` (or ``external_id``).
 
-        ``None`` means the provider has no such post: it is safe to send again.
+        ``None`` means the provider has no such post: it is safe to send again. ``Pending``
+        means the post does not exist yet but the send can go on from where it was (an upload
+        session the provider still holds, ``request.send_state``): the engine resumes it rather
+        than starting over.
         """
         raise NotSupported("Reconcile")
 
@@ -464,6 +476,18 @@ def describe_video(rule: VideoRule | None) -> dict[str, Any]:
     }
 
 
+def _describe_option(option: OptionSpec) -> dict[str, Any]:
+    described: dict[str, Any] = {
+        "name": option.name,
+        "required": option.required,
+        "choices": list(option.choices),
+        "default": option.default,
+    }
+    if option.forbidden:
+        described["forbidden"] = option.forbidden
+    return described
+
+
 def describe(adapter: ProviderAdapter) -> dict[str, Any]:
     """Capability metadata as plain JSON (catalogue and capability resolution)."""
     return describe_capabilities(adapter.capabilities)
@@ -500,15 +524,10 @@ def describe_capabilities(caps: Capabilities) -> dict[str, Any]:
                     "required": p.media.required,
                 },
                 "video": describe_video(p.video),
-                "options": [
-                    {
-                        "name": o.name,
-                        "required": o.required,
-                        "choices": list(o.choices),
-                        "default": o.default,
-                    }
-                    for o in p.options
-                ],
+                "options": [_describe_option(o) for o in p.options],
+                # Only where a network refuses characters, so other networks' descriptions
+                # (and readiness's contract digests of them) stay as they were.
+                **({"text_forbidden": p.text_forbidden} if p.text_forbidden else {}),
             }
             for p in caps.profiles
         ],

@@ -90,6 +90,11 @@ def _check_text(profile: OutputProfile, request: PublishRequest, *, provider: st
         raise ProviderError(ErrorKind.PERMANENT, f"{provider}: text is required.")
     if not request.text.strip() and not request.media:
         raise ProviderError(ErrorKind.PERMANENT, f"{provider}: nothing to publish.")
+    if any(char in request.text for char in profile.text_forbidden):
+        raise ProviderError(
+            ErrorKind.PERMANENT,
+            f"{provider}: the text may not contain {' or '.join(profile.text_forbidden)}.",
+        )
     length = profile.text_counter(request.text)
     if length > profile.text_limit:
         raise ProviderError(
@@ -118,6 +123,11 @@ def _check_options(profile: OutputProfile, request: PublishRequest, *, provider:
             )
         if len(value) > spec.max_length:
             raise ProviderError(ErrorKind.PERMANENT, f"{provider}: option {spec.name} is too long.")
+        if any(char in value for char in spec.forbidden):
+            raise ProviderError(
+                ErrorKind.PERMANENT,
+                f"{provider}: option {spec.name} may not contain {' or '.join(spec.forbidden)}.",
+            )
 
 
 # ISO 639-1 code -> (English name, endonym). Used for language destination options.

@@ -418,3 +418,22 @@ class SchedulerHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} @ {self.last_tick_at}"
+
+
+class ProviderQuotaDay(models.Model):
+    """API units a network's quota counted for one quota day (YouTube: per Google Cloud
+    project, days in Pacific time). Written through ``publishing.quota_ledger`` only."""
+
+    id = models.BigAutoField(primary_key=True)
+    provider = models.CharField(max_length=40)
+    day = models.DateField()
+    units = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["provider", "day"], name="one_quota_row_per_day"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.day}: {self.units}"

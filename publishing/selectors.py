@@ -188,4 +188,7 @@ def _capability_item(
             }
             for p in profiles
         },
+        # A network's daily API quota as Herald counted it (YouTube: units and uploads left
+        # today, when the day resets); None for networks without one.
+        "quota": adapter.quota_status() if hasattr(adapter, "quota_status") else None,
     }

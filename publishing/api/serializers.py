@@ -385,11 +385,25 @@ class ProviderCatalogueSerializer(ResponseSerializer):
     providers = ProviderCatalogueEntrySerializer(many=True)
 
 
+class ProviderQuotaSerializer(serializers.Serializer[Any]):
+    daily_units = serializers.IntegerField()
+    used_units = serializers.IntegerField()
+    remaining_units = serializers.IntegerField()
+    upload_cost_units = serializers.IntegerField()
+    uploads_remaining = serializers.IntegerField(help_text="Uploads today's units still allow")
+    resets_at = serializers.DateTimeField(help_text="When the network's quota day resets")
+
+
 class CapabilityEntrySerializer(serializers.Serializer[Any]):
     account_id = serializers.CharField()
     provider = serializers.CharField()
     profiles = serializers.JSONField()
     readiness = serializers.JSONField()
+    quota = ProviderQuotaSerializer(
+        allow_null=True,
+        help_text="The network's daily API quota as Herald counted it (YouTube); "
+        "null for networks without one",
+    )
 
 
 class CapabilitiesSerializer(ResponseSerializer):

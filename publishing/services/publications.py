@@ -248,6 +248,9 @@ def _text_errors(profile: OutputProfile, content: _Content) -> list[dict[str, An
         errors.append(field_error(location, f"{limit}; this text has {length}."))
     if profile.text_required and not text.strip():
         errors.append(field_error(location, f"{profile.key} needs text."))
+    if any(char in text for char in profile.text_forbidden):
+        refused = " or ".join(profile.text_forbidden)
+        errors.append(field_error(location, f"{profile.key} refuses {refused} in the text."))
     if not text.strip() and not content.media_ids:
         errors.append(field_error(location, "Send text, media or both."))
     if profile.text_rules is not None:
@@ -339,6 +342,8 @@ def _option_value_errors(location: str, spec: OptionSpec, value: Any) -> list[di
         errors.append(field_error(location, f"One of: {', '.join(spec.choices)}.", value=value))
     if len(value) > spec.max_length:
         errors.append(field_error(location, f"At most {spec.max_length} characters."))
+    if any(char in value for char in spec.forbidden):
+        errors.append(field_error(location, f"May not contain {' or '.join(spec.forbidden)}."))
     return errors
 
 

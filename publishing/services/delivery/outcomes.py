@@ -11,6 +11,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from config.nudge import nudge
@@ -178,6 +180,46 @@ def handle_failure(destination: Destination, exc: ProviderError) -> None:
                 )
             return
     settle(destination, S.FAILED, kind=exc.kind.value, message=exc.message, action=exc.action)
+
+
+def wait_for_network(destination: Destination, exc: ProviderError) -> None:
+    """The network holds this send until a known time (YouTube: its quota day resets): the
+    destination waits in ``retry_wait`` exactly that long, with the reason as its
+    ``error_kind`` (``quota_exhausted``), and the wait is neither counted as an attempt (the
+    claim counted one; nothing was published) nor against the deadline: a deadline that would
+    pass during the wait moves to HERALD_DELIVERY_DEADLINE_SECONDS after it ends."""
+    delay = max(float(exc.retry_after or 0.0), 1.0) * random.uniform(1.0, 1.02)  # noqa: S311
+    next_at = timezone.now() + timedelta(seconds=delay)
+    deadline = destination.deadline_at
+    if deadline is not None:
+        deadline = max(
+            deadline, next_at + timedelta(seconds=settings.HERALD_DELIVERY_DEADLINE_SECONDS)
+        )
+    with transaction.atomic():
+        Destination.objects.filter(pk=destination.pk, status=S.SENDING).update(
+            status=S.RETRY_WAIT,
+            next_attempt_at=next_at,
+            attempts=Greatest(F("attempts") - 1, 0),
+            deadline_at=deadline,
+            claim_expires_at=None,
+            write_started_at=None,
+            **NO_LONG_SEND,
+            error_kind=exc.wait_reason,
+            error_message=exc.message[:500],
+            action="retry",
+            updated_at=timezone.now(),
+        )
+        event_record(
+            publication_id=destination.publication_id,
+            destination=destination,
+            kind="destination.waiting",
+            status=S.RETRY_WAIT,
+            detail=exc.message,
+            data={"reason": exc.wait_reason, "next_attempt_at": next_at.isoformat()},
+        )
+        transaction.on_commit(
+            partial(nudge, tasks.delivery_send, str(destination.pk), countdown=delay)
+        )
 
 
 def settle(

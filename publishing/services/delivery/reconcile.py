@@ -22,6 +22,7 @@ from providers import get_adapter
 from providers.base import (
     ErrorKind,
     NotSupported,
+    Pending,
     ProviderError,
     PublishResult,
 )
@@ -59,7 +60,9 @@ def delivery_reconcile(*, destination_id: ModelId) -> None:
     answered, found = _ask_provider(destination)
     if not answered:
         return
-    if found is not None:
+    if isinstance(found, Pending):
+        _resume_send(destination, found)
+    elif found is not None:
         _record_found(destination, found)
     else:
         _requeue_absent(destination)
@@ -104,7 +107,9 @@ def _readiness_allows(destination: Destination) -> bool:
     return False
 
 
-def _ask_provider(destination: Destination) -> tuple[bool, PublishResult | None]:
+def _ask_provider(
+    destination: Destination,
+) -> tuple[bool, PublishResult | Pending | None]:
     """``(True, the post or None)`` when the provider answered; ``(False, None)`` when it did
     not, with what comes next already recorded (asked later, or handed to a person)."""
     adapter = get_adapter(destination.account.provider)
@@ -180,6 +185,32 @@ def _record_found(destination: Destination, found: PublishResult) -> None:
             status=S.PUBLISHED,
         )
     publish_succeeded(destination, found)
+
+
+def _resume_send(destination: Destination, pending: Pending) -> None:
+    """No post yet, but the provider still holds the upload the send started (YouTube's
+    resumable session): the send goes on from there instead of starting over. The row goes
+    back to ``sending`` as a long send whose check is due now (no claim; the write stays on
+    record), and its check message is enqueued once the transaction commits."""
+    now = timezone.now()
+    with transaction.atomic():
+        if not Destination.objects.filter(pk=destination.pk, status=S.AMBIGUOUS).update(
+            status=S.SENDING,
+            send_stage=pending.stage,
+            send_state=pending.state,
+            send_check_at=now,
+            claim_expires_at=None,
+            next_attempt_at=None,
+            updated_at=now,
+        ):
+            return
+        event_record(
+            publication_id=destination.publication_id,
+            destination=destination,
+            kind="destination.reconciled_resumed",
+            status=S.SENDING,
+        )
+        transaction.on_commit(partial(nudge, tasks.delivery_send, str(destination.pk)))
 
 
 def _requeue_absent(destination: Destination) -> None:

@@ -35,6 +35,7 @@ from publishing.services.delivery.outcomes import (
     publish_succeeded,
     send_pending,
     settle,
+    wait_for_network,
 )
 from publishing.services.delivery.politeness import (
     check_later,
@@ -104,6 +105,7 @@ def request_for(destination: Destination, media: list[Media] | None = None) -> P
             alt_text=m.alt_text,
             url=media_absolute_url(m),
             media_id=str(m.pk),
+            poster=partial(m.poster.open, "rb") if m.poster else None,
         )
         for m in (destination_media(destination) if media is None else media)
     ]
@@ -315,6 +317,10 @@ def _call_provider(
         result = call()
     except ProviderError as exc:
         release_slots(slots)
+        if exc.wait_reason and exc.retry_after is not None:
+            # A network's own wait (YouTube's quota day) holds this send, not the host.
+            wait_for_network(destination, exc)
+            return
         if (exc.kind == ErrorKind.RATE_LIMITED or exc.retry_after is not None) and exc.host_wide:
             pause_host(slots["host"], exc.retry_after)
         handle_failure(destination, exc)

@@ -1,0 +1,1 @@
+"""YouTube adapter tests against the stand-in."""
