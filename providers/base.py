@@ -233,6 +233,9 @@ class Metrics:
     comments: int = 0
     reposts: int = 0
     views: int = 0
+    # Read where the network reports them (Instagram's insights); not repost gates.
+    reach: int = 0  # unique accounts that saw the post
+    saves: int = 0
 
 
 # --- Errors ---------------------------------------------------------------------------------

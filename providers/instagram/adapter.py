@@ -470,8 +470,7 @@ class InstagramAdapter(MetaGraphAdapter):
 
     def metrics(self, *, account: AccountContext, external_id: str) -> Metrics:
         """``GET /{ig-media-id}/insights?metric=reach,views,likes,comments,shares,saved``:
-        likes, comments, shares (as reposts) and views; reach and saves are read too and kept
-        out of Herald's counters (see docs/providers/instagram.md)."""
+        likes, comments, shares (as reposts), views, reach and saves (``saved``)."""
         try:
             response = self._api(
                 account,
@@ -492,6 +491,8 @@ class InstagramAdapter(MetaGraphAdapter):
             comments=counts.get("comments", 0),
             reposts=counts.get("shares", 0),
             views=counts.get("views", 0),
+            reach=counts.get("reach", 0),
+            saves=counts.get("saved", 0),
         )
 
     def destination_options(

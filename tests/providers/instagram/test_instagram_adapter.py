@@ -338,6 +338,7 @@ def test_delete_metrics_and_options(
     )
     metrics = adapter.metrics(account=account, external_id=result.external_id)
     assert (metrics.likes, metrics.comments, metrics.reposts, metrics.views) == (7, 2, 3, 55)
+    assert (metrics.reach, metrics.saves) == (40, 1)
     adapter.delete(account=account, external_id=result.external_id)
     adapter.delete(account=account, external_id=result.external_id)  # already gone: fine
     assert server.counters["posts_deleted"] == 1
