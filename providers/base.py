@@ -333,6 +333,12 @@ class ProviderAdapter(abc.ABC):
     ) -> ConnectedAccount:
         raise NotSupported("OAuth connect")
 
+    def account_required_scopes(self, *, instance_url: str) -> tuple[str, ...] | None:
+        """The scopes an account connected at ``instance_url`` must have granted, when its
+        connection asks for other scopes than ``capabilities.required_scopes`` (Instagram's own
+        login); ``None``: the capabilities' (readiness's authorization fact)."""
+        return None
+
     def connection_mode_instance(self, mode: str) -> str | None:
         """The ``instance_url`` an OAuth connect in connection mode ``mode`` uses (Instagram's
         ``instagram_login``: the Instagram API base), passed to :meth:`begin_authorization`

@@ -155,6 +155,9 @@ class AccountFacts:
     credentials_readable: bool
     has_app: bool
     granted_scopes: tuple[str, ...]
+    # The scopes this account's connection requires when they are not the provider's (an
+    # Instagram account connected through Instagram's own login); None: the provider's.
+    required_scopes: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -337,10 +340,10 @@ def _authorization(inputs: DecisionInputs) -> Finding:
             "The account has no stored credentials; reconnect it.",
         )
     live = inputs.run("live")
-    required = {
-        *(inputs.caps.required_scopes if inputs.caps is not None else ()),
-        *(live.required_scopes if live else ()),
-    }
+    own = account.required_scopes
+    if own is None and inputs.caps is not None:
+        own = inputs.caps.required_scopes
+    required = {*(own or ()), *(live.required_scopes if live else ())}
     missing = sorted(required - set(account.granted_scopes))
     if not missing:
         return Finding({"status": "valid"})

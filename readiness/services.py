@@ -123,7 +123,18 @@ def _account_facts(account: AccountRecord) -> AccountFacts:
         credentials_readable=readable,
         has_app=account.app_id is not None,
         granted_scopes=tuple(account.granted_scopes or ()),
+        required_scopes=_account_scopes(account),
     )
+
+
+def _account_scopes(account: AccountRecord) -> tuple[str, ...] | None:
+    """The scopes the account's own connection requires, when the adapter says they differ
+    from its provider's (``ProviderAdapter.account_required_scopes``)."""
+    try:
+        adapter = get_adapter(str(account.provider))
+    except KeyError:
+        return None
+    return adapter.account_required_scopes(instance_url=str(account.instance_url or ""))
 
 
 def decide_many(requests: Sequence[DecisionRequest]) -> list[Decision]:

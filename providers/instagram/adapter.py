@@ -165,6 +165,12 @@ class InstagramAdapter(MetaGraphAdapter):
         """``instagram_login``: Instagram's own login, at the Instagram API base."""
         return self.ig_api_url if mode == login.MODE else None
 
+    def account_required_scopes(self, *, instance_url: str) -> tuple[str, ...] | None:
+        """An Instagram Login account is granted Instagram's own scopes (publishing needs
+        ``instagram_business_basic`` and ``instagram_business_content_publish``), not Facebook
+        Login's."""
+        return login.PUBLISH_SCOPES if login.is_instagram_login(self, instance_url) else None
+
     def can_refresh(self, *, credentials: dict[str, str]) -> bool:
         """Instagram Login tokens are refreshed; a Page token (Facebook Login) does not
         expire and has nothing to refresh."""

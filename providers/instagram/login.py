@@ -42,6 +42,7 @@ SCOPES = (
     "instagram_business_manage_insights",
     "instagram_business_manage_comments",
 )
+PUBLISH_SCOPES = SCOPES[:2]  # what readiness requires of such an account
 REFRESH_MIN_AGE = timedelta(hours=24)
 PUBLIC_URL = "https://www.instagram.com"
 

@@ -16,6 +16,7 @@ from rest_framework.test import APIClient
 from providers import credentials
 from publishing.models import Account
 from publishing.services.tokens import RefreshOutcome, account_token_refresh
+from readiness import services as readiness
 from tests.problem_asserts import assert_invalid
 from tests.providers.instagram.standin import DAY, IG_USER, InstagramStandIn
 from tests.publishing_support import API, follow_authorization, ok
@@ -64,6 +65,11 @@ def test_instagram_login_connects_and_the_lifecycle_refreshes_it(
     assert "instagram_business_content_publish" in account.granted_scopes
     stored = credentials.decrypt(account.credentials_encrypted)
     assert stored["login"] == "instagram"
+    # Its scope evidence is Instagram Login's own scopes, not Facebook Login's.
+    decision = readiness.decide_account(
+        account=account, operation="publish_immediate", profile="instagram.post"
+    )
+    assert decision.as_dict()["facts"]["authorization"] == {"status": "valid"}
     assert stored["ig_user_id"] == IG_USER["user_id"]
     # A day later the token is old enough to be refreshed: 60 days again.
     server.age(DAY + 60)
