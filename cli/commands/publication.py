@@ -136,6 +136,21 @@ def list_publications(status: str | None, limit: int, cursor: str | None) -> Non
     "--media", "media_ids", multiple=True, metavar="ID", help="Attach an uploaded media item."
 )
 @click.option(
+    "--format",
+    "profiles",
+    multiple=True,
+    metavar="[ACCOUNT:]KEY",
+    help="The format (output profile) of every destination, or of one account's "
+    "(e.g. youtube.short).",
+)
+@click.option(
+    "--option",
+    "options",
+    multiple=True,
+    metavar="[ACCOUNT:]NAME=VALUE",
+    help="A destination option for every destination, or for one account's (repeat).",
+)
+@click.option(
     "--voice-profile",
     "voice_profile_id",
     metavar="ID",
@@ -166,6 +181,8 @@ def create(
     text_file: Any,
     accounts: tuple[str, ...],
     media_ids: tuple[str, ...],
+    profiles: tuple[str, ...],
+    options: tuple[str, ...],
     voice_profile_id: str | None,
     idempotency_key: str | None,
     publish_now: bool,
@@ -188,7 +205,7 @@ def create(
     publication = client.publication_create(
         workspace_id=hx.require_workspace(client),
         text=body_text,
-        destinations=[{"account_id": account} for account in accounts],
+        destinations=_destinations(accounts, profiles, options),
         media_ids=list(media_ids),
         voice_profile_id=voice_profile_id,
         idempotency_key=idempotency_key,
@@ -220,6 +237,32 @@ def create(
         f"Next: herald publication schedule {publication['id']} --at TIME, "
         f"or herald publication publish-now {publication['id']}"
     )
+
+
+def _scoped(value: str, accounts: tuple[str, ...]) -> tuple[str | None, str]:
+    """``ACCOUNT:REST`` when the prefix names one of ``accounts`` (``None``: every one)."""
+    account, colon, rest = value.partition(":")
+    return (account, rest) if colon and account in accounts else (None, value)
+
+
+def _destinations(
+    accounts: tuple[str, ...], profiles: tuple[str, ...], options: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """One destination per account, with the ``--format`` and ``--option`` values that apply
+    to it (a value scoped to an account applies to that account only)."""
+    destinations: dict[str, dict[str, Any]] = {a: {"account_id": a} for a in accounts}
+    for value in profiles:
+        account, key = _scoped(value, accounts)
+        for target in [account] if account else accounts:
+            destinations[target]["profile"] = key
+    for value in options:
+        account, pair = _scoped(value, accounts)
+        name, equals, chosen = pair.partition("=")
+        if not equals or not name:
+            raise UsageProblem(f"--option takes NAME=VALUE, not {value!r}.")
+        for target in [account] if account else accounts:
+            destinations[target].setdefault("options", {})[name] = chosen
+    return list(destinations.values())
 
 
 def _parse_time(value: str) -> str:
