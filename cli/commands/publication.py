@@ -195,11 +195,7 @@ def create(
     With --publish-now it is then queued for delivery (and with --follow, followed until every
     destination settled, like `herald publication status`: exit 1 when one did not publish).
     """
-    if (text is None) == (text_file is None):
-        raise UsageProblem("Give the text with exactly one of --text or --text-file.")
-    if follow and not publish_now:
-        raise UsageProblem("--follow needs --publish-now (or use `herald publication status`).")
-    body_text = text if text is not None else text_file.read()
+    body_text = _create_text(text, text_file, follow=follow, publish_now=publish_now)
     hx = current()
     client = hx.client()
     publication = client.publication_create(
@@ -237,6 +233,15 @@ def create(
         f"Next: herald publication schedule {publication['id']} --at TIME, "
         f"or herald publication publish-now {publication['id']}"
     )
+
+
+def _create_text(text: str | None, text_file: Any, *, follow: bool, publish_now: bool) -> str:
+    """The publication's text, once the flags make sense together."""
+    if (text is None) == (text_file is None):
+        raise UsageProblem("Give the text with exactly one of --text or --text-file.")
+    if follow and not publish_now:
+        raise UsageProblem("--follow needs --publish-now (or use `herald publication status`).")
+    return str(text if text is not None else text_file.read())
 
 
 def _scoped(value: str, accounts: tuple[str, ...]) -> tuple[str | None, str]:
