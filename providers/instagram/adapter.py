@@ -202,6 +202,7 @@ class InstagramAdapter(MetaGraphAdapter):
                 )
         if request.profile == REEL_PROFILE.key:
             media.reel_fields(request)  # one video (and an optional cover)
+        media.collaborators(request.options.get("collaborators") or "")
         self._ig_user(account)
 
     def _start(self, account: AccountContext, token: str, request: PublishRequest) -> Pending:
@@ -231,7 +232,7 @@ class InstagramAdapter(MetaGraphAdapter):
             if not media.all_finished(self, account, [container] if container else children):
                 return self._processing(request, state, checks)
             if not container:
-                fields = media.carousel_fields(children, request.text)
+                fields = media.carousel_fields(children, request)
                 carousel = self._create(account, token, fields)
                 return self._processing(request, {"container": carousel}, checks)
         state = {"container": container, "finished": True}

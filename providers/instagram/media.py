@@ -12,6 +12,8 @@ is created. See docs/providers/instagram.md.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 LABEL = "Instagram"
 FINISHED = "FINISHED"
 MAX_ALT_TEXT = 1000
+MAX_COLLABORATORS = 3
+_USERNAME = re.compile(r"[A-Za-z0-9._]{1,30}")
 
 
 def is_video(item: MediaItem) -> bool:
@@ -63,6 +67,33 @@ def _with_caption(fields: dict[str, str], text: str) -> dict[str, str]:
     return {**fields, "caption": text} if text else fields
 
 
+def collaborators(value: str) -> list[str]:
+    """The ``collaborators`` option: up to 3 Instagram usernames (comma or space separated,
+    ``@`` optional), invited as the post's collaborators."""
+    names = [name.removeprefix("@") for name in re.split(r"[,\s]+", value.strip()) if name]
+    if len(names) > MAX_COLLABORATORS or not all(_USERNAME.fullmatch(n) for n in names):
+        raise ProviderError(
+            ErrorKind.PERMANENT,
+            f"{LABEL}: collaborators are up to {MAX_COLLABORATORS} Instagram usernames.",
+        )
+    return names
+
+
+def _post_fields(fields: dict[str, str], request: PublishRequest) -> dict[str, str]:
+    """A feed post's or Reel's caption, collaborators and location (a Facebook Page id with a
+    location), as the options give them."""
+    fields = _with_caption(fields, request.text)
+    names = collaborators(request.options.get("collaborators") or "")
+    if names:
+        fields["collaborators"] = json.dumps(names)
+    location = (request.options.get("location_id") or "").strip()
+    if location:
+        if not location.isdigit():
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: location_id is a Page id.")
+        fields["location_id"] = location
+    return fields
+
+
 def single_fields(request: PublishRequest) -> dict[str, str] | None:
     """The one container of a request, or None for a carousel (see :func:`carousel_children`)."""
     media = request.media
@@ -76,7 +107,7 @@ def single_fields(request: PublishRequest) -> dict[str, str] | None:
         fields = _item(media[0])
         if is_video(media[0]):
             fields["share_to_feed"] = "true"  # a feed video is a Reel also shown in the feed
-        return _with_caption(fields, request.text)
+        return _post_fields(fields, request)
     return None
 
 
@@ -101,7 +132,7 @@ def reel_fields(request: PublishRequest) -> dict[str, str]:
                 ErrorKind.PERMANENT, f"{LABEL}: thumb_offset is a number of milliseconds."
             )
         fields["thumb_offset"] = offset
-    return _with_caption(fields, request.text)
+    return _post_fields(fields, request)
 
 
 def carousel_children(request: PublishRequest) -> list[dict[str, str]]:
@@ -116,8 +147,8 @@ def carousel_children(request: PublishRequest) -> list[dict[str, str]]:
     return [_item(item, carousel_item=True) for item in request.media]
 
 
-def carousel_fields(children: list[str], text: str) -> dict[str, str]:
-    return _with_caption({"media_type": "CAROUSEL", "children": ",".join(children)}, text)
+def carousel_fields(children: list[str], request: PublishRequest) -> dict[str, str]:
+    return _post_fields({"media_type": "CAROUSEL", "children": ",".join(children)}, request)
 
 
 def read_status(api: InstagramAdapter, account: AccountContext, container: str) -> tuple[str, str]:

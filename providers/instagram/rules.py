@@ -54,6 +54,10 @@ def caption_problems(text: str) -> list[str]:
 
 
 FIRST_COMMENT = OptionSpec(name="first_comment", max_length=MAX_CAPTION)
+# Up to 3 Instagram usernames invited as collaborators (feed posts and Reels).
+COLLABORATORS = OptionSpec(name="collaborators", max_length=100)
+# A Facebook Page id with a location, tagged as the post's location (feed posts and Reels).
+LOCATION = OptionSpec(name="location_id", max_length=40)
 SHARE_TO_FEED = OptionSpec(name="share_to_feed", choices=("true", "false"), default="true")
 THUMB_OFFSET = OptionSpec(name="thumb_offset", max_length=10)  # milliseconds into the video
 
@@ -87,7 +91,7 @@ POST_PROFILE = OutputProfile(
         max_count=MAX_CAROUSEL,
         mixes_with_images=True,
     ),
-    options=(FIRST_COMMENT,),
+    options=(FIRST_COMMENT, COLLABORATORS, LOCATION),
     counting_rule="characters (graphemes); at most 30 hashtags and 20 @-mentions",
     text_rules=caption_problems,
     image_aspect=FEED_ASPECT,
@@ -111,7 +115,7 @@ REEL_PROFILE = OutputProfile(
         max_count=1,
         mixes_with_images=True,  # the cover
     ),
-    options=(SHARE_TO_FEED, THUMB_OFFSET, FIRST_COMMENT),
+    options=(SHARE_TO_FEED, THUMB_OFFSET, FIRST_COMMENT, COLLABORATORS, LOCATION),
     counting_rule="characters (graphemes); at most 30 hashtags and 20 @-mentions",
     text_rules=caption_problems,
 )

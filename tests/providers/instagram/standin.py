@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import io
+import json
 import secrets
 from datetime import UTC, datetime
 from typing import Any
@@ -307,6 +308,15 @@ class InstagramStandIn(GraphStandIn):
             return _error(400, "Unsupported post request.", 100, 33)
         fields = {k: str(v) for k, v in request.fields().items() if k != "access_token"}
         caption = fields.get("caption", "")
+        if "collaborators" in fields:
+            try:
+                names = json.loads(fields["collaborators"])
+            except ValueError:
+                names = None
+            if not isinstance(names, list) or len(names) > 3:
+                return _error(400, "Invalid parameter collaborators (up to 3 usernames).", 100)
+        if fields.get("location_id") and not fields["location_id"].isdigit():
+            return _error(400, "INSTAGRAM_PLATFORM_API__INVALID_LOCATION_ID", 100)
         if len(caption) > 2200 or caption.count("#") > 30:
             return _error(400, "The caption is too long or has too many hashtags.", 100, 2207010)
         record: dict[str, Any] = {

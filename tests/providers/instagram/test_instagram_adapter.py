@@ -99,7 +99,12 @@ def test_a_single_image_with_alt_text_and_a_first_comment(
 def test_a_carousel_of_an_image_and_a_video(
     adapter: InstagramAdapter, account: AccountContext, server: InstagramStandIn, host: MediaHost
 ) -> None:
-    req = request("instagram.post", [item(host, jpeg()), video(host)])
+    req = request(
+        "instagram.post",
+        [item(host, jpeg()), video(host)],
+        collaborators="@ada.l, grace_h",
+        location_id="110843418940484",
+    )
     result, pending = drive(adapter, account, req)
     assert "children" in pending[0].state
     assert "container" in pending[-1].state
@@ -107,6 +112,9 @@ def test_a_carousel_of_an_image_and_a_video(
     assert post["media_type"] == "CAROUSEL"
     assert [c.get("media_type", "IMAGE") for c in post["children"]] == ["IMAGE", "VIDEO"]
     assert all(c["is_carousel_item"] == "true" for c in post["children"])
+    assert post["fields"]["collaborators"] == '["ada.l", "grace_h"]'
+    assert post["fields"]["location_id"] == "110843418940484"
+    assert all("collaborators" not in c for c in post["children"])
     assert server.media[result.external_id]["media_type"] == "CAROUSEL_ALBUM"
 
 
@@ -310,6 +318,16 @@ def test_a_published_container_whose_post_cannot_be_found_cannot_be_reconciled(
     req.send_state = dict(pending[-1].state)
     with pytest.raises(CannotReconcile):
         adapter.reconcile(account=account, request=req)
+
+
+def test_more_than_three_collaborators_are_refused_before_any_call(
+    adapter: InstagramAdapter, account: AccountContext, server: InstagramStandIn, host: MediaHost
+) -> None:
+    req = request("instagram.post", [item(host, jpeg())], collaborators="a b c d")
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=req)
+    assert "up to 3 Instagram usernames" in caught.value.message
+    assert server.requests == 0
 
 
 def test_caption_rules_are_checked_before_any_call(
