@@ -394,6 +394,16 @@ class HeraldClient:
             body["mode"] = mode
         return self.request("POST", "/accounts/connect", body=body)
 
+    def connection_choice(self, choice_id: str) -> JSON:
+        """The candidates of a login that reached several accounts (Meta's Facebook Login)."""
+        return self.request("GET", f"/accounts/choices/{_segment(choice_id)}")
+
+    def connection_choice_apply(self, choice_id: str, keys: list[str]) -> JSON:
+        """Connect the chosen candidates: ``{"accounts": [...]}``."""
+        return self.request(
+            "POST", f"/accounts/choices/{_segment(choice_id)}", body={"candidates": keys}
+        )
+
     def account_disconnect(self, account_id: str) -> None:
         self.request("DELETE", f"/accounts/{_segment(account_id)}")
 

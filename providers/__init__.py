@@ -12,7 +12,8 @@
   (its video service, default https://video.bsky.app).
 * ``HERALD_TELEGRAM_API_URL`` (default https://api.telegram.org).
 * ``PROVIDER_OAUTH_APPS`` (``{provider: {"client_id", "client_secret", "api_url", ...}}``): the
-  operator's OAuth apps of X, LinkedIn, Threads and YouTube (config/settings.py).
+  operator's OAuth apps of X, LinkedIn, Threads and YouTube, and the Meta app of Facebook
+  and Instagram (config/settings.py).
 
 The adapter modules themselves read no setting, except the built-in feed (``HERALD_PUBLIC_URL``,
 when one is connected); ``credentials`` reads ``HERALD_CREDENTIALS_KEY``. Nothing in this package
@@ -27,6 +28,7 @@ from providers.base import ProviderAdapter
 from providers.bluesky import DEFAULT_SERVICE_URL, BlueskyAdapter
 from providers.bluesky.video import DEFAULT_VIDEO_URL
 from providers.discord_webhook import DiscordWebhookAdapter
+from providers.facebook import FacebookAdapter
 from providers.feed import FeedAdapter
 from providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
 from providers.instagram import InstagramAdapter
@@ -44,6 +46,7 @@ PROVIDERS += ("feed",)  # built-in public Atom / JSON Feed (providers/feed.py)
 PROVIDERS += ("x",)  # the operator's OAuth 2 app (providers/x/)
 PROVIDERS += ("linkedin",)  # the operator's OAuth 2 app (providers/linkedin/)
 PROVIDERS += ("threads",)  # the operator's Threads app (providers/threads/)
+PROVIDERS += ("facebook",)  # Facebook Pages, the operator's Meta app (providers/facebook/)
 PROVIDERS += ("instagram",)  # the Meta app and Instagram Login (providers/instagram/)
 PROVIDERS += ("youtube",)  # the operator's Google OAuth 2 app (providers/youtube/)
 
@@ -85,6 +88,8 @@ def _build(
         return LinkedInAdapter(http=http, app=apps.get("linkedin"))
     if provider == "threads":
         return ThreadsAdapter(http=http, app=apps.get("threads"))
+    if provider == "facebook":
+        return FacebookAdapter(http=http, app=apps.get("facebook"))
     if provider == "instagram":
         return InstagramAdapter(http=http, app=apps.get("instagram"))
     if provider == "youtube":

@@ -153,6 +153,28 @@ class ConnectedAccount:
 
 
 @dataclass
+class Candidate:
+    """One account a login can connect (a Facebook Page, an Instagram account linked to it):
+    the person chooses which become Herald accounts, each of ``provider``."""
+
+    provider: str
+    account: ConnectedAccount
+    label: str = ""  # how the choice is shown ("Facebook Page Herald HQ")
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}:{self.account.external_id}"
+
+
+@dataclass
+class ConnectionCandidates:
+    """What :meth:`ProviderAdapter.complete_authorization` answers when one grant reaches
+    several accounts (Meta's Facebook Login): nothing is connected until the person chooses."""
+
+    candidates: list[Candidate]
+
+
+@dataclass
 class AuthorizationStart:
     """First leg of an OAuth connect: send the user to ``authorization_url``."""
 
@@ -330,7 +352,8 @@ class ProviderAdapter(abc.ABC):
         code_verifier: str,
         instance_url: str = "",
         app: dict[str, str] | None = None,
-    ) -> ConnectedAccount:
+    ) -> ConnectedAccount | ConnectionCandidates:
+        """The grant as one account, or the candidates the person chooses from."""
         raise NotSupported("OAuth connect")
 
     def account_required_scopes(self, *, instance_url: str) -> tuple[str, ...] | None:

@@ -128,6 +128,44 @@ class OAuthState(models.Model):
         return f"oauth {self.provider} for {self.workspace_id}"
 
 
+class ConnectionChoice(models.Model):
+    """A login that reached several accounts (Meta's Facebook Login: Pages and the Instagram
+    accounts linked to them), waiting for its user to choose which to connect. The candidates,
+    with their tokens, are encrypted; single use, as short-lived as a pending connect."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    provider = models.CharField(max_length=40)  # the provider the connect was started for
+    app = models.ForeignKey(
+        ProviderApp, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    candidates_encrypted = models.TextField()
+    created_at = models.DateTimeField(default=now)
+    expires_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"choice {self.provider} for {self.workspace_id}"
+
+
+class MetaDataDeletion(models.Model):
+    """A data-deletion request Meta sent for one of its users (the callback's answer names its
+    confirmation code and a status URL showing this row). Keyed by the code; the Meta user id
+    is kept only as a hash."""
+
+    class Status(models.TextChoices):
+        COMPLETE = "complete"  # every account of that user was revoked and its credentials erased
+
+    confirmation_code = models.CharField(max_length=40, primary_key=True)
+    meta_user_hash = models.CharField(max_length=64, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.COMPLETE)
+    accounts_erased = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=now)
+
+    def __str__(self) -> str:
+        return f"meta data deletion {self.confirmation_code}"
+
+
 class Media(models.Model):
     class Status(models.TextChoices):
         PROCESSING = "processing"

@@ -295,6 +295,11 @@ class AccessAuditEvent(models.Model):
         REPOST_GRANT_CREATED = "repost_grant.created"
         REPOST_GRANT_REVOKED = "repost_grant.revoked"
         ACCOUNT_EMAIL_VERIFIED = "account.email_verified"
+        # A provider told Herald that its user removed Herald's access (Meta's deauthorize
+        # callback) or asked for their data to be deleted (Meta's data-deletion callback): the
+        # connected account's credentials were erased. The account is named by id.
+        CONNECTION_DEAUTHORIZED = "connection.deauthorized"
+        CONNECTION_DATA_DELETED = "connection.data_deleted"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     workspace_id = models.UUIDField(db_index=True)
@@ -307,6 +312,9 @@ class AccessAuditEvent(models.Model):
     status = models.CharField(max_length=16, blank=True, default="")
     subject_email = models.CharField(max_length=254, blank=True, default="")
     subject_user_id = models.CharField(max_length=64, blank=True, default="")
+    # The connected account an event is about ("" for the others). db_default: the previous
+    # release inserts events without naming this column.
+    subject_account_id = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=now)
 
     class Meta:

@@ -1,4 +1,4 @@
-"""``herald account list|providers|connect|disconnect``.
+"""``herald account list|providers|connect|choose|disconnect``.
 
 ``connect`` sends credential fields (``--field KEY=VALUE``, or ``--field KEY`` to be asked for the
 value with hidden input) to ``POST /accounts/connect``. A credential provider answers with the
@@ -32,6 +32,9 @@ from cli.redact import redact, remember_secret
 PUBLIC_FIELDS = frozenset(
     {"title", "description", "handle", "username", "chat_id", "name", "display_name"}
 )
+# Providers whose login may reach several accounts (Facebook Pages and the Instagram accounts
+# linked to them): the callback answers a choice instead of an account.
+CHOICE_PROVIDERS = frozenset({"facebook", "instagram"})
 _FIELD_NAME = re.compile(r"\A[A-Za-z][A-Za-z0-9_]{0,63}\Z")
 
 _sleep = time.sleep  # the pause between polls (tests replace it)
@@ -336,6 +339,9 @@ def connect(
         _emit_connected(hx, account, result)
         return
     url = _authorization_url(client, result)
+    if provider in CHOICE_PROVIDERS:  # one login offers several accounts: the person chooses
+        _start_choice(hx, provider, url, result, browser=browser, timeout=timeout)
+        return
     # The accounts there are before the user can authorize (the URL is not shown yet): the one
     # that appears (or is reconnected) after this is the one being connected.
     before = _snapshot(client, workspace_id, provider) if wait else {}
@@ -355,6 +361,26 @@ def connect(
     )
     connected = _require_connected(appeared, provider, timeout)
     _emit_connected(hx, connected, {"account": connected, "authorization_url": url})
+
+
+def _start_choice(
+    hx: HeraldContext,
+    provider: str,
+    url: str,
+    result: dict[str, Any],
+    *,
+    browser: bool,
+    timeout: float,
+) -> None:
+    echo(
+        f"Authorize Herald at {provider}: open this URL, confirm on Herald's page, then "
+        "authorize in the same browser. The page you land on names a choice: connect the "
+        "accounts you want with `herald account choose CHOICE_ID`.",
+        err=hx.json,
+    )
+    echo(f"  {url}", err=hx.json)
+    _offer_browser(url, browser=browser, timeout=timeout)
+    _emit_started(hx, result)
 
 
 def _require_connected(
@@ -406,6 +432,51 @@ def _offer_browser(url: str, *, browser: bool, timeout: float) -> None:
         echo("Open it in a browser; this command waits for you.", err=True)
     echo("Do not share this link: whoever confirms it connects their own account here.", err=True)
     echo(f"Waiting up to {timeout:.0f} s for the account (Ctrl-C stops waiting)…", err=True)
+
+
+# --- choose ------------------------------------------------------------------------------------
+
+
+@group.command("choose")
+@click.argument("choice_id")
+@click.option(
+    "--candidate", "keys", multiple=True, metavar="KEY", help="A candidate's key (repeat)."
+)
+@click.option("--all", "all_", is_flag=True, help="Every candidate this server can connect.")
+@global_options
+def choose(choice_id: str, keys: tuple[str, ...], all_: bool) -> None:
+    """Connect accounts from a login that reached several (Facebook Pages and their Instagram
+    accounts). Without --candidate or --all, list the candidates.
+
+    \b
+      herald account choose 6f1c2a8e-...
+      herald account choose 6f1c2a8e-... --candidate facebook:1010000001
+    """
+    hx = current()
+    client = hx.client()
+    choice = client.connection_choice(choice_id)
+    candidates = [c for c in choice.get("candidates") or [] if isinstance(c, dict)]
+    if not keys and not all_:
+        if hx.json:
+            emit_json(choice)
+            return
+        rows = [
+            (c.get("key"), c.get("label"), "yes" if c.get("available") else "no")
+            for c in candidates
+        ]
+        echo_table(("KEY", "ACCOUNT", "AVAILABLE"), rows, "No candidates.")
+        echo(f"Connect with: herald account choose {choice_id} --candidate KEY", err=True)
+        return
+    chosen = [str(c.get("key")) for c in candidates if c.get("available")] if all_ else list(keys)
+    if not chosen:
+        raise UsageProblem("No candidate this server can connect.")
+    result = client.connection_choice_apply(choice_id, chosen)
+    accounts = [a for a in result.get("accounts") or [] if isinstance(a, dict)]
+    if hx.json:
+        emit_json(result)
+        return
+    for account in accounts:
+        _report_connected(account)
 
 
 # --- disconnect --------------------------------------------------------------------------------

@@ -21,10 +21,12 @@ from providers.base import (
     AccountContext,
     AuthorizationStart,
     ConnectedAccount,
+    ConnectionCandidates,
     ErrorKind,
     NotSupported,
     ProviderError,
 )
+from providers.meta import login as meta_login
 from providers.meta.errors import parse_token_error
 
 if TYPE_CHECKING:
@@ -60,11 +62,6 @@ def _require_app(api: InstagramAdapter) -> None:
         )
 
 
-def _require_mode(api: InstagramAdapter, instance_url: str) -> None:
-    if not is_instagram_login(api, instance_url):
-        raise NotSupported("Connecting Instagram through Facebook Login")
-
-
 def begin_authorization(
     api: InstagramAdapter,
     *,
@@ -73,7 +70,12 @@ def begin_authorization(
     instance_url: str = "",
     app: dict[str, str] | None = None,
 ) -> AuthorizationStart:
-    _require_mode(api, instance_url)
+    if not is_instagram_login(api, instance_url):  # Facebook Login: the Meta app's dialog
+        return AuthorizationStart(
+            authorization_url=meta_login.authorization_url(
+                api, redirect_uri=redirect_uri, state=state
+            )
+        )
     _require_app(api)
     query = urlencode(
         {
@@ -95,9 +97,18 @@ def complete_authorization(
     code_verifier: str,
     instance_url: str = "",
     app: dict[str, str] | None = None,
-) -> ConnectedAccount:
-    """The code for a short-lived token, that for a long-lived one, then the profile."""
-    _require_mode(api, instance_url)
+) -> ConnectedAccount | ConnectionCandidates:
+    """The code for a short-lived token, that for a long-lived one, then the profile. Through
+    Facebook Login (no mode): the Instagram accounts linked to the granted Pages, to choose
+    from (``providers.meta.login``)."""
+    if not is_instagram_login(api, instance_url):
+        found = meta_login.candidates(api, code=code, redirect_uri=redirect_uri)
+        if not found:
+            raise ProviderError(
+                ErrorKind.PERMANENT,
+                f"{LABEL}: the login reached no Instagram professional account linked to a Page.",
+            )
+        return ConnectionCandidates(candidates=found)
     _require_app(api)
     short = _exchange_code(api, code=code, redirect_uri=redirect_uri)
     grant = _get_token(

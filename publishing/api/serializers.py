@@ -412,3 +412,67 @@ class CapabilitiesSerializer(ResponseSerializer):
         child=ProviderReadinessEntryField(),
         help_text="The readiness projection of these accounts' providers",
     )
+
+
+# --- Connects that reach several accounts (Meta's Facebook Login) ------------------------------
+
+
+class ConnectionCandidateSerializer(ResponseSerializer):
+    key = serializers.CharField(help_text="What to send back to choose it: provider:external_id.")
+    provider = serializers.CharField(
+        help_text="The provider the account would be: facebook, instagram."
+    )
+    label = serializers.CharField()  # type: ignore[assignment]  # a field, not Field.label
+    external_id = serializers.CharField()
+    username = serializers.CharField()
+    display_name = serializers.CharField()
+    avatar_url = serializers.CharField()
+    profile_url = serializers.CharField()
+    account_kind = serializers.CharField()
+    granted_scopes = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="The permissions the login granted that this account uses (scope evidence).",
+    )
+    available = serializers.BooleanField(
+        help_text="Whether this server can connect the candidate's provider."
+    )
+
+
+class ConnectionChoiceSerializer(ResponseSerializer):
+    choice_id = serializers.CharField(source="id")
+    workspace_id = serializers.CharField()
+    provider = serializers.CharField(help_text="The provider the connect was started for.")
+    expires_at = serializers.DateTimeField()
+    candidates = ConnectionCandidateSerializer(many=True)
+    choose_url = serializers.CharField(
+        help_text='POST the chosen candidates\' keys here ({"candidates": [key, ...]}).'
+    )
+
+
+class ConnectionChoiceInputSerializer(StrictSerializer):
+    candidates = serializers.ListField(
+        child=serializers.CharField(max_length=300),
+        min_length=1,
+        max_length=100,
+        help_text="The keys of the candidates to connect; each becomes its own account.",
+    )
+
+
+class ConnectionChoiceResultSerializer(ResponseSerializer):
+    accounts = AccountSerializer(many=True)
+
+
+class MetaSignedRequestInputSerializer(serializers.Serializer[Any]):
+    signed_request = serializers.CharField(max_length=8192)
+
+
+class MetaDataDeletionAnswerSerializer(serializers.Serializer[Any]):
+    url = serializers.CharField(help_text="Where the request's state can be seen.")
+    confirmation_code = serializers.CharField()
+
+
+class MetaDataDeletionStatusSerializer(ResponseSerializer):
+    confirmation_code = serializers.CharField()
+    status = serializers.CharField(help_text="complete: the connections' data was erased.")
+    accounts_erased = serializers.IntegerField()
+    requested_at = serializers.DateTimeField(source="created_at")

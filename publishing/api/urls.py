@@ -11,6 +11,11 @@ urlpatterns = [
     path("accounts", views.AccountListView.as_view(), name="account-list"),
     path("accounts/connect", views.AccountConnectView.as_view(), name="account-connect"),
     path("accounts/oauth/callback", views.OAuthCallbackView.as_view(), name="oauth-callback"),
+    path(
+        "accounts/choices/<str:choice_id>",
+        views.ConnectionChoiceView.as_view(),
+        name="connection-choice",
+    ),
     path("accounts/<str:account_id>", views.AccountDetailView.as_view(), name="account-detail"),
     path(
         "accounts/<str:account_id>/destination-options",
@@ -18,6 +23,13 @@ urlpatterns = [
         name="destination-options",
     ),
     path("capabilities", views.CapabilitiesView.as_view(), name="capabilities"),
+    path("meta/deauthorize", views.MetaDeauthorizeView.as_view(), name="meta-deauthorize"),
+    path("meta/data-deletion", views.MetaDataDeletionView.as_view(), name="meta-data-deletion"),
+    path(
+        "meta/data-deletion/<str:confirmation_code>",
+        views.MetaDataDeletionStatusView.as_view(),
+        name="meta-data-deletion-status",
+    ),
     path("media", views.MediaListView.as_view(), name="media-list"),
     path("media/<str:media_id>", views.MediaDetailView.as_view(), name="media-detail"),
     path("media/<str:media_id>/content", views.MediaContentView.as_view(), name="media-content"),

@@ -8,9 +8,14 @@ from django.conf import settings
 from django.http import HttpResponseBase, HttpResponseRedirect
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+)
 from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -27,8 +32,8 @@ from publishing import selectors
 from publishing.api import serializers as s
 from publishing.api.idempotency import MAX_KEY_LENGTH, idempotent
 from publishing.media_files import media_file_response
-from publishing.models import Publication
-from publishing.services import accounts, media, publications
+from publishing.models import ConnectionChoice, Publication
+from publishing.services import accounts, connection_choices, media, meta_callbacks, publications
 from publishing.web import oauth_result_location
 from readiness.projection import provider_readiness_projection
 from workspaces.access import actor_from_request, require_workspace, require_workspace_role
@@ -166,7 +171,9 @@ class OAuthCallbackView(APIView):
         "connect completes only with the nonce cookie that Herald's start page "
         "(the connect answer's authorization_url) set in this browser; without it the answer "
         "is 403 oauth_browser_mismatch and the connect stays pending. API clients get the "
-        "connected account (JSON). A browser (Accept: text/html) is redirected (303) to a "
+        "connected account (JSON), or, when one login reached several accounts (Meta's Facebook "
+        "Login: Pages and their Instagram accounts), the choice of candidates to connect "
+        "(202; see accounts_choices_apply). A browser (Accept: text/html) is redirected (303) to a "
         "Herald page saying in Herald's words what happened; an unknown state or another "
         "browser gets an error page instead. A provider's error is shown only as Herald's "
         "message for a known RFC 6749 code, never its text.",
@@ -174,9 +181,56 @@ class OAuthCallbackView(APIView):
         # plan that changed since the connect started; 409: readiness blocks the provider now.
         responses={
             200: s.AccountSerializer,
+            202: OpenApiResponse(
+                s.ConnectionChoiceSerializer,
+                description="The login reached several accounts: nothing is connected until "
+                "the person chooses (accounts_choices_apply).",
+            ),
             303: OpenApiResponse(description="Browsers: to the page describing the outcome."),
             **problems(400, 403, 404, 409, 422, 502),
         },
+        examples=[
+            OpenApiExample(
+                "A Facebook Login that reached a Page and its Instagram account",
+                response_only=True,
+                status_codes=["202"],
+                value={
+                    "choice_id": "6f1c2a8e-5d0b-4f4e-9a57-2b1d3c4e5f60",
+                    "workspace_id": "0d9c1b2a-3e4f-4a5b-8c6d-7e8f9a0b1c2d",
+                    "provider": "facebook",
+                    "expires_at": "2026-11-28T12:15:00Z",
+                    "choose_url": "/api/v1/accounts/choices/6f1c2a8e-5d0b-4f4e-9a57-2b1d3c4e5f60",
+                    "candidates": [
+                        {
+                            "key": "facebook:101000000000001",
+                            "provider": "facebook",
+                            "label": "Facebook Page Herald HQ",
+                            "external_id": "101000000000001",
+                            "username": "Herald HQ",
+                            "display_name": "Herald HQ",
+                            "avatar_url": "",
+                            "profile_url": "https://www.facebook.com/101000000000001",
+                            "account_kind": "page",
+                            "granted_scopes": ["pages_show_list", "pages_manage_posts"],
+                            "available": True,
+                        },
+                        {
+                            "key": "instagram:17841400000000001",
+                            "provider": "instagram",
+                            "label": "Instagram @herald.hq (through Page Herald HQ)",
+                            "external_id": "17841400000000001",
+                            "username": "herald.hq",
+                            "display_name": "Herald HQ",
+                            "avatar_url": "",
+                            "profile_url": "https://www.instagram.com/herald.hq/",
+                            "account_kind": "business",
+                            "granted_scopes": ["instagram_basic", "instagram_content_publish"],
+                            "available": True,
+                        },
+                    ],
+                },
+            )
+        ],
     )
     def get(self, request: Request) -> HttpResponseBase:
         query = parse_query(s.OAuthCallbackQuerySerializer, request)
@@ -202,6 +256,8 @@ class OAuthCallbackView(APIView):
             if exc.code == "oauth_browser_mismatch":  # still pending for its browser: no result
                 return _browser_page(request, 403, title=exc.title, message=exc.detail)
             return _oauth_result(request, state, ok=False, title=exc.title, detail=exc.detail)
+        if isinstance(account, ConnectionChoice):
+            return _choice_answer(request, state, account, browser=browser)
         if browser:
             name = get_adapter(account.provider).capabilities.display_name
             return _oauth_result(
@@ -216,6 +272,140 @@ class OAuthCallbackView(APIView):
         response = respond(request, s.AccountSerializer, account)
         _forget_nonce(request, response, state)
         return response
+
+
+def _choice_body(choice: ConnectionChoice) -> dict[str, Any]:
+    return {
+        "id": choice.pk,
+        "workspace_id": choice.workspace_id,
+        "provider": choice.provider,
+        "expires_at": choice.expires_at,
+        "candidates": connection_choices.choice_candidates(choice),
+        "choose_url": reverse("publishing:connection-choice", args=[choice.pk]),
+    }
+
+
+def _choice_answer(
+    request: Request, state: str, choice: ConnectionChoice, *, browser: bool
+) -> HttpResponseBase:
+    if not browser:
+        response = respond(request, s.ConnectionChoiceSerializer, _choice_body(choice), status=202)
+        _forget_nonce(request, response, state)
+        return response
+    names = ", ".join(c["label"] for c in connection_choices.choice_candidates(choice))
+    return _oauth_result(
+        request,
+        state,
+        ok=True,
+        title="Choose the accounts to connect",
+        detail=f"This login can connect: {names}. Choose which with "
+        f"'herald account choose {choice.pk}' (or POST {reverse('publishing:connection-choice', args=[choice.pk])}); "
+        "the choice expires with the connect.",
+        provider=get_adapter(choice.provider).capabilities.display_name,
+    )
+
+
+class ConnectionChoiceView(APIView):
+    """The candidates of a login that reached several accounts, and the choice among them."""
+
+    @extend_schema(
+        operation_id="accounts_choices_get",
+        responses={200: s.ConnectionChoiceSerializer, **problems(404)},
+        description="The candidates of a pending choice (only the user who started the connect "
+        "sees it; it expires with HERALD_OAUTH_STATE_SECONDS). No tokens are shown.",
+    )
+    def get(self, request: Request, choice_id: str) -> Response:
+        choice = connection_choices.choice_get(
+            actor=actor_from_request(request), choice_id=choice_id
+        )
+        return respond(request, s.ConnectionChoiceSerializer, _choice_body(choice))
+
+    @extend_schema(
+        operation_id="accounts_choices_apply",
+        request=s.ConnectionChoiceInputSerializer,
+        responses={201: s.ConnectionChoiceResultSerializer, **problems(404, 409, 422)},
+        description="Connect the chosen candidates, each as its own account (a Facebook Page as "
+        "facebook, an Instagram account as instagram); the choice is then spent. A key that is "
+        "not a candidate, or of a provider this server lacks, is a 422 and nothing is connected.",
+        examples=[
+            OpenApiExample(
+                "Connect a Page and its Instagram account",
+                request_only=True,
+                value={"candidates": ["facebook:101000000000001", "instagram:17841400000000001"]},
+            )
+        ],
+    )
+    def post(self, request: Request, choice_id: str) -> Response:
+        body = parse_body(s.ConnectionChoiceInputSerializer, request)
+        connected = connection_choices.choice_apply(
+            actor=actor_from_request(request), choice_id=choice_id, keys=body["candidates"]
+        )
+        return respond(
+            request, s.ConnectionChoiceResultSerializer, {"accounts": connected}, status=201
+        )
+
+
+class _MetaCallback(APIView):
+    authentication_classes: list[Any] = []
+    permission_classes = [AllowAny]
+    parser_classes = [FormParser, MultiPartParser, JSONParser]
+
+
+class MetaDeauthorizeView(_MetaCallback):
+    @extend_schema(
+        operation_id="meta_deauthorize",
+        auth=[],
+        request={"application/x-www-form-urlencoded": s.MetaSignedRequestInputSerializer},
+        responses={204: None, **problems(422)},
+        description="Meta's deauthorize callback (set it in the Meta app's Facebook Login "
+        "settings): the signed_request is verified with the app secret; every Facebook and "
+        "Instagram account connected through that Meta user has its credentials erased and "
+        "becomes reconnect_required (access-audit event connection.deauthorized).",
+    )
+    def post(self, request: Request) -> Response:
+        body = parse_body(s.MetaSignedRequestInputSerializer, request)
+        meta_callbacks.meta_deauthorize(signed_request=body["signed_request"])
+        return no_content()
+
+
+class MetaDataDeletionView(_MetaCallback):
+    @extend_schema(
+        operation_id="meta_data_deletion",
+        auth=[],
+        request={"application/x-www-form-urlencoded": s.MetaSignedRequestInputSerializer},
+        responses={200: s.MetaDataDeletionAnswerSerializer, **problems(422)},
+        description="Meta's data-deletion callback: verified like the deauthorize callback; the "
+        "connections' credentials are erased at once (access-audit event "
+        "connection.data_deleted). The answer is what Meta requires: the status URL and a "
+        "confirmation code.",
+        examples=[
+            OpenApiExample(
+                "Answer",
+                response_only=True,
+                value={
+                    "url": "https://herald.example/api/v1/meta/data-deletion/3f9a0c1b2d4e5f607182",
+                    "confirmation_code": "3f9a0c1b2d4e5f607182",
+                },
+            )
+        ],
+    )
+    def post(self, request: Request) -> Response:
+        body = parse_body(s.MetaSignedRequestInputSerializer, request)
+        deletion = meta_callbacks.meta_data_deletion(signed_request=body["signed_request"])
+        url = meta_callbacks.status_url(deletion, origin=request.build_absolute_uri("/"))
+        return Response({"url": url, "confirmation_code": deletion.confirmation_code})
+
+
+class MetaDataDeletionStatusView(_MetaCallback):
+    @extend_schema(
+        operation_id="meta_data_deletion_status",
+        auth=[],
+        responses={200: s.MetaDataDeletionStatusSerializer, **problems(404)},
+        description="The state of a data-deletion request, by its confirmation code.",
+    )
+    def get(self, request: Request, confirmation_code: str) -> Response:
+        deletion = meta_callbacks.meta_data_deletion_get(confirmation_code=confirmation_code)
+        return respond(request, s.MetaDataDeletionStatusSerializer, deletion)
 
 
 def _browser_page(request: Request, status: int, *, title: str, message: str) -> HttpResponseBase:

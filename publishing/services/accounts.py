@@ -34,6 +34,7 @@ from providers import PROVIDERS, credentials, feed, get_adapter
 from providers.base import (
     AccountContext,
     ConnectedAccount,
+    ConnectionCandidates,
     ConnectionMode,
     ProviderError,
     ProviderInputError,
@@ -41,12 +42,14 @@ from providers.base import (
 from publishing.errors import ProviderConnectError, ReadinessBlockedError
 from publishing.models import (
     Account,
+    ConnectionChoice,
     Destination,
     OAuthState,
     ProviderApp,
     Publication,
     PublicationEvent,
 )
+from publishing.services import connection_choices
 from readiness import services as readiness
 from readiness.subjects import PUBLISH_OPERATIONS
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
@@ -150,6 +153,7 @@ def _mode_instance(provider: str, mode: str) -> str:
 
 # The settings of an app whose names do not follow HERALD_<PROVIDER>_CLIENT_ID / _SECRET.
 _APP_SETTINGS = {
+    "facebook": "HERALD_META_APP_ID and HERALD_META_APP_SECRET",
     "instagram": "HERALD_META_APP_ID and HERALD_META_APP_SECRET (Facebook Login), or "
     "HERALD_INSTAGRAM_CLIENT_ID and HERALD_INSTAGRAM_CLIENT_SECRET (Instagram Login)",
 }
@@ -177,6 +181,11 @@ def _require_connectable(provider: str, instance_url: str = "") -> None:
             f"{provider} cannot be connected now ({decision.state}). {reasons}".strip(),
             decision=decision.as_dict(),
         )
+
+
+def require_connectable(provider: str) -> None:
+    """Readiness allows connecting ``provider`` now (or a 409 saying why not)."""
+    _require_connectable(provider)
 
 
 def _provider_failure(exc: ProviderError) -> ProviderConnectError:
@@ -398,14 +407,15 @@ def account_oauth_abort(*, state: str, browser_nonce: str, error: str) -> None:
 
 def account_oauth_complete(
     *, state: str, code: str, browser_nonce: str, session_user: Any = None
-) -> Account:
+) -> Account | ConnectionChoice:
     """The OAuth callback: single-use state, PKCE verifier, token exchange, store the account.
 
     The state is bound to the user and workspace that started the connect, and to the browser
     that confirmed Herald's start page (its nonce cookie): a victim who opens someone else's
     link does not connect their account into that person's workspace. The callback itself needs
     no Herald session (a CLI user's browser has none), but a browser signed in as another user
-    is refused too."""
+    is refused too. A login that reached several accounts (Meta) answers the
+    :class:`ConnectionChoice` to choose from instead of an account."""
     pending_copy = _claim_pending(state=state, browser_nonce=browser_nonce)
     if session_user is not None and session_user.pk != pending_copy.user_id:
         raise PermissionDeniedError(
@@ -435,6 +445,9 @@ def account_oauth_complete(
         # The provider's words go to the log only: the callback shows Herald's text.
         logger.warning("OAuth code exchange with %s failed: %s", pending_copy.provider, exc.message)
         raise ProviderConnectError(OAUTH_EXCHANGE_FAILED) from None
+    if isinstance(connected, ConnectionCandidates):
+        # One login reached several accounts: the person chooses (connection_choices).
+        return connection_choices.choice_create(pending=pending_copy, found=connected)
     try:
         return _store_account(
             actor=actor,
@@ -444,18 +457,36 @@ def account_oauth_complete(
             app=app,
         )
     except PlanLimitError:
-        # The grant exists at the provider but will not be kept: give it back (best effort).
-        if adapter.capabilities.supports_revoke:
-            with contextlib.suppress(ProviderError):
-                adapter.revoke(
-                    account=AccountContext(
-                        external_id=connected.external_id,
-                        credentials=dict(connected.credentials),
-                        instance_url=connected.instance_url,
-                        app=credentials.decrypt(app.credentials_encrypted) if app else {},
-                    )
-                )
+        _give_back(adapter, connected, app)
         raise
+
+
+def _give_back(adapter: Any, connected: ConnectedAccount, app: ProviderApp | None) -> None:
+    """The grant exists at the provider but will not be kept: give it back (best effort)."""
+    if adapter.capabilities.supports_revoke:
+        with contextlib.suppress(ProviderError):
+            adapter.revoke(
+                account=AccountContext(
+                    external_id=connected.external_id,
+                    credentials=dict(connected.credentials),
+                    instance_url=connected.instance_url,
+                    app=credentials.decrypt(app.credentials_encrypted) if app else {},
+                )
+            )
+
+
+def store_account(
+    *,
+    actor: Actor,
+    workspace: Any,
+    provider: str,
+    connected: ConnectedAccount,
+    app: ProviderApp | None,
+) -> Account:
+    """Create or refresh the account of one connect (also one chosen candidate)."""
+    return _store_account(
+        actor=actor, workspace=workspace, provider=provider, connected=connected, app=app
+    )
 
 
 @transaction.atomic

@@ -77,6 +77,13 @@ MATRIX: dict[tuple[str, str], str] = {
     ("GET", "accounts"): "viewer",
     ("POST", "accounts/connect"): "editor",
     ("GET", "accounts/oauth/callback"): "public",
+    # A pending choice belongs to the user who started the connect (anyone else: 404); applying
+    # it checks that user's editor role in its workspace.
+    ("GET", "accounts/choices/<str:choice_id>"): "signed_in",
+    ("POST", "accounts/choices/<str:choice_id>"): "signed_in",
+    ("POST", "meta/deauthorize"): "public",
+    ("POST", "meta/data-deletion"): "public",
+    ("GET", "meta/data-deletion/<str:confirmation_code>"): "public",
     ("GET", "accounts/<str:account_id>"): "viewer",
     ("DELETE", "accounts/<str:account_id>"): "admin",
     ("GET", "accounts/<str:account_id>/destination-options"): "viewer",
@@ -188,6 +195,11 @@ ROLES_ROWS: dict[str, list[tuple[str, str]]] = {
         ("DELETE", "api-tokens/<str:token_id>"),
         ("POST", "invitations/accept"),
         ("GET", "accounts/oauth/callback"),
+        ("GET", "accounts/choices/<str:choice_id>"),
+        ("POST", "accounts/choices/<str:choice_id>"),
+        ("POST", "meta/deauthorize"),
+        ("POST", "meta/data-deletion"),
+        ("GET", "meta/data-deletion/<str:confirmation_code>"),
         ("GET", "themes/built-ins"),
     ],
     "Read an organization": [("GET", "organizations/<str:organization_id>")],
@@ -435,6 +447,8 @@ def _request(method: str, route: str, person: str, world: World) -> tuple[str, A
         "voice_profile_id": i["voice_profile_id"],
         "grant_id": i["grant_id"],
         "upload_id": i["upload_id"],
+        "choice_id": i["unknown"],
+        "confirmation_code": "unknown",
     }
     path = "/api/v1/" + route
     for name, value in path_values.items():

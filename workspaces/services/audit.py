@@ -21,6 +21,7 @@ def audit_record(
     previous_status: str = "",
     role: str = "",
     status: str = "",
+    subject_account_id: str = "",
 ) -> AccessAuditEvent:
     return AccessAuditEvent.objects.create(
         workspace_id=workspace_id,
@@ -33,6 +34,7 @@ def audit_record(
         previous_status=previous_status,
         role=role,
         status=status,
+        subject_account_id=subject_account_id,
     )
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from config import oauth_apps
-from providers.base import AccountContext, ErrorKind, NotSupported, ProviderError
+from providers.base import AccountContext, ErrorKind, ProviderError
 from providers.instagram import InstagramAdapter
 from tests.providers import OAUTH_REDIRECT
 from tests.providers.instagram.standin import DAY, IG_USER, InstagramStandIn
@@ -72,8 +72,10 @@ def test_an_expired_token_cannot_be_refreshed_and_asks_to_reconnect(
 def test_without_the_instagram_login_mode_connect_is_facebook_logins(
     adapter: InstagramAdapter, server: InstagramStandIn
 ) -> None:
-    with pytest.raises(NotSupported):
-        adapter.begin_authorization(redirect_uri=OAUTH_REDIRECT, state="st")
+    start = adapter.begin_authorization(redirect_uri=OAUTH_REDIRECT, state="st")
+    assert "/dialog/oauth?" in start.authorization_url  # the Meta app's Facebook Login
+    assert "instagram_content_publish" in start.authorization_url
+    assert "pages_manage_posts" not in start.authorization_url
     assert not adapter.can_refresh(credentials=server.facebook_account())
 
 

@@ -1,0 +1,1 @@
+"""The facebook provider: its Graph stand-in and adapter tests."""
