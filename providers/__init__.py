@@ -54,6 +54,27 @@ PROVIDERS += ("youtube",)  # the operator's Google OAuth 2 app (providers/youtub
 OAuthApps = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
 
 
+# The adapters built from the operator's OAuth app of their provider (PROVIDER_OAUTH_APPS).
+_OAUTH_ADAPTERS: dict[
+    str,
+    type[
+        XAdapter
+        | LinkedInAdapter
+        | ThreadsAdapter
+        | FacebookAdapter
+        | InstagramAdapter
+        | YouTubeAdapter
+    ],
+] = {
+    "x": XAdapter,
+    "linkedin": LinkedInAdapter,
+    "threads": ThreadsAdapter,
+    "facebook": FacebookAdapter,
+    "instagram": InstagramAdapter,
+    "youtube": YouTubeAdapter,
+}
+
+
 @lru_cache(maxsize=32)
 def _build(
     provider: str,
@@ -82,19 +103,10 @@ def _build(
     if provider == "webhook":
         return WebhookAdapter(http=http)
     apps = {name: dict(items) for name, items in oauth_apps}
-    if provider == "x":
-        return XAdapter(http=http, app=apps.get("x"))
-    if provider == "linkedin":
-        return LinkedInAdapter(http=http, app=apps.get("linkedin"))
-    if provider == "threads":
-        return ThreadsAdapter(http=http, app=apps.get("threads"))
-    if provider == "facebook":
-        return FacebookAdapter(http=http, app=apps.get("facebook"))
-    if provider == "instagram":
-        return InstagramAdapter(http=http, app=apps.get("instagram"))
-    if provider == "youtube":
-        return YouTubeAdapter(http=http, app=apps.get("youtube"))
-    raise KeyError(provider)
+    oauth_adapter = _OAUTH_ADAPTERS.get(provider)
+    if oauth_adapter is None:
+        raise KeyError(provider)
+    return oauth_adapter(http=http, app=apps.get(provider))
 
 
 def _oauth_apps(settings: object) -> OAuthApps:
