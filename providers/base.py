@@ -93,6 +93,10 @@ class OutputProfile:
     # feed: 4:5 to 1.91:1); checked at create time against the stored image's size.
     image_aspect: tuple[float, float] | None = None
     text_forbidden: str = ""  # characters the network refuses in the text (YouTube: "<>")
+    # Rules over the media's types (in order) and the options together (YouTube: one video,
+    # an image only as its thumbnail; the tags' total length): ``(where, problem)`` pairs, where
+    # is ``"media"`` or an option's name; checked at create time and before the send.
+    content_rules: Callable[[list[str], dict[str, str]], list[tuple[str, str]]] | None = None
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,10 @@ def precheck(profile: OutputProfile, request: PublishRequest, *, provider: str) 
     _check_media(profile, request, provider=provider)
     _check_text(profile, request, provider=provider)
     _check_options(profile, request, provider=provider)
+    rules = profile.content_rules
+    found = rules([i.mime_type for i in request.media], request.options) if rules else []
+    if found:
+        raise ProviderError(ErrorKind.PERMANENT, f"{provider}: {found[0][1]}")
 
 
 def _item_bound(profile: OutputProfile, item: MediaItem) -> int:

@@ -31,6 +31,24 @@ THUMBNAIL = ("none", "poster", "image")
 DEFAULT_CATEGORY = "22"  # People & Blogs
 
 
+def content_problems(types: list[str], options: dict[str, str]) -> list[tuple[str, str]]:
+    """What YouTube would refuse in the media and options together: one video; an image only
+    as the thumbnail (``thumbnail=image``), and then exactly one; the tags' total length."""
+    videos = sum(1 for t in types if t.startswith("video/"))
+    images = len(types) - videos
+    problems: list[tuple[str, str]] = []
+    if videos != 1:
+        problems.append(("media", "A YouTube upload is one video (and at most one image)."))
+    choice = options.get("thumbnail") or "none"
+    if choice == "image" and images != 1:
+        problems.append(("thumbnail", "thumbnail=image needs one image sent with the video."))
+    elif choice != "image" and images:
+        problems.append(("media", "An image goes with the video only as its thumbnail=image."))
+    if tags_length(tag_list(options.get("tags", ""))) > MAX_TAGS:
+        problems.append(("tags", f"The tags are longer than {MAX_TAGS} characters together."))
+    return problems
+
+
 def description_length(text: str) -> int:
     """YouTube bounds the description in bytes of UTF-8, not characters."""
     return len(text.encode("utf-8"))
@@ -82,6 +100,7 @@ VIDEO_PROFILE = OutputProfile(
     video=_VIDEO_RULE,
     options=OPTIONS,
     counting_rule="bytes of UTF-8",
+    content_rules=content_problems,
 )
 
 SHORT_PROFILE = OutputProfile(
@@ -104,6 +123,7 @@ SHORT_PROFILE = OutputProfile(
     ),
     options=OPTIONS,
     counting_rule="bytes of UTF-8",
+    content_rules=content_problems,
 )
 
 PROFILES = (VIDEO_PROFILE, SHORT_PROFILE)

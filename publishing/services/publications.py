@@ -235,8 +235,30 @@ def _check_destination(
         *_media_item_errors(profile, content, media),
         *_option_errors(f"{prefix}.options", profile, options),
     ]
-    destination = {**item, "profile": profile.key, "options": _settled_options(profile, options)}
+    settled = _settled_options(profile, options)
+    errors += _content_rule_errors(prefix, profile, content, media, settled)
+    destination = {**item, "profile": profile.key, "options": settled}
     return destination, errors
+
+
+def _content_rule_errors(
+    prefix: str,
+    profile: OutputProfile,
+    content: _Content,
+    media: dict[str, Media],
+    options: dict[str, Any],
+) -> list[dict[str, Any]]:
+    """The format's rules over its media types and options together (YouTube's one video and
+    thumbnail image), at the media list or at the option they name."""
+    if profile.content_rules is None:
+        return []
+    types = [media[m].mime_type for m in content.media_ids if m in media]
+    return [
+        field_error(
+            content.media_location if where == "media" else f"{prefix}.options.{where}", problem
+        )
+        for where, problem in profile.content_rules(types, {k: str(v) for k, v in options.items()})
+    ]
 
 
 def _text_errors(profile: OutputProfile, content: _Content) -> list[dict[str, Any]]:

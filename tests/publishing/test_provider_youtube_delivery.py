@@ -25,6 +25,7 @@ from tests.publishing_support import (
     API,
     connect_with_services,
     create_publication,
+    gif_bytes,
     ok,
     send_in_process,
     upload,
@@ -132,6 +133,41 @@ def test_what_youtube_would_refuse_is_a_422_at_create_time(
     assert "May not contain" in errors["body.destinations[0].options.title"]
     assert "refuses" in errors["body.text"]
     assert any("YouTube Shorts" in m for loc, m in errors.items() if "media_ids" in loc)
+
+    image = upload(owner_client, workspace, gif_bytes(), name="cover.gif")["id"]
+    response = create_publication(
+        owner_client,
+        workspace,
+        [],
+        text="Cover only",
+        status=422,
+        media_ids=[image],
+        destinations=[
+            {
+                "account_id": str(channel.pk),
+                "options": {"title": "T", "made_for_kids": "true", "thumbnail": "image"},
+            }
+        ],
+    )
+    errors = {e["location"]: e["message"] for e in response.json()["errors"]}
+    assert "one video" in errors["body.media_ids"]
+
+    response = create_publication(
+        owner_client,
+        workspace,
+        [],
+        text="No cover sent",
+        status=422,
+        media_ids=[wide],
+        destinations=[
+            {
+                "account_id": str(channel.pk),
+                "options": {"title": "T", "made_for_kids": "true", "thumbnail": "image"},
+            }
+        ],
+    )
+    errors = {e["location"]: e["message"] for e in response.json()["errors"]}
+    assert "needs one image" in errors["body.destinations[0].options.thumbnail"]
 
 
 def test_a_video_is_published_once_with_its_poster_as_thumbnail(
