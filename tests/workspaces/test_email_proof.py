@@ -22,6 +22,7 @@ from django.test import Client, TestCase
 from rest_framework.test import APIClient
 
 from config.errors import FieldValidationError
+from tests.openapi_support import served_contract
 from tests.problem_asserts import assert_problem
 from workspaces import services
 from workspaces.access import Actor
@@ -426,3 +427,30 @@ def test_the_admin_shows_unverified_users_and_may_vouch_for_them(
     assert bearer(token).get("/api/v1/me").status_code == 401
     [event] = proof_events(person)
     assert (event.actor_user_id, event.workspace_id) == (str(root.pk), workspace.pk)
+
+
+# --- The OpenAPI document ------------------------------------------------------------------------
+
+
+def test_the_openapi_document_shows_the_link_only_when_no_email_can_be_sent() -> None:
+    """The invitation answer documents ``delivery`` as always present and ``accept_token`` and
+    ``accept_url`` as optional, present only when the instance cannot send e-mail; creating and
+    resending document the daily limits' 429 with ``Retry-After``."""
+    contract = served_contract()
+    schema = contract["components"]["schemas"]["InvitationWithToken"]
+    assert "delivery" in schema["required"]
+    assert contract["components"]["schemas"]["InvitationDeliveryEnum"]["enum"] == [
+        "email",
+        "manual",
+    ]
+    for field in ("accept_token", "accept_url"):
+        assert field not in schema["required"]
+        assert "Present only when delivery is manual" in schema["properties"][field]["description"]
+        assert "cannot send e-mail" in schema["properties"][field]["description"]
+    for path in (
+        "/api/v1/workspaces/{workspace_id}/invitations",
+        "/api/v1/invitations/{invitation_id}/resend",
+    ):
+        operation = contract["paths"][path]["post"]
+        assert "InvitationWithToken" in str(operation["responses"]), path
+        assert "Retry-After" in operation["responses"]["429"]["headers"], path
