@@ -325,8 +325,22 @@ class DestinationSerializer(serializers.Serializer[Any]):
         help_text="edit, reconnect, retry or contact_support when not published",
     )
     readiness = ReadinessDecisionField(allow_null=True, help_text="The blocking readiness decision")
+    send_stage = serializers.CharField(
+        allow_null=True,
+        help_text="While a long send is `sending`: uploading, processing, publishing, or waiting "
+        "(the provider cannot take the post yet, see wait_reason); null otherwise",
+    )
+    wait_reason = serializers.SerializerMethodField(
+        help_text="Why a send in stage waiting waits (publishing_limit: the account's posts per "
+        "rolling 24 hours are spent); null otherwise"
+    )
     published_at = serializers.DateTimeField(allow_null=True)
     updated_at = serializers.DateTimeField()
+
+    def get_wait_reason(self, destination: Destination) -> str | None:
+        if destination.send_stage != "waiting":
+            return None
+        return str((destination.send_state or {}).get("reason") or "") or None
 
 
 class PublicationSerializer(ResponseSerializer):

@@ -20,7 +20,7 @@ from rest_framework.test import APIClient
 from providers import credentials
 from publishing.models import Account, Destination, PublicationEvent
 from tests.providers.instagram.standin import IG_USER, InstagramStandIn
-from tests.publishing_support import publish_now_with_services, send_in_process, upload
+from tests.publishing_support import API, publish_now_with_services, send_in_process, upload
 from workspaces.access import Actor
 from workspaces.models import User
 
@@ -68,6 +68,7 @@ def destination(
 
 
 def test_a_spent_limit_waits_and_the_processing_bound_does_not_fail_it(
+    owner_client: APIClient,
     destination: Destination,
     server: InstagramStandIn,
     settings: Any,
@@ -83,6 +84,12 @@ def test_a_spent_limit_waits_and_the_processing_bound_does_not_fail_it(
     event = PublicationEvent.objects.get(destination=row, kind="destination.waiting")
     assert (event.detail, event.data["reason"]) == ("publishing_limit", "publishing_limit")
     assert server.counters["containers"] == 0
+    shown = owner_client.get(f"{API}/publications/{row.publication_id}").json()["destinations"][0]
+    assert (shown["status"], shown["send_stage"], shown["wait_reason"]) == (
+        "sending",
+        "waiting",
+        "publishing_limit",
+    )
     # Much later than the processing bound: still waiting, the limit read again.
     settings.HERALD_DELIVERY_PENDING_MAX_SECONDS = 60
     hour_ago = timezone.now() - timedelta(hours=1)

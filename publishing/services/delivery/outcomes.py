@@ -95,10 +95,12 @@ def send_pending(destination: Destination, pending: Pending) -> None:
     # While a send waits (a publishing limit) nothing is processed: the processing bound
     # (HERALD_DELIVERY_PENDING_MAX_SECONDS, from the write's start) counts from its last check.
     restart = {"write_started_at": now} if pending.stage == "waiting" else {}
+    # The reason is kept with the state (the API's ``wait_reason``); the adapter sees it again.
+    state = {**pending.state, "reason": pending.reason} if pending.reason else pending.state
     with transaction.atomic():
         if not Destination.objects.filter(pk=destination.pk, status=S.SENDING).update(
             send_stage=pending.stage,
-            send_state=pending.state,
+            send_state=state,
             send_check_at=now + timedelta(seconds=delay),
             claim_expires_at=None,
             updated_at=now,

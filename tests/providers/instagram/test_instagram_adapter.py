@@ -241,6 +241,9 @@ def test_a_limit_spent_after_the_containers_keeps_them_and_waits(
     assert held.stage == "waiting"
     assert held.state["finished"] is True
     assert held.state["container"] == first.state["container"]
+    again = adapter.resume(account=account, request=req, state=dict(held.state))
+    assert isinstance(again, Pending)
+    assert again.state["hold_since"] == held.state["hold_since"]  # the wait's bound holds
     server.age(120)
     result = adapter.resume(account=account, request=req, state=dict(held.state))
     assert isinstance(result, PublishResult)
