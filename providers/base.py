@@ -32,6 +32,10 @@ class MediaRule:
     mime_types: tuple[str, ...]
     max_bytes: int
     required: bool = False  # a post must carry at least one item
+    # The network fetches each item from its URL (Meta): a server without a public origin
+    # (HERALD_PUBLIC_URL or S3 storage) cannot send media there, and a publication is refused
+    # when it is created (publishing.services.publications).
+    by_url: bool = False
 
 
 @dataclass(frozen=True)

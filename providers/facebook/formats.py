@@ -35,6 +35,7 @@ POST_PROFILE = OutputProfile(
     text_limit=MAX_MESSAGE,
     text_counter=message_length,
     media=MediaRule(
+        by_url=True,
         max_count=MAX_PHOTOS,
         mime_types=PHOTO_TYPES + VIDEO_TYPES,
         max_bytes=MAX_PHOTO_BYTES,
@@ -57,7 +58,9 @@ REEL_PROFILE = OutputProfile(
     key="facebook.reel",
     text_limit=MAX_MESSAGE,
     text_counter=message_length,
-    media=MediaRule(max_count=1, mime_types=VIDEO_TYPES, max_bytes=1024**3, required=True),
+    media=MediaRule(
+        by_url=True, max_count=1, mime_types=VIDEO_TYPES, max_bytes=1024**3, required=True
+    ),
     video=VideoRule(
         network="Facebook Reels",
         delivers=True,
@@ -80,7 +83,11 @@ STORY_PROFILE = OutputProfile(
     text_limit=MAX_MESSAGE,  # a Story shows no text: the publication's text is not sent
     text_counter=message_length,
     media=MediaRule(
-        max_count=1, mime_types=PHOTO_TYPES + VIDEO_TYPES, max_bytes=MAX_PHOTO_BYTES, required=True
+        by_url=True,
+        max_count=1,
+        mime_types=PHOTO_TYPES + VIDEO_TYPES,
+        max_bytes=MAX_PHOTO_BYTES,
+        required=True,
     ),
     video=VideoRule(
         network="Facebook Stories",

@@ -133,3 +133,12 @@ def media_absolute_url(
     if poster:
         return presigned_poster_url(media, seconds=settings.HERALD_MEDIA_URL_SECONDS) or ""
     return presigned_storage_url(media, seconds=settings.HERALD_MEDIA_URL_SECONDS) or ""
+
+
+def public_origin() -> bool:
+    """Whether a receiver outside this server can fetch its media: ``HERALD_PUBLIC_URL`` is set
+    or the media live in S3 storage (presigned URLs). Networks that fetch media by URL (Meta)
+    need one."""
+    if settings.HERALD_PUBLIC_URL:
+        return True
+    return bool(getattr(settings, "HERALD_S3_BUCKET", None))

@@ -34,7 +34,7 @@ from publishing.errors import (
     ReadinessBlockedError,
 )
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
-from publishing.services import video_rules
+from publishing.services import media_links, video_rules
 from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
 from workspaces.models import WorkspaceMembership
@@ -85,6 +85,13 @@ def event_record(
 
 def _default_profile(account: Account) -> OutputProfile:
     return get_adapter(account.provider).capabilities.profiles[0]
+
+
+NO_PUBLIC_ORIGIN = (
+    "{profile} fetches media from a public URL, and this server has none: set "
+    "HERALD_PUBLIC_URL to an address reachable from the internet, or store media in S3 "
+    "(HERALD_S3_BUCKET)."
+)
 
 
 def _validate(
@@ -287,6 +294,8 @@ def _media_count_errors(profile: OutputProfile, content: _Content) -> list[dict[
         errors.append(field_error(location, f"{profile.key} allows {rule.max_count} media items."))
     if rule.required and not content.media_ids:
         errors.append(field_error(location, f"{profile.key} needs a media item."))
+    if rule.by_url and content.media_ids and not media_links.public_origin():
+        errors.append(field_error(location, NO_PUBLIC_ORIGIN.format(profile=profile.key)))
     return errors
 
 

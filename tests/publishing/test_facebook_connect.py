@@ -180,3 +180,38 @@ def test_data_deletion_answers_a_status_url_and_code(
         action=AccessAuditEvent.Action.CONNECTION_DATA_DELETED, subject_account_id=str(page.pk)
     ).exists()
     assert_problem(APIClient().get(f"{API}/meta/data-deletion/unknown"), 404, "not_found")
+
+
+# --- media by URL needs a public origin -----------------------------------------------------------
+
+
+def _jpeg() -> bytes:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (100, 100), (10, 120, 200)).save(buffer, format="JPEG")
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("provider", ["facebook", "instagram"])
+def test_media_to_meta_without_a_public_origin_is_refused_at_create_time(
+    owner_client: APIClient, workspace: Any, settings: Any, media_storage: Any, provider: str
+) -> None:
+    from tests.publishing_support import create_publication, make_account, upload
+
+    settings.HERALD_PUBLIC_URL = ""
+    settings.HERALD_S3_BUCKET = None
+    account = make_account(workspace, provider, external_id="101000000000001")
+    media_id = upload(owner_client, workspace, _jpeg(), name="square.jpg")["id"]
+    refused = create_publication(
+        owner_client, workspace, [str(account.pk)], media_ids=[media_id], status=422
+    )
+    body = assert_problem(refused, 422, "invalid")
+    message = " ".join(e["message"] for e in body["errors"])
+    assert "HERALD_PUBLIC_URL" in message and "S3" in message
+    if provider == "facebook":  # text alone needs no origin (an Instagram post needs media)
+        create_publication(owner_client, workspace, [str(account.pk)], text="Text only")
+    settings.HERALD_PUBLIC_URL = "https://herald.example"
+    create_publication(owner_client, workspace, [str(account.pk)], media_ids=[media_id])

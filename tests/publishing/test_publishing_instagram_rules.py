@@ -25,8 +25,9 @@ def jpeg(width: int, height: int) -> bytes:
 
 
 def test_hashtags_and_aspect_ratios_are_refused_at_create_time(
-    owner_client: APIClient, workspace: Any, media_storage: Path
+    owner_client: APIClient, workspace: Any, media_storage: Path, settings: Any
 ) -> None:
+    settings.HERALD_PUBLIC_URL = "https://herald.example"  # Instagram fetches media by URL
     account = str(make_account(workspace, "instagram", external_id="ig").pk)
     square = upload(owner_client, workspace, jpeg(100, 100), name="square.jpg")["id"]
     wide = upload(owner_client, workspace, jpeg(300, 100), name="wide.jpg")["id"]
