@@ -210,7 +210,8 @@ def test_media_to_meta_without_a_public_origin_is_refused_at_create_time(
     )
     body = assert_problem(refused, 422, "invalid")
     message = " ".join(e["message"] for e in body["errors"])
-    assert "HERALD_PUBLIC_URL" in message and "S3" in message
+    assert "HERALD_PUBLIC_URL" in message
+    assert "S3" in message
     if provider == "facebook":  # text alone needs no origin (an Instagram post needs media)
         create_publication(owner_client, workspace, [str(account.pk)], text="Text only")
     settings.HERALD_PUBLIC_URL = "https://herald.example"
