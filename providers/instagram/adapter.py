@@ -235,8 +235,8 @@ class InstagramAdapter(MetaGraphAdapter):
                 fields = media.carousel_fields(children, request)
                 carousel = self._create(account, token, fields)
                 return self._processing(request, {"container": carousel}, checks)
-        held = {"hold_since": state["hold_since"]} if state.get("hold_since") else {}
-        state = {"container": container, "finished": True, **held}
+        since = {"hold_since": state["hold_since"]} if state.get("hold_since") else {}
+        state = {"container": container, "finished": True, **since}
         held = self._limit_hold(account, token, state)
         return held or self._publish(account, token, request, state)
 
