@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint fmt migrate bench bench-delivery bench-readiness bench-scale bench-migration-locks bench-uploads image clean
+.PHONY: run test install lint fmt migrate bench bench-delivery bench-readiness bench-scale bench-migration-locks bench-uploads bench-video-burst image clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { echo "Python 3.11 is required"; exit 1; }
@@ -59,6 +59,10 @@ bench-migration-locks: install
 # A 1 GiB tus upload through gunicorn and the probe of a one-minute 1080p video (bench/README.md).
 bench-uploads: install
 	$(BIN)/python bench/uploads.py
+
+# 100 video posts of 20 MB to seven networks' stand-ins that process videos (bench/README.md).
+bench-video-burst: install
+	$(BIN)/python bench/video_burst.py
 
 # The container image, with the checkout's commit as the source revision certification runs record.
 image:
