@@ -68,6 +68,9 @@ def _accounts_of(user_id: str) -> list[Account]:
     return found
 
 
+_AUDIT_STATUS = {Account.Status.RECONNECT_REQUIRED: "reconnect"}
+
+
 def _erase(accounts: list[Account], *, action: str, reason: str) -> int:
     for account in accounts:
         with transaction.atomic():
@@ -81,8 +84,10 @@ def _erase(accounts: list[Account], *, action: str, reason: str) -> int:
                 action=action,
                 actor=None,
                 subject_user=account.connected_by,
-                previous_status=previous,
-                status=Account.Status.RECONNECT_REQUIRED,
+                # The audit's status columns hold 16 characters: "revoked" says what happened
+                # (credentials erased; the account asks to be connected again).
+                previous_status=_AUDIT_STATUS.get(previous, previous),
+                status="revoked",
                 subject_account_id=str(account.pk),
             )
     return len(accounts)

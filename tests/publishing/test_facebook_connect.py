@@ -160,6 +160,7 @@ def test_deauthorize_erases_the_credentials_and_audits(
     assert "deauthorized" in page.status_reason
     event = AccessAuditEvent.objects.get(workspace_id=workspace.pk, subject_account_id=str(page.pk))
     assert event.action == AccessAuditEvent.Action.CONNECTION_DEAUTHORIZED
+    assert (event.previous_status, event.status) == ("active", "revoked")
 
 
 def test_data_deletion_answers_a_status_url_and_code(
