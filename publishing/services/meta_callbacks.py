@@ -68,7 +68,7 @@ def _accounts_of(user_id: str) -> list[Account]:
     return found
 
 
-_AUDIT_STATUS = {Account.Status.RECONNECT_REQUIRED: "reconnect"}
+_AUDIT_STATUS: dict[str, str] = {str(Account.Status.RECONNECT_REQUIRED): "reconnect"}
 
 
 def _erase(accounts: list[Account], *, action: str, reason: str) -> int:
@@ -86,7 +86,7 @@ def _erase(accounts: list[Account], *, action: str, reason: str) -> int:
                 subject_user=account.connected_by,
                 # The audit's status columns hold 16 characters: "revoked" says what happened
                 # (credentials erased; the account asks to be connected again).
-                previous_status=_AUDIT_STATUS.get(previous, previous),
+                previous_status=_AUDIT_STATUS.get(str(previous), str(previous)),
                 status="revoked",
                 subject_account_id=str(account.pk),
             )
