@@ -70,7 +70,7 @@ class FacebookAdapter(MetaGraphAdapter):
         display_name=LABEL,
         connection=ConnectionMode.OAUTH2,
         pkce=False,
-        required_scopes=login.FACEBOOK_SCOPES,
+        required_scopes=login.FACEBOOK_REQUIRED_SCOPES,
         profiles=formats.PROFILES,
         account_kind="page",
         supports_refresh=False,  # a Page token from a long-lived user token does not expire

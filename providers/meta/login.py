@@ -44,6 +44,9 @@ FACEBOOK_SCOPES = (
     "pages_manage_engagement",
     "read_insights",
 )
+# What a Page account cannot publish without (readiness's scope evidence); the others serve the
+# first comment and metrics, and are asked for but not required.
+FACEBOOK_REQUIRED_SCOPES = ("pages_show_list", "pages_read_engagement", "pages_manage_posts")
 INSTAGRAM_SCOPES = (
     "instagram_basic",
     "instagram_content_publish",

@@ -110,6 +110,35 @@ def test_instagram_through_facebook_login_offers_the_linked_accounts(
     assert "instagram_content_publish" in account.granted_scopes
 
 
+def test_a_page_without_the_optional_permissions_is_still_ready(
+    owner_client: APIClient, workspace: Any, facebook: FacebookStandIn
+) -> None:
+    from readiness import services as readiness
+
+    facebook.declined = {"read_insights", "pages_manage_engagement"}
+    choice = _choice(owner_client, workspace)
+    ok(
+        owner_client.post(
+            choice["choose_url"], {"candidates": [f"facebook:{PAGES[0]['id']}"]}, format="json"
+        ),
+        201,
+    )
+    page = Account.objects.get(workspace=workspace, external_id=PAGES[0]["id"])
+    assert "read_insights" not in page.granted_scopes
+    decision = readiness.decide_account(
+        account=page, operation="publish_immediate", profile="facebook.post"
+    )
+    assert "scope_missing" not in str(decision.as_dict())
+    # Without a permission publishing needs, the scope evidence says so.
+    page.granted_scopes = [s for s in page.granted_scopes if s != "pages_manage_posts"]
+    page.save(update_fields=["granted_scopes"])
+    lacking = readiness.decide_account(
+        account=page, operation="publish_immediate", profile="facebook.post"
+    )
+    assert "scope_missing" in str(lacking.as_dict())
+    facebook.declined = set()
+
+
 def test_a_choice_refuses_unknown_keys_and_other_users(
     owner_client: APIClient, workspace: Any, bearer_client: Any, make_user: Any
 ) -> None:
