@@ -295,12 +295,21 @@ def _send_claimed(
         request.first_attempt_at = started
     # The write is recorded before the call: if this worker dies from here on, the outcome is
     # unknown and the destination is reconciled, never re-sent blindly. (One statement: the
-    # first attempt's time is kept if there was one; the claim is sized to the upload.)
-    lease = settings.HERALD_DELIVERY_LEASE_SECONDS + transfer_seconds(request)
+    # first attempt's time is kept if there was one; a claim with media to upload is extended
+    # by their transfer time, one without keeps the lease its claim took.)
+    transfer = transfer_seconds(request)
+    sized = (
+        {
+            "claim_expires_at": started
+            + timedelta(seconds=settings.HERALD_DELIVERY_LEASE_SECONDS + transfer)
+        }
+        if transfer
+        else {}
+    )
     Destination.objects.filter(pk=destination.pk).update(
         write_started_at=started,
         first_attempt_at=Coalesce(F("first_attempt_at"), Value(started)),
-        claim_expires_at=started + timedelta(seconds=lease),
+        **sized,
     )
     _call_provider(destination, slots, partial(adapter.publish, account=context, request=request))
 
