@@ -30,7 +30,9 @@ It stays only where, measured alone per use site, it saves at least 10 % of the 
 (bench/README.md, "Compiled queries measured again", ``bench/compiled_queries.py``: thread CPU
 per call, 2026-11-28): the bearer-token lookup 33 % of a 1-row audit request, the audit page
 45 % of a 200-row one, the workspace list 44 % of its request, the destination read 14 % of a
-send. The outcome transaction's two reads saved 3 % of a send and went back to plain querysets.
+send. The outcome transaction's two reads (3 % of a send's CPU measured alone) stay compiled
+too: as plain querysets they were most of what made a text send costlier than before long
+sends, counted in Python calls (bench/README.md "Burst benchmark").
 ``tests/api/test_compiled_query_internals.py`` checks each of those names and shapes, so a
 Django upgrade that moves one fails there, by name.
 """
