@@ -446,7 +446,8 @@ class FacebookAdapter(MetaGraphAdapter):
                 raise
 
     def metrics(self, *, account: AccountContext, external_id: str) -> Metrics:
-        """Reactions, comments and shares of the post (``GET /{post-id}`` with summaries)."""
+        """Reactions, comments and shares of the post (``GET /{post-id}`` with summaries), and
+        its views (``/insights``)."""
         fields = (
             "reactions.summary(total_count).limit(0),comments.summary(total_count).limit(0),shares"
         )
@@ -471,4 +472,31 @@ class FacebookAdapter(MetaGraphAdapter):
             shares = int((body.get("shares") or {}).get("count") or 0)
         except (TypeError, ValueError):
             shares = 0
-        return Metrics(likes=total("reactions"), comments=total("comments"), reposts=shares)
+        return Metrics(
+            likes=total("reactions"),
+            comments=total("comments"),
+            reposts=shares,
+            views=self._views(account, external_id),
+        )
+
+    def _views(self, account: AccountContext, external_id: str) -> int:
+        """The post's ``post_media_view`` insight (views; Meta replaced impressions with it in
+        November 2025). Best effort: without ``read_insights``, or for a post Meta keeps no
+        insights of, the views are 0 and the other counts still stand."""
+        try:
+            body = self._get(
+                account,
+                f"/{quote(external_id, safe='')}/insights",
+                "insights",
+                {"metric": "post_media_view"},
+            )
+        except ProviderError:
+            return 0
+        for entry in body.get("data") or []:
+            values = entry.get("values") if isinstance(entry, dict) else None
+            if entry.get("name") == "post_media_view" and values and isinstance(values[0], dict):
+                try:
+                    return int(values[0].get("value") or 0)
+                except (TypeError, ValueError):
+                    return 0
+        return 0

@@ -111,6 +111,7 @@ class FacebookStandIn(GraphStandIn):
             Route("POST", v(page + r"/photo_stories"), self.photo_story),
             Route("GET", v(page + r"/published_posts"), self.published_posts),
             Route("POST", v(r"/(?P<post>[\d_]+)/comments"), self.comment),
+            Route("GET", v(r"/(?P<post>[\d_]+)/insights"), self.insights),
             Route("POST", r"/rupload/(?P<version>v\d+\.\d+)/(?P<video>\d+)", self.rupload),
             Route("GET", v(r"/(?P<object_id>[\d_]+)"), self.get_object),
             Route("DELETE", v(r"/(?P<object_id>[\d_]+)"), self.delete_object),
@@ -444,6 +445,23 @@ class FacebookStandIn(GraphStandIn):
         )
         target.setdefault("comments", []).append(comment)
         return Reply(200, {"id": comment})
+
+    def insights(self, request: Request, post: str, **_: str) -> Reply:
+        target = self.objects.get(post)
+        if target is None or target.get("deleted"):
+            return graph_error(400, "Unsupported get request. Object does not exist", 100, 33)
+        grant = self._page_grant(request, target["page"])
+        if isinstance(grant, Reply):
+            return grant
+        known = {"post_media_view": target.get("views", 0)}
+        data = []
+        for metric in str(request.fields().get("metric") or "").split(","):
+            if metric not in known:
+                return graph_error(400, "(#100) The value must be a valid insights metric", 100)
+            data.append(
+                {"name": metric, "period": "lifetime", "values": [{"value": known[metric]}]}
+            )
+        return Reply(200, {"data": data})
 
     def published_posts(self, request: Request, page: str, **_: str) -> Reply:
         grant = self._page_grant(request, page)

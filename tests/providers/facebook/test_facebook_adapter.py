@@ -276,9 +276,12 @@ def test_delete_is_idempotent_and_metrics_read_the_post(
     adapter: FacebookAdapter, account: AccountContext, server: FacebookStandIn
 ) -> None:
     result = drive(adapter, account, request(options={"first_comment": "hi"}))
-    server.objects[result.external_id].update(reactions=7, shares=2)
+    server.objects[result.external_id].update(reactions=7, shares=2, views=40)
     metrics = adapter.metrics(account=account, external_id=result.external_id)
-    assert (metrics.likes, metrics.comments, metrics.reposts) == (7, 1, 2)
+    assert (metrics.likes, metrics.comments, metrics.reposts, metrics.views) == (7, 1, 2, 40)
+    server.fail_next(10, message="(#10) Requires read_insights", path="/insights")
+    without = adapter.metrics(account=account, external_id=result.external_id)
+    assert (without.likes, without.views) == (7, 0)
     adapter.delete(account=account, external_id=result.external_id)
     adapter.delete(account=account, external_id=result.external_id)
     assert server.counters["deleted"] == 1
