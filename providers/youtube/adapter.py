@@ -164,6 +164,9 @@ class YouTubeAdapter(OAuthHttpAdapter):
         self.authorize_url = str(app.get("authorize_url") or DEFAULT_AUTHORIZE_URL)
         self.token_url = str(app.get("token_url") or DEFAULT_TOKEN_URL)
         self.revoke_url = str(app.get("revoke_url") or DEFAULT_REVOKE_URL)
+        # HERALD_YOUTUBE_SCOPES: scopes requested in addition to the adapter's own.
+        extra = [x for x in str(app.get("scopes") or "").split() if x not in SCOPES]
+        self.scopes = SCOPES + tuple(extra)
         try:
             self.daily_quota = int(app.get("daily_quota") or DEFAULT_DAILY_QUOTA)
         except (TypeError, ValueError):
@@ -288,7 +291,7 @@ class YouTubeAdapter(OAuthHttpAdapter):
                 "response_type": "code",
                 "client_id": self.client_id,
                 "redirect_uri": redirect_uri,
-                "scope": " ".join(SCOPES),
+                "scope": " ".join(self.scopes),
                 "state": state,
                 "access_type": "offline",
                 "prompt": "consent",
@@ -334,7 +337,7 @@ class YouTubeAdapter(OAuthHttpAdapter):
             credentials=credentials,
             instance_url=self.api_url,
             account_kind="channel",
-            granted_scopes=scopes or SCOPES,
+            granted_scopes=scopes or self.scopes,
             expires_at=expires_at,
             profile_url=f"{PUBLIC_URL}/{handle}"
             if handle.startswith("@")

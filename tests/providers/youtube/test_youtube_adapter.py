@@ -436,3 +436,17 @@ def test_destination_options_list_assignable_categories(
     assert "22" in values
     assert "18" not in values
     assert [p["value"] for p in options["privacy"]] == ["private", "unlisted", "public"]
+
+
+def test_extra_scopes_are_asked_too(server: YouTubeStandIn, settings: Any) -> None:
+    from providers import get_adapter
+
+    app = {
+        **server.app_settings(),
+        "scopes": "https://www.googleapis.com/auth/yt-analytics.readonly",
+    }
+    settings.PROVIDER_OAUTH_APPS = {**settings.PROVIDER_OAUTH_APPS, "youtube": app}
+    adapter = get_adapter("youtube")
+    start = adapter.begin_authorization(redirect_uri="https://h.example/cb", state="s")
+    assert "yt-analytics.readonly" in start.authorization_url
+    assert "youtube.upload" in start.authorization_url
