@@ -445,7 +445,7 @@ class ApiTokenAdmin(admin.ModelAdmin[ApiToken]):
 class AccessAuditEventAdmin(ReadOnlyAdmin):
     list_display = ("created_at", "action", "workspace_id", "subject_email", "role", "status")
     list_filter = ("action",)
-    search_fields = ("workspace_id", "subject_email", "subject_user_id")
+    search_fields = ("workspace_id", "subject_email", "subject_user_id", "subject_account_id")
 
 
 admin.site.register(Plan)

@@ -312,8 +312,9 @@ class AccessAuditEvent(models.Model):
     status = models.CharField(max_length=16, blank=True, default="")
     subject_email = models.CharField(max_length=254, blank=True, default="")
     subject_user_id = models.CharField(max_length=64, blank=True, default="")
-    # The connected account an event is about ("" for the others). db_default: the previous
-    # release inserts events without naming this column.
+    # The connected account an event is about ("" for the others); kept in the database (the
+    # Django admin shows it), not a field of the API's audit items, whose fields the interface
+    # fixes. db_default: the previous release inserts events without naming this column.
     subject_account_id = models.CharField(max_length=64, blank=True, default="", db_default="")
     created_at = models.DateTimeField(default=now)
 

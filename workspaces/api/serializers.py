@@ -259,9 +259,6 @@ class AccessAuditEventSerializer(ResponseSerializer):
     status = serializers.CharField()
     subject_email = serializers.CharField()
     subject_user_id = serializers.CharField()
-    subject_account_id = serializers.CharField(
-        help_text="The connected account a connection.* event is about; empty for the others."
-    )
 
 
 # The access audit lists up to 200 events per response: built from value rows (same JSON).
