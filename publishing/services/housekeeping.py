@@ -1,5 +1,6 @@
 """Periodic clean-up and catch-up (the hourly ``publishing.housekeeping`` beat task): expired
-Idempotency-Key records and OAuth states go; video probes whose message never reached a worker
+Idempotency-Key records, OAuth states and unchosen connection choices (their candidates'
+tokens with them) go; video probes whose message never reached a worker
 are sent again."""
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from django.utils import timezone
 
 from config.nudge import nudge
 from publishing import tasks
-from publishing.models import IdempotencyRecord, Media, OAuthState
+from publishing.models import ConnectionChoice, IdempotencyRecord, Media, OAuthState
 
 # Probes sent again per run at most: a backlog after a long outage drains over a few hours
 # rather than flooding the workers in one tick.
@@ -24,9 +25,11 @@ def housekeeping() -> dict[str, int]:
         created_at__lt=now - IdempotencyRecord.TTL
     ).delete()
     oauth, _ = OAuthState.objects.filter(expires_at__lt=now).delete()
+    choices, _ = ConnectionChoice.objects.filter(expires_at__lt=now).delete()
     return {
         "idempotency_records": idempotency,
         "oauth_states": oauth,
+        "connection_choices": choices,
         "media_probes_resent": media_probes_resend(now),
     }
 

@@ -1161,8 +1161,25 @@ def test_housekeeping_drops_expired_idempotency_records_and_oauth_states(user, w
         redirect_uri="https://x/cb",
         expires_at=timezone.now() - timedelta(minutes=1),
     )
-    assert housekeeping() == {"idempotency_records": 1, "oauth_states": 1, "media_probes_resent": 0}
+    from providers import credentials
+    from publishing.models import ConnectionChoice
+
+    for minutes in (-1, 10):  # an unchosen, expired choice holds tokens: it goes
+        ConnectionChoice.objects.create(
+            workspace=workspace,
+            user=user,
+            provider="facebook",
+            candidates_encrypted=credentials.encrypt({"candidates": "[]"}),
+            expires_at=timezone.now() + timedelta(minutes=minutes),
+        )
+    assert housekeeping() == {
+        "idempotency_records": 1,
+        "oauth_states": 1,
+        "connection_choices": 1,
+        "media_probes_resent": 0,
+    }
     assert list(IdempotencyRecord.objects.values_list("key", flat=True)) == ["fresh"]
+    assert ConnectionChoice.objects.count() == 1
 
 
 def _create_with_key(client: APIClient, workspace: Any, hook: Any, key: str) -> Any:
