@@ -50,8 +50,9 @@ PROVIDERS += ("facebook",)  # Facebook Pages, the operator's Meta app (providers
 PROVIDERS += ("instagram",)  # the Meta app and Instagram Login (providers/instagram/)
 PROVIDERS += ("youtube",)  # the operator's Google OAuth 2 app (providers/youtube/)
 
-# PROVIDER_OAUTH_APPS as a hashable key of the adapter cache: ((provider, ((key, value), ...)),)
-OAuthApps = tuple[tuple[str, tuple[tuple[str, str], ...]], ...]
+# One provider's entry of PROVIDER_OAUTH_APPS as a hashable key of the adapter cache:
+# ((key, value), ...), None for a provider whose app is not configured.
+OAuthApp = tuple[tuple[str, str], ...] | None
 
 
 # The adapters built from the operator's OAuth app of their provider (PROVIDER_OAUTH_APPS).
@@ -82,7 +83,7 @@ def _build(
     allow_private: bool,
     bluesky_url: str,
     telegram_url: str,
-    oauth_apps: OAuthApps = (),
+    oauth_app: OAuthApp = None,
     bluesky_video_url: str = DEFAULT_VIDEO_URL,
 ) -> ProviderAdapter:
     http = HttpClient(
@@ -102,19 +103,19 @@ def _build(
         return FeedAdapter()  # built in: no HTTP, writes feed entries to the database
     if provider == "webhook":
         return WebhookAdapter(http=http)
-    apps = {name: dict(items) for name, items in oauth_apps}
     oauth_adapter = _OAUTH_ADAPTERS.get(provider)
     if oauth_adapter is None:
         raise KeyError(provider)
-    return oauth_adapter(http=http, app=apps.get(provider))
+    return oauth_adapter(http=http, app=None if oauth_app is None else dict(oauth_app))
 
 
-def _oauth_apps(settings: object) -> OAuthApps:
+def _oauth_app(settings: object, provider: str) -> OAuthApp:
+    """Only ``provider``'s own app: every send asks for its adapter, and building a key of every
+    provider's app each time cost a send more the more OAuth providers Herald has."""
     apps = getattr(settings, "PROVIDER_OAUTH_APPS", {}) or {}
-    return tuple(
-        (name, tuple(sorted((str(k), str(v)) for k, v in (app or {}).items())))
-        for name, app in sorted(apps.items())
-    )
+    if provider not in _OAUTH_ADAPTERS or provider not in apps:
+        return None
+    return tuple(sorted((str(k), str(v)) for k, v in (apps[provider] or {}).items()))
 
 
 def get_adapter(provider: str) -> ProviderAdapter:
@@ -133,7 +134,7 @@ def get_adapter(provider: str) -> ProviderAdapter:
         bool(getattr(settings, "HERALD_ALLOW_PRIVATE_PROVIDER_URLS", False)),
         str(getattr(settings, "HERALD_BLUESKY_SERVICE_URL", "") or DEFAULT_SERVICE_URL),
         str(getattr(settings, "HERALD_TELEGRAM_API_URL", "") or DEFAULT_API_URL),
-        _oauth_apps(settings),
+        _oauth_app(settings, provider),
         str(getattr(settings, "HERALD_BLUESKY_VIDEO_URL", "") or DEFAULT_VIDEO_URL),
     )
 
