@@ -36,6 +36,8 @@ class MediaRule:
     # (HERALD_PUBLIC_URL or S3 storage) cannot send media there, and a publication is refused
     # when it is created (publishing.services.publications).
     by_url: bool = False
+    # All the items of one post together (Discord's 25 MiB per webhook message); 0: no limit.
+    max_total_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class VideoRule:
     video_codecs: tuple[str, ...] = ("h264",)
     audio_codecs: tuple[str, ...] = ("aac",)
     max_bytes: int = 0
+    min_bytes: int = 0  # the smallest file the network takes (LinkedIn's 75 KB)
     min_seconds: float = 0
     max_seconds: float = 0
     min_side: int = 0  # pixels, the shorter side
@@ -60,6 +63,7 @@ class VideoRule:
     max_height: int = 0
     min_aspect: float = 0  # width / height, e.g. 1/3
     max_aspect: float = 0
+    min_frame_rate: float = 0
     max_frame_rate: float = 0
     max_count: int = 1  # videos per post
     mixes_with_images: bool = False
@@ -199,12 +203,30 @@ class MediaItem:
     open: Callable[[], IO[bytes]]  # opens the stored file for reading
     alt_text: str = ""
     media_id: str = ""  # Herald's Media id (the built-in feed serves the file itself)
-    # Opens the poster frame Herald took from a probed video (JPEG); None for other media.
+    # Opens the poster frame Herald took from a probed video (JPEG, at most 1280 px a side);
+    # None for other media.
     poster: Callable[[], IO[bytes]] | None = None
     # Where a receiver outside Herald can fetch it (the media API's ``url``: object storage or
     # HERALD_PUBLIC_URL + path); "" when no absolute address is known. For adapters that send
     # links instead of bytes (the generic ``webhook``).
     url: str = ""
+    # What the media probe learnt of a video (``Media.probe``: container, codecs,
+    # duration_seconds, width, height, rotation, frame_rate, ...); empty for an image.
+    probe: dict[str, Any] = field(default_factory=dict)
+
+    def display_size(self) -> tuple[int, int] | None:
+        """The video's width and height as a player shows it (turned by its rotation), from
+        the probe's facts; None when the probe did not record them."""
+        width, height = int(self.probe.get("width") or 0), int(self.probe.get("height") or 0)
+        if not width or not height:
+            return None
+        turned = int(self.probe.get("rotation") or 0) % 180 == 90
+        return (height, width) if turned else (width, height)
+
+    def duration_seconds(self) -> float | None:
+        """The video's length from the probe's facts, None when unknown."""
+        value = self.probe.get("duration_seconds")
+        return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
 @dataclass
@@ -502,6 +524,7 @@ def describe_video(rule: VideoRule | None) -> dict[str, Any]:
         "video_codecs": list(rule.video_codecs),
         "audio_codecs": list(rule.audio_codecs),
         "max_bytes": rule.max_bytes or None,
+        "min_bytes": rule.min_bytes or None,
         "min_seconds": rule.min_seconds or None,
         "max_seconds": rule.max_seconds or None,
         "min_side": rule.min_side or None,
@@ -509,6 +532,7 @@ def describe_video(rule: VideoRule | None) -> dict[str, Any]:
         "max_height": rule.max_height or None,
         "min_aspect_ratio": rule.min_aspect or None,
         "max_aspect_ratio": rule.max_aspect or None,
+        "min_frame_rate": rule.min_frame_rate or None,
         "max_frame_rate": rule.max_frame_rate or None,
         "max_count": rule.max_count,
         "mixes_with_images": rule.mixes_with_images,
@@ -561,6 +585,7 @@ def describe_capabilities(caps: Capabilities) -> dict[str, Any]:
                     "max_count": p.media.max_count,
                     "mime_types": list(p.media.mime_types),
                     "max_bytes": p.media.max_bytes,
+                    "max_total_bytes": p.media.max_total_bytes or None,
                     "required": p.media.required,
                 },
                 "video": describe_video(p.video),

@@ -77,6 +77,7 @@ MESSAGE_PROFILE = OutputProfile(
         max_count=10,
         mime_types=(*_IMAGE_TYPES, *_VIDEO_TYPES),
         max_bytes=MAX_FILE_BYTES,
+        max_total_bytes=MAX_TOTAL_BYTES,  # refused at create time, not found at delivery
     ),
     video=VideoRule(
         network="Discord",

@@ -13,7 +13,9 @@ so reconcile is not supported: an ambiguous send stays ``ambiguous`` for a perso
 
 from __future__ import annotations
 
+import io
 import json
+import math
 import re
 from typing import Any
 
@@ -47,6 +49,9 @@ DEFAULT_API_URL = "https://api.telegram.org"
 MAX_PHOTO_BYTES = 10 * 1024 * 1024
 MAX_VIDEO_BYTES = 50 * 1024 * 1024  # what a bot may upload (sendVideo)
 MAX_ALBUM_ITEMS = 10  # sendMediaGroup: 2-10 items
+# A video's thumbnail: a JPEG under 200 kB, at most 320 px a side (sendVideo ``thumbnail``).
+THUMBNAIL_SIDE = 320
+MAX_THUMBNAIL_BYTES = 200 * 1000
 _TOKEN_RE = re.compile(r"^\d{3,20}:[A-Za-z0-9_-]{20,100}$")
 _CHAT_RE = re.compile(r"^(-?\d{1,20}|@[A-Za-z][A-Za-z0-9_]{3,31})$")
 
@@ -126,6 +131,45 @@ def _kind(item: MediaItem) -> str:
 def _file_part(kind: str, item: MediaItem, name: str = "") -> FilePart:
     """A photo or a video as a form part, with the most bytes Telegram takes for its kind."""
     return (name or kind, item, MAX_VIDEO_BYTES if kind == "video" else MAX_PHOTO_BYTES)
+
+
+def video_fields(item: MediaItem) -> dict[str, Any]:
+    """sendVideo's (and InputMediaVideo's) description of a video from the probe's stored
+    facts: its size as shown, its length in whole seconds, and that it may play while it loads
+    (an MP4)."""
+    fields: dict[str, Any] = {"supports_streaming": True}
+    size = item.display_size()
+    if size is not None:
+        fields["width"], fields["height"] = size
+    seconds = item.duration_seconds()
+    if seconds is not None:
+        fields["duration"] = max(1, math.ceil(seconds))
+    return fields
+
+
+def thumbnail(item: MediaItem, name: str) -> FilePart | None:
+    """The video's poster as Telegram's thumbnail: scaled to 320 px a side, a JPEG under
+    200 kB, uploaded under ``name`` in the same request; None without a poster (Telegram then
+    makes its own) or when the poster cannot be read."""
+    if item.poster is None:
+        return None
+    try:
+        from PIL import Image
+
+        with item.poster() as handle, Image.open(handle) as poster:
+            picture = poster.convert("RGB")
+        picture.thumbnail((THUMBNAIL_SIDE, THUMBNAIL_SIDE))
+        out = io.BytesIO()
+        picture.save(out, format="JPEG", quality=85)
+    except (OSError, ValueError):  # an unreadable poster: Telegram makes its own thumbnail
+        return None
+    data = out.getvalue()
+    if len(data) >= MAX_THUMBNAIL_BYTES:
+        return None
+    jpeg = MediaItem(
+        name="thumbnail.jpg", mime_type="image/jpeg", size=len(data), open=lambda: io.BytesIO(data)
+    )
+    return (name, jpeg, MAX_THUMBNAIL_BYTES)
 
 
 def _chat_label(chat: dict[str, Any]) -> str:
@@ -263,16 +307,22 @@ class TelegramAdapter(ProviderAdapter):
         )
 
     def _send_one(self, token: str, chat_id: str, request: PublishRequest) -> dict[str, Any]:
-        """sendPhoto or sendVideo, the file uploaded in the request."""
+        """sendPhoto or sendVideo, the file uploaded in the request; a video with the probe's
+        size and length and its poster as the thumbnail."""
         item = request.media[0]
         kind = _kind(item)
-        fields = {"chat_id": chat_id}
+        fields: dict[str, str] = {"chat_id": chat_id}
         if request.text:
             fields["caption"] = request.text
+        files = [_file_part(kind, item)]
         if kind == "video":
-            fields["supports_streaming"] = "true"  # MP4 that may start playing while loading
+            fields.update({k: str(v).lower() for k, v in video_fields(item).items()})
+            thumb = thumbnail(item, "thumb")
+            if thumb is not None:
+                fields["thumbnail"] = "attach://thumb"
+                files.append(thumb)
         method = "sendVideo" if kind == "video" else "sendPhoto"
-        with streamed_form(fields, [_file_part(kind, item)], provider=LABEL) as form:
+        with streamed_form(fields, files, provider=LABEL) as form:
             result = self._call(token, method, operation=f"{kind} post", write=True, **form)
         return dict(result)
 
@@ -284,10 +334,14 @@ class TelegramAdapter(ProviderAdapter):
         for index, item in enumerate(request.media):
             kind, name = _kind(item), f"file{index}"
             entry: dict[str, Any] = {"type": kind, "media": f"attach://{name}"}
-            if kind == "video":
-                entry["supports_streaming"] = True
-            media.append(entry)
             files.append(_file_part(kind, item, name))
+            if kind == "video":
+                entry.update(video_fields(item))
+                thumb = thumbnail(item, f"thumb{index}")
+                if thumb is not None:
+                    entry["thumbnail"] = f"attach://thumb{index}"
+                    files.append(thumb)
+            media.append(entry)
         if request.text:
             media[0]["caption"] = request.text
         fields = {"chat_id": chat_id, "media": json.dumps(media, separators=(",", ":"))}

@@ -386,7 +386,7 @@ class BlueskyAdapter(ProviderAdapter):
         self, account: AccountContext, request: PublishRequest, blob: dict[str, Any]
     ) -> PublishResult:
         item = request.media[0]
-        size = video_protocol.display_size(item)
+        size = item.display_size()  # the probe's stored facts
         return self.create_post(account, request, video_protocol.embed(blob, item.alt_text, size))
 
     def create_post(

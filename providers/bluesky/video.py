@@ -196,25 +196,11 @@ def ready(
 
 def embed(blob: dict[str, Any], alt_text: str, size: tuple[int, int] | None) -> dict[str, Any]:
     """The post's ``app.bsky.embed.video``: the blob, its alt text and, when known, its aspect
-    ratio (the probe's display width and height)."""
+    ratio (the probe's display width and height, :meth:`MediaItem.display_size`: the stored
+    facts, the file is not opened again)."""
     video: dict[str, Any] = {"$type": EMBED, "video": blob}
     if alt_text:
         video["alt"] = alt_text[:MAX_ALT]
     if size and size[0] > 0 and size[1] > 0:
         video["aspectRatio"] = {"width": size[0], "height": size[1]}
     return video
-
-
-def display_size(item: MediaItem) -> tuple[int, int] | None:
-    """The video's width and height as a player shows it (turned by its rotation), read from
-    its first frame; ``None`` when it cannot be read (the aspect ratio is optional)."""
-    try:
-        import av
-
-        with item.open() as handle, av.open(handle, mode="r") as container:
-            frame = next(container.decode(video=0))
-            width, height = int(frame.width), int(frame.height)
-            rotation = round(getattr(frame, "rotation", 0) or 0) % 180
-    except Exception:  # any unreadable file: the post goes without an aspect ratio
-        return None
-    return (height, width) if rotation == 90 else (width, height)

@@ -79,6 +79,7 @@ POST_PROFILE = OutputProfile(
         containers=("mp4",),
         audio_codecs=("aac", "mp3"),
         max_bytes=500 * 1024 * 1024,
+        min_bytes=75 * 1024,
         min_seconds=3,
         max_seconds=30 * 60,
         min_aspect=1 / 2.4,

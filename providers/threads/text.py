@@ -53,10 +53,14 @@ POST_PROFILE = OutputProfile(
         max_width=1920,
         min_aspect=0.01,
         max_aspect=10,
+        min_frame_rate=23,
         max_frame_rate=60,
         max_count=20,
         mixes_with_images=True,  # a carousel mixes images and videos
-        source="developers.facebook.com: Threads media specifications (MOV/MP4, 1 GB, 5 min)",
+        source=(
+            "developers.facebook.com: Threads media specifications (MOV/MP4, 1 GB, 5 min, "
+            "23-60 frames per second)"
+        ),
     ),
     counting_rule="characters (graphemes); each emoji counts its UTF-8 bytes",
 )

@@ -315,7 +315,30 @@ def _media_item_errors(
             continue
         found.append((location, item))
         errors += _media_fit_errors(profile, location, item)
+    errors += _total_size_errors(profile, found)
     return errors + video_rules.destination_video_errors(profile, found)
+
+
+def _total_size_errors(
+    profile: OutputProfile, found: list[tuple[str, Media]]
+) -> list[dict[str, Any]]:
+    """The items past the format's limit on one post's media together (Discord's 25 MiB per
+    webhook message), each at its own location."""
+    limit = profile.media.max_total_bytes
+    if not limit:
+        return []
+    network = profile.video.network if profile.video else profile.key
+    errors, total = [], 0
+    for location, item in found:
+        total += item.size_bytes
+        if total > limit:
+            message = (
+                f"{network}: up to {limit // (1024 * 1024)} MB of attachments per message in "
+                f"all; with this one they come to {total / (1024 * 1024):.1f} MB. "
+                "Move it to another post or make it smaller."
+            )
+            errors.append(field_error(location, message))
+    return errors
 
 
 def _media_fit_errors(profile: OutputProfile, location: str, item: Media) -> list[dict[str, Any]]:

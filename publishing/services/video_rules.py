@@ -66,6 +66,11 @@ def video_messages(rule: VideoRule, media: Media) -> list[str]:
             f"{n}: videos up to {_mb(rule.max_bytes)}; this one is {_mb(media.size_bytes)}. "
             "Lower the bit rate or shorten it."
         )
+    if rule.min_bytes and media.size_bytes < rule.min_bytes:
+        out.append(
+            f"{n}: videos of at least {_kb(rule.min_bytes)}; this one is "
+            f"{_kb(media.size_bytes)}. Export it at a higher quality or make it longer."
+        )
     facts = media.probe or {}
     if not facts:
         return out
@@ -139,13 +144,22 @@ def _picture(rule: VideoRule, facts: dict[str, Any]) -> list[str]:
                 f"{n}: aspect ratios from {_ratio(rule.min_aspect)} to {_ratio(rule.max_aspect)}; "
                 f"this one is {width}:{height}. Crop or pad it."
             )
-    rate = facts.get("frame_rate")
+    return out + _frame_rate(rule, facts.get("frame_rate"))
+
+
+def _frame_rate(rule: VideoRule, rate: float | None) -> list[str]:
+    n = rule.network
     if rule.max_frame_rate and rate and rate > rule.max_frame_rate + 0.01:
-        out.append(
+        return [
             f"{n}: up to {rule.max_frame_rate:g} frames per second; this one has {rate:g}. "
             "Re-export it at a lower frame rate."
-        )
-    return out
+        ]
+    if rule.min_frame_rate and rate and rate < rule.min_frame_rate - 0.01:
+        return [
+            f"{n}: at least {rule.min_frame_rate:g} frames per second; this one has {rate:g}. "
+            "Re-export it at a higher frame rate."
+        ]
+    return []
 
 
 def _names(values: tuple[str, ...]) -> str:
@@ -158,6 +172,11 @@ def _mb(size: int) -> str:
     if size % (1024 * 1024) == 0:
         return f"{size // (1024 * 1024)} MB"
     return f"{size / 1_000_000:.1f} MB".replace(".0 MB", " MB")
+
+
+def _kb(size: int) -> str:
+    """Kilobytes of 1,024 bytes, the unit LinkedIn states its smallest video in."""
+    return f"{size / 1024:.0f} KB" if size % 1024 else f"{size // 1024} KB"
 
 
 def _seconds(value: float) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterable
+from typing import Any
 
 from providers.base import AccountContext, ErrorKind, MediaItem, ProviderAdapter, ProviderError
 
@@ -82,8 +83,10 @@ def video_media(
     name: str = "clip.mp4",
     mime_type: str = "video/mp4",
     alt_text: str = "",
+    probe: dict[str, Any] | None = None,
 ) -> MediaItem:
-    """A video item whose every read is logged in ``reads``."""
+    """A video item whose every read is logged in ``reads``; ``probe``: the facts the media
+    probe stored (what the delivery hands the adapter)."""
     log = reads if reads is not None else []
     return MediaItem(
         name=name,
@@ -91,6 +94,7 @@ def video_media(
         size=len(data),
         open=lambda: ReadSizes(data, log),
         alt_text=alt_text,
+        probe=dict(probe or {}),
     )
 
 

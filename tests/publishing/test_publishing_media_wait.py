@@ -181,3 +181,37 @@ def test_a_media_still_processing_past_the_bound_fails_the_destination(
     assert (row.status, row.error_kind) == (S.FAILED, "media")
     assert row.error_message.startswith("Media still processing 60 s after the send was due")
     assert server.requests == calls
+
+
+def test_a_video_that_breaks_a_rule_once_probed_fails_before_any_upload(
+    owner_client: APIClient,
+    workspace: Any,
+    user: User,
+    account: Account,
+    server: MastodonStandIn,
+    media_storage: Path,
+    delivery_queue: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Accepted while processing (nothing known of it yet); once probed its 125 frames per
+    second break Mastodon's 120: the send fails with the rule in words, uploads nothing and is
+    not retried."""
+    record = upload(owner_client, workspace, make_video(seconds=1, rate=125), name="fast.mp4")
+    assert record["status"] == "processing"
+    with django_capture_on_commit_callbacks(execute=True):
+        publication = publish_now_with_services(
+            Actor(user=user), workspace, account.pk, "Fast", media_ids=[record["id"]]
+        )
+    destination = Destination.objects.get(publication=publication)
+    tasks.media_probe(record["id"])
+    assert Media.objects.get(pk=record["id"]).status == Media.Status.READY
+    calls = server.requests
+
+    row = send(destination, django_capture_on_commit_callbacks)
+
+    assert (row.status, row.error_kind, row.action) == (S.FAILED, "media", "edit")
+    assert "Mastodon: up to 120 frames per second; this one has 125" in row.error_message
+    assert row.error_message.startswith("fast.mp4: ")
+    assert server.requests == calls, "nothing reaches the provider"
+    make_due(row)
+    assert send(row, django_capture_on_commit_callbacks).status == S.FAILED  # not retried

@@ -255,6 +255,7 @@ def test_linkedin_and_threads_take_video_within_their_rules(
     body = assert_invalid(mixed, "body.media_ids[1]")
     assert "LinkedIn: a video cannot share a post with images" in body["errors"][0]["message"]
     short = ready_video(owner_client, workspace, seconds=2, rate=24)
+    Media.objects.filter(pk=short).update(size_bytes=100 * 1024)  # past LinkedIn's 75 KB
     too_short = create_publication(
         owner_client, workspace, [str(linkedin.pk)], media_ids=[short], status=422
     )
@@ -295,4 +296,78 @@ def test_x_and_bluesky_take_video_within_their_rules(
     body = assert_invalid(too_big, "body.media_ids[0]")
     assert [e["message"] for e in body["errors"]] == [
         "Bluesky: videos up to 100 MB; this one is 101 MB. Lower the bit rate or shorten it."
+    ]
+
+
+def test_documented_lower_bounds_are_refused_at_create_time(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    """LinkedIn takes videos of 75 KB and more, Threads 23 to 60 frames per second: both
+    declared in the capabilities and refused at the video's location, in words."""
+    linkedin = make_account(workspace, "linkedin", external_id="li")
+    threads = make_account(workspace, "threads", external_id="th")
+    body = ok(owner_client.get(f"{API}/capabilities", {"workspace_id": str(workspace.pk)}), 200)
+    video = {
+        profile["key"]: profile["video"] for item in body["items"] for profile in item["profiles"]
+    }
+    assert video["linkedin.post"]["min_bytes"] == 75 * 1024
+    assert (video["threads.post"]["min_frame_rate"], video["threads.post"]["max_frame_rate"]) == (
+        23,
+        60,
+    )
+    tiny = ready_video(owner_client, workspace, seconds=3, rate=24)
+    size = Media.objects.get(pk=tiny).size_bytes
+    assert size < 75 * 1024  # a real 3 s clip of 64 x 36 px
+    refused = create_publication(
+        owner_client,
+        workspace,
+        [],
+        destinations=[{"account_id": str(linkedin.pk), "media_ids": [tiny]}],
+        status=422,
+    )
+    body = assert_invalid(refused, "body.destinations[0].media_ids[0]")
+    assert [e["message"] for e in body["errors"]] == [
+        f"LinkedIn: videos of at least 75 KB; this one is {size / 1024:.0f} KB. "
+        "Export it at a higher quality or make it longer."
+    ]
+    slow = ready_video(owner_client, workspace, seconds=2, rate=10)
+    too_slow = create_publication(
+        owner_client,
+        workspace,
+        [],
+        destinations=[{"account_id": str(threads.pk), "media_ids": [tiny, slow]}],
+        status=422,
+    )
+    body = assert_invalid(too_slow, "body.destinations[0].media_ids[1]")
+    assert [e["message"] for e in body["errors"]] == [
+        "Threads: at least 23 frames per second; this one has 10. "
+        "Re-export it at a higher frame rate."
+    ]
+
+
+def test_discord_refuses_more_than_25_mb_of_attachments_per_message(
+    owner_client: APIClient, workspace: Any, media_storage: Path
+) -> None:
+    """Each file within Discord's 10 MB, together past the webhook's 25 MB per message: the
+    items past the limit are refused at create time, not found at delivery."""
+    discord = make_account(workspace, "discord_webhook", external_id="dc")
+    body = ok(owner_client.get(f"{API}/capabilities", {"workspace_id": str(workspace.pk)}), 200)
+    (profile,) = [
+        p for item in body["items"] for p in item["profiles"] if p["key"] == "discord_webhook.message"
+    ]
+    assert profile["media"]["max_total_bytes"] == 25 * 1024 * 1024
+    clips = [ready_video(owner_client, workspace) for _ in range(3)]
+    Media.objects.filter(pk__in=clips).update(size_bytes=9 * 1024 * 1024)
+    create_publication(owner_client, workspace, [str(discord.pk)], media_ids=clips[:2])
+    response = create_publication(
+        owner_client,
+        workspace,
+        [],
+        destinations=[{"account_id": str(discord.pk), "media_ids": clips}],
+        status=422,
+    )
+    body = assert_invalid(response, "body.destinations[0].media_ids[2]")
+    assert [e["message"] for e in body["errors"]] == [
+        "Discord: up to 25 MB of attachments per message in all; with this one they come to "
+        "27.0 MB. Move it to another post or make it smaller."
     ]

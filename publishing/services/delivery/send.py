@@ -45,6 +45,7 @@ from publishing.services.delivery.politeness import (
     take_slots,
     unclaim,
 )
+from publishing.services import video_rules
 from publishing.services.media import media_absolute_url
 from readiness import services as readiness
 
@@ -105,6 +106,7 @@ def request_for(destination: Destination, media: list[Media] | None = None) -> P
             alt_text=m.alt_text,
             url=media_absolute_url(m),
             media_id=str(m.pk),
+            probe=dict(m.probe or {}),
             poster=partial(m.poster.open, "rb") if m.poster else None,
         )
         for m in (destination_media(destination) if media is None else media)
@@ -159,7 +161,9 @@ def delivery_send(*, destination_id: ModelId) -> None:
     if resuming and _waited_too_long(destination):
         return
     media = destination_media(destination)
-    if not resuming and _waits_for_media(destination, media):
+    if not resuming and (
+        _waits_for_media(destination, media) or _breaks_video_rules(destination, media)
+    ):
         return
     prepared = _prepare(destination)
     if prepared is None:
@@ -215,6 +219,24 @@ def _waits_for_media(destination: Destination, media: list[Media]) -> bool:
         )
         return True
     unclaim(destination, MEDIA_WAIT_CHECK_SECONDS)
+    return True
+
+
+def _breaks_video_rules(destination: Destination, media: list[Media]) -> bool:
+    """The destination's video rules, checked again against the probe's facts before any
+    byte is sent: a video still ``processing`` when the publication was scheduled was only
+    judged on what was known then. A broken rule fails the destination with the rule in words
+    (not retried: the same file would be refused again). Whether the send stops here."""
+    if not any(video_rules.is_video(m) for m in media):
+        return False  # no query, no work for text and image posts
+    profile = get_adapter(destination.account.provider).capabilities.profile(destination.profile)
+    if profile is None:
+        return False
+    problems = video_rules.destination_video_errors(profile, [(m.name, m) for m in media])
+    if not problems:
+        return False
+    messages = dict.fromkeys(f"{p['location']}: {p['message']}" for p in problems)
+    _fail_for_media(destination, " ".join(messages))
     return True
 
 

@@ -6,6 +6,7 @@ upload limits, and the post's ``app.bsky.embed.video`` with alt text and aspect 
 
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
@@ -20,6 +21,7 @@ from providers.base import (
     PublishResult,
 )
 from providers.bluesky import BlueskyAdapter, video
+from publishing.services.video import probe_video
 from tests.providers import media_item, video_media
 from tests.providers.bluesky.standin import BlueskyStandIn
 from tests.video_support import make_video
@@ -35,8 +37,9 @@ def test_each_step_streams_the_video_and_posts_it(
 ) -> None:
     server.video_processing_seconds = 0.4
     reads: list[int] = []
+    facts = probe_video(io.BytesIO(clip), "video/mp4", poster=False).facts
     clip += bytes(100_000)  # larger than one read of the HTTP client (players skip the tail)
-    item = video_media(clip, reads, alt_text="A grey ramp")
+    item = video_media(clip, reads, alt_text="A grey ramp", probe=facts)
 
     limits = video.upload_limits(adapter, account)
     assert (limits.can_upload, limits.remaining_videos) == (True, 25)
@@ -57,7 +60,7 @@ def test_each_step_streams_the_video_and_posts_it(
     assert blob is not None
     assert blob["mimeType"] == "video/mp4"
 
-    size = video.display_size(item)
+    size = item.display_size()
     assert size == (64, 36)
     embed = video.embed(blob, item.alt_text, size)
     request = PublishRequest(profile="bluesky.post", text="A clip", idempotency_key="vid-1")
@@ -73,9 +76,28 @@ def test_each_step_streams_the_video_and_posts_it(
 
 def test_a_turned_video_has_the_shown_aspect_ratio() -> None:
     turned = make_video("mp4", width=64, height=36, rotation=90)
-    assert video.display_size(video_media(turned)) == (36, 64)
-    assert video.display_size(video_media(b"no video here " * 50)) is None
+    facts = probe_video(io.BytesIO(turned), "video/mp4", poster=False).facts
+    assert video_media(turned, probe=facts).display_size() == (36, 64)
+    assert video_media(turned).display_size() is None  # not probed: no aspect ratio
     assert "aspectRatio" not in video.embed({"ref": {"$link": "x"}}, "", None)
+
+
+def test_the_aspect_ratio_comes_from_the_stored_probe_not_the_file(
+    server: BlueskyStandIn, adapter: BlueskyAdapter, account: AccountContext, clip: bytes
+) -> None:
+    """The worker does not open the video again to learn its size: the facts the probe
+    stored travel with the media (here they differ from the file's own 64 x 36)."""
+    server.video_processing_seconds = 0
+    item = video_media(clip, probe={"width": 1080, "height": 1920, "rotation": 0})
+    job = video.upload(adapter, account, item)
+    blob = video.ready(adapter, job.job_id, started_at=time.time())
+    assert blob is not None
+    request = PublishRequest(
+        profile="bluesky.post", text="Tall", idempotency_key="vid-probe", media=[item]
+    )
+    adapter._post_video(account, request, blob)
+    (accepted,) = server.posts
+    assert accepted["video"]["aspectRatio"] == {"width": 1080, "height": 1920}
 
 
 def test_the_upload_token_is_bound_to_the_pds_and_upload_blob(
@@ -177,7 +199,8 @@ def test_job_status_is_read_bare_or_wrapped() -> None:
 
 
 def _video_post(data: bytes, *more: MediaItem) -> PublishRequest:
-    media = [video_media(data, alt_text="A grey ramp"), *more]
+    facts = {"width": 64, "height": 36, "rotation": 0}  # what the probe stored
+    media = [video_media(data, alt_text="A grey ramp", probe=facts), *more]
     return PublishRequest(profile="bluesky.post", text="A clip", idempotency_key="v-1", media=media)
 
 

@@ -9,6 +9,7 @@ Run alone: ``python -m tests.providers.telegram.standin --port 8404``.
 
 from __future__ import annotations
 
+import io
 import json
 import time
 from typing import Any
@@ -258,6 +259,25 @@ class TelegramStandIn(StandIn):
             "file_size": len(part.data),
         }
 
+    @staticmethod
+    def _thumbnail(request: Request, attach: Any) -> dict[str, Any] | str | None:
+        """The thumbnail uploaded under ``attach://<name>``, as Telegram takes it: a JPEG under
+        200 kB, at most 320 px a side (its size, or why it is refused); None when none was
+        sent."""
+        if not attach:
+            return None
+        name = str(attach).removeprefix("attach://")
+        part = next((p for p in request.files() if p.name == name), None)
+        if part is None:
+            return "Bad Request: wrong thumbnail file identifier specified"
+        from PIL import Image
+
+        with Image.open(io.BytesIO(part.data)) as picture:
+            width, height, kind = picture.width, picture.height, picture.format
+        if kind != "JPEG" or len(part.data) >= 200 * 1000 or max(width, height) > 320:
+            return "Bad Request: THUMBNAIL_INVALID"
+        return {"width": width, "height": height, "bytes": len(part.data)}
+
     def _caption_fault(self, caption: str) -> Reply | None:
         if _utf16(caption) > 1024:
             return self.error_reply(400, "Bad Request: message caption is too long")
@@ -275,6 +295,9 @@ class TelegramStandIn(StandIn):
             fault = self._caption_fault(caption)
             if fault is not None:
                 return fault
+            thumb = self._thumbnail(request, fields.get("thumbnail"))
+            if isinstance(thumb, str):
+                return self.error_reply(400, thumb)
             content: dict[str, Any] = {"video": self._video(videos[0], fields)}
             if caption:
                 content["caption"] = caption
@@ -287,6 +310,10 @@ class TelegramStandIn(StandIn):
                     "caption": caption,
                     "video_bytes": len(videos[0].data),
                     "supports_streaming": fields.get("supports_streaming") == "true",
+                    "width": fields.get("width"),
+                    "height": fields.get("height"),
+                    "duration": fields.get("duration"),
+                    "thumbnail": thumb,
                 }
             )
         self.stall_if_asked()
@@ -335,6 +362,10 @@ class TelegramStandIn(StandIn):
                     "message_ids": [m["message_id"] for m in messages],
                     "caption": caption,
                     "kinds": [entry["type"] for entry, _ in items],
+                    "entries": [entry for entry, _ in items],
+                    "thumbnails": [
+                        self._thumbnail(request, entry.get("thumbnail")) for entry, _ in items
+                    ],
                 }
             )
         self.stall_if_asked()

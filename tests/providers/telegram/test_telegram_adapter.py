@@ -29,6 +29,7 @@ from tests.providers.telegram.standin import (
     PRIVATE,
     TelegramStandIn,
 )
+from publishing.services.video import probe_video
 from tests.video_support import make_video
 
 OTHER_TOKEN = "987654321:AAnotTheRightTokenButWellFormed_123456"
@@ -300,3 +301,63 @@ def test_bytes_that_are_not_a_video_are_refused_by_telegram(adapter, server, acc
         adapter.publish(account=account, request=media_request(video_item(b"not a video")))
     assert caught.value.kind == ErrorKind.PERMANENT
     assert "VIDEO_FILE_INVALID" in caught.value.message
+
+
+def probed_video(data: bytes, name: str = "clip.mp4") -> MediaItem:
+    """A video as the delivery hands it over: with the facts and the poster the media probe
+    stored (the real probe run on the real file)."""
+    probe = probe_video(io.BytesIO(data), "video/mp4")
+    poster = probe.poster_jpeg
+    return MediaItem(
+        name=name,
+        mime_type="video/mp4",
+        size=len(data),
+        open=lambda: io.BytesIO(data),
+        probe=probe.facts,
+        poster=lambda: io.BytesIO(poster),
+    )
+
+
+def test_send_video_carries_the_probe_facts_and_the_poster(adapter, server, account) -> None:
+    """Width and height as shown (a turned video), the length in whole seconds, streaming,
+    and the poster scaled to a thumbnail Telegram takes (a JPEG under 200 kB, 320 px a side)."""
+    clip = make_video("mp4", width=640, height=360, seconds=2, rate=10, rotation=90)
+    adapter.publish(account=account, request=media_request(probed_video(clip), text="Tall"))
+    post = server.posts[0]
+    assert (post["width"], post["height"], post["duration"]) == ("360", "640", "2")
+    assert post["supports_streaming"] is True
+    assert post["thumbnail"] is not None
+    assert max(post["thumbnail"]["width"], post["thumbnail"]["height"]) == 320
+    assert post["thumbnail"]["bytes"] < 200 * 1000
+    assert [u["kind"] for u in server.uploads] == ["video"]  # the thumbnail is not a message
+
+
+def test_album_videos_carry_the_probe_facts_and_the_poster(adapter, server, account) -> None:
+    clip = make_video("mp4", width=320, height=240, seconds=1.5, rate=10)
+    request = media_request(media_item(name="a.png"), probed_video(clip), text="Album")
+    adapter.publish(account=account, request=request)
+    post = server.posts[0]
+    video_entry = post["entries"][1]
+    assert (video_entry["width"], video_entry["height"], video_entry["duration"]) == (320, 240, 2)
+    assert video_entry["supports_streaming"] is True
+    assert post["thumbnails"][0] is None
+    assert post["thumbnails"][1] == {"width": 320, "height": 240, "bytes": ANY_SIZE}
+
+
+class _AnySize:
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, int) and 0 < other < 200 * 1000
+
+
+ANY_SIZE = _AnySize()
+
+
+def test_a_video_without_probe_facts_goes_without_them(adapter, server, account) -> None:
+    adapter.publish(account=account, request=media_request(video_item(make_video("mp4"))))
+    post = server.posts[0]
+    assert (post["width"], post["height"], post["duration"], post["thumbnail"]) == (
+        None,
+        None,
+        None,
+        None,
+    )
