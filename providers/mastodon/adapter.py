@@ -3,7 +3,6 @@ reconcile, metrics and boosts against any instance."""
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -86,9 +85,7 @@ class MastodonAdapter(ProviderAdapter):
         supports_repost=True,
         supports_destination_options=True,
     )
-    media_poll_interval = 1.0  # seconds between GET /api/v1/media/:id while it answers 206
-    media_poll_attempts = 15
-    media_check_seconds = 2.0  # a processing video is first checked after this long
+    media_check_seconds = 2.0  # media the server is processing is first checked after this
     media_check_max_seconds = 30.0
 
     def __init__(self, *, http: HttpClient | None = None) -> None:
@@ -293,10 +290,11 @@ class MastodonAdapter(ProviderAdapter):
     def publish(
         self, *, account: AccountContext, request: PublishRequest
     ) -> PublishResult | Pending:
-        """Upload the media, then post the status with the ``Idempotency-Key``. A video the
-        server is still processing (``POST /api/v2/media`` answered 202) makes this a long
-        send: :class:`Pending` with the media ids, and :meth:`resume` posts once every video
-        is processed (docs/decisions/0020-long-sends.md)."""
+        """Upload the media, then post the status with the ``Idempotency-Key``. Media the
+        server is still processing (``POST /api/v2/media`` answered 202: a video, or an image
+        it processes in the background) makes this a long send: :class:`Pending` with the media
+        ids, and :meth:`resume` posts once every item is processed; no worker thread waits
+        meanwhile (docs/decisions/0020-long-sends.md)."""
         if request.profile != POST_PROFILE.key:
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
         precheck(POST_PROFILE, request, provider=LABEL)
@@ -314,7 +312,7 @@ class MastodonAdapter(ProviderAdapter):
     def resume(
         self, *, account: AccountContext, request: PublishRequest, state: dict[str, Any]
     ) -> PublishResult | Pending:
-        """Ask ``GET /api/v1/media/:id`` about each video still processing; post the status
+        """Ask ``GET /api/v1/media/:id`` about each item still processing; post the status
         once none is, else answer :class:`Pending` again (with a longer wait)."""
         instance = self._instance(account.instance_url)
         token = self._token(account)
@@ -330,7 +328,7 @@ class MastodonAdapter(ProviderAdapter):
         return self._post_status(instance, token, request, media_ids)
 
     def _processing(self, state: dict[str, Any]) -> Pending:
-        """Waiting for the server to process videos: checked after 2 s, then half as long
+        """Waiting for the server to process media: checked after 2 s, then half as long
         again each time, up to ``media_check_max_seconds``."""
         wait = min(
             self.media_check_seconds * 1.5 ** int(state["checks"]), self.media_check_max_seconds
@@ -375,8 +373,9 @@ class MastodonAdapter(ProviderAdapter):
                 )
 
     def _upload(self, instance: str, token: str, item: MediaItem) -> tuple[str, bool]:
-        """Upload one item: its media id, and whether the server has processed it. An image
-        is waited for here (a second or two, bounded); a video is not (see :meth:`publish`)."""
+        """Upload one item: its media id, and whether the server has processed it (200 with
+        its ``url``). One it is still processing (202), image or video, is not waited for here:
+        :meth:`publish` answers :class:`Pending` and :meth:`resume` asks about it later."""
         payload = read_media(item, provider=LABEL, max_bytes=media_max_bytes(item))
         # An orphaned upload is harmless (the instance deletes unattached media), so a timeout
         # here is retried like a read rather than treated as ambiguous.
@@ -392,15 +391,7 @@ class MastodonAdapter(ProviderAdapter):
         )
         media = self._json(response, "media upload")
         media_id = str(media["id"])
-        if response.status_code == 200 and media.get("url"):
-            return media_id, True
-        if is_video(item):
-            return media_id, False
-        for _ in range(self.media_poll_attempts):  # bounded, read-only polling
-            time.sleep(self.media_poll_interval)
-            if self._processed(instance, token, media_id):
-                return media_id, True
-        raise ProviderError(ErrorKind.TRANSIENT, f"{LABEL}: media is still being processed.")
+        return media_id, response.status_code == 200 and bool(media.get("url"))
 
     def _processed(self, instance: str, token: str, media_id: str) -> bool:
         """``GET /api/v1/media/:id``: 206 while processing, 200 once done. A 4xx other than
@@ -438,7 +429,8 @@ class MastodonAdapter(ProviderAdapter):
            5 min) and compare their source text (``GET /api/v1/statuses/:id/source``).
         3. Not found and the first attempt is younger than 55 min: re-send with the SAME
            ``Idempotency-Key``; Mastodon returns the original status if one was created (a
-           post with a video: ``None``, the engine sends it again under that key).
+           post with a video, or media the server is still processing: ``None``, the engine
+           sends it again under that key).
         4. Otherwise ``None`` when the scan covered the whole window, else
            :class:`CannotReconcile` (a ``NotSupported`` of kind ``AMBIGUOUS``).
         """

@@ -215,3 +215,33 @@ def test_a_video_that_breaks_a_rule_once_probed_fails_before_any_upload(
     assert server.requests == calls, "nothing reaches the provider"
     make_due(row)
     assert send(row, django_capture_on_commit_callbacks).status == S.FAILED  # not retried
+
+
+def test_an_image_mastodon_processes_later_gives_the_thread_back(
+    workspace: Any,
+    user: User,
+    owner_client: APIClient,
+    account: Account,
+    server: MastodonStandIn,
+    media_storage: Path,
+    delivery_queue: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """Mastodon answers 202 for the image, then 206 once: the send records that the server is
+    processing it and lets go of its claim; the due check posts the status, one upload."""
+    server.media_polls = 2
+    image = upload(owner_client, workspace)["id"]
+    with django_capture_on_commit_callbacks(execute=True):
+        publication = publish_now_with_services(
+            Actor(user=user), workspace, account.pk, "A picture", media_ids=[image]
+        )
+    row = send(Destination.objects.get(publication=publication), django_capture_on_commit_callbacks)
+    assert (row.status, row.send_stage, row.claim_expires_at) == (S.SENDING, "processing", None)
+    assert server.posts_accepted == 0
+    for _ in range(3):
+        make_due(row)
+        row = send(row, django_capture_on_commit_callbacks)
+        if row.status == S.PUBLISHED:
+            break
+    assert (row.status, row.attempts) == (S.PUBLISHED, 1)
+    assert (server.counters["media_uploads"], server.posts_accepted) == (1, 1)

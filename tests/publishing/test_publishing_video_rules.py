@@ -353,7 +353,10 @@ def test_discord_refuses_more_than_25_mb_of_attachments_per_message(
     discord = make_account(workspace, "discord_webhook", external_id="dc")
     body = ok(owner_client.get(f"{API}/capabilities", {"workspace_id": str(workspace.pk)}), 200)
     (profile,) = [
-        p for item in body["items"] for p in item["profiles"] if p["key"] == "discord_webhook.message"
+        p
+        for item in body["items"]
+        for p in item["profiles"]
+        if p["key"] == "discord_webhook.message"
     ]
     assert profile["media"]["max_total_bytes"] == 25 * 1024 * 1024
     clips = [ready_video(owner_client, workspace) for _ in range(3)]

@@ -27,7 +27,10 @@ from providers.base import (
     PublishResult,
 )
 from publishing.models import Destination, Media
-from publishing.services import tokens  # just-in-time token refresh before a send
+from publishing.services import (
+    tokens,  # just-in-time token refresh before a send
+    video_rules,
+)
 from publishing.services.accounts import account_context
 from publishing.services.delivery.outcomes import (
     S,
@@ -45,7 +48,6 @@ from publishing.services.delivery.politeness import (
     take_slots,
     unclaim,
 )
-from publishing.services import video_rules
 from publishing.services.media import media_absolute_url
 from readiness import services as readiness
 

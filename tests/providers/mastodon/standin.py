@@ -53,7 +53,7 @@ class MastodonStandIn(StandIn):
     provider = "mastodon"
     permanent_status = 422
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, media_polls: int = 1) -> None:
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, media_polls: int = 0) -> None:
         super().__init__(host, port)
         self.media_polls = media_polls  # GET /api/v1/media/:id answers 206 this many times
         self.apps: dict[str, dict[str, Any]] = {}

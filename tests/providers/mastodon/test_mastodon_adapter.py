@@ -39,7 +39,7 @@ def server() -> Iterator[MastodonStandIn]:
 @pytest.fixture(autouse=True)
 def _fresh(server: MastodonStandIn) -> None:
     server.reset()
-    server.media_polls = 1
+    server.media_polls = 0  # images processed at once (200); see the 202 test below
 
 
 @pytest.fixture
@@ -48,7 +48,6 @@ def adapter(settings, monkeypatch) -> MastodonAdapter:
     settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 1.0
     adapter = get_adapter("mastodon")
     assert isinstance(adapter, MastodonAdapter)
-    monkeypatch.setattr(adapter, "media_poll_interval", 0.01)
     return adapter
 
 
@@ -145,13 +144,27 @@ def test_publish_text(adapter, server, account) -> None:
     assert server.posts[0]["idempotency_key"] == "dest-1"
 
 
-def test_publish_with_an_image_waits_for_processing(adapter, server, account) -> None:
-    server.media_polls = 2  # 202 on upload, then 206 once, then 200
-    result = adapter.publish(
-        account=account, request=post(media=[media_item(alt_text="a red pixel")])
-    )
+def test_an_image_the_server_processes_later_is_a_long_send(adapter, server, account) -> None:
+    """``POST /api/v2/media`` answers 202 for an image, then ``GET /api/v1/media/:id``
+    206 twice: the send answers Pending at once (no thread waits in it), each check is one
+    status read, and the status is posted once the image is processed, with one upload."""
+    server.media_polls = 3  # 202 on upload, then 206 twice, then 200
+    request = post(media=[media_item(alt_text="a red pixel")])
+    started = time.monotonic()
+    pending = adapter.publish(account=account, request=request)
+    assert time.monotonic() - started < 0.5, "no polling inside the send"
+    assert isinstance(pending, Pending)
+    assert pending.stage == "processing"
+    assert pending.check_after_seconds == adapter.media_check_seconds
+    for _ in range(2):
+        pending = adapter.resume(account=account, request=request, state=pending.state)
+        assert isinstance(pending, Pending), "206: still processing"
+    assert server.posts_accepted == 0
+    result = adapter.resume(account=account, request=request, state=pending.state)
+    assert isinstance(result, PublishResult)
     assert result.external_id
     assert server.counters["media_uploads"] == 1
+    assert server.posts_accepted == 1
     assert server.posts[0]["media"] == 1
 
 

@@ -20,6 +20,7 @@ from providers.base import (
     PublishRequest,
 )
 from providers.telegram import TelegramAdapter, telegram_length
+from publishing.services.video import probe_video
 from tests.providers import assert_no_secret, assert_too_large, media_item
 from tests.providers.telegram.standin import (
     BOT,
@@ -29,7 +30,6 @@ from tests.providers.telegram.standin import (
     PRIVATE,
     TelegramStandIn,
 )
-from publishing.services.video import probe_video
 from tests.video_support import make_video
 
 OTHER_TOKEN = "987654321:AAnotTheRightTokenButWellFormed_123456"
