@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import random
 
 import av
 
@@ -26,9 +27,12 @@ def make_video(
     muxer: str | None = None,
     codec: str | None = None,
     audio_codec: str | None = None,
+    noise: bool = False,
 ) -> bytes:
     """A real video of ``seconds`` (a grey ramp), optionally with a silent audio track;
-    ``muxer``, ``codec`` and ``audio_codec`` override the kind's (e.g. H.264 in Matroska)."""
+    ``muxer``, ``codec`` and ``audio_codec`` override the kind's (e.g. H.264 in Matroska).
+    ``noise``: each frame random pixels instead (seeded), a file that does not compress to a
+    few kilobytes (LinkedIn takes videos of 75 KB and more)."""
     muxer = muxer or FORMATS[kind][0]
     codec = codec or FORMATS[kind][1]
     out = io.BytesIO()
@@ -43,8 +47,10 @@ def make_video(
             sound = container.add_stream(audio_codec, rate=48000)
         for index in range(int(seconds * rate)):
             frame = av.VideoFrame(width, height, "yuv420p")
+            pixels = random.Random(index)
             for plane in frame.planes:
-                plane.update(bytes([index * 20 % 256]) * plane.buffer_size)
+                size = plane.buffer_size
+                plane.update(pixels.randbytes(size) if noise else bytes([index * 20 % 256]) * size)
             container.mux(stream.encode(frame))
         container.mux(stream.encode(None))
         if sound is not None:

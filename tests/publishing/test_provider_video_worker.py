@@ -82,8 +82,8 @@ def test_a_video_is_posted_once_on_linkedin_and_threads_by_the_worker(
     threads.container_polls = 1  # the first check finds it IN_PROGRESS, the second FINISHED
     actor = Actor(user=user)
     accounts = [connect_with_services(actor, workspace, p) for p in ("linkedin", "threads")]
-    # A 3 s MP4 (H.264/AAC, 24 fps), probed by the worker.
-    clip = make_video("mp4", seconds=3, rate=24, audio=True)
+    # A 3 s MP4 (H.264/AAC, 24 fps, past LinkedIn's 75 KB), probed by the worker.
+    clip = make_video("mp4", seconds=3, rate=24, audio=True, noise=True)
     media_id = str(probed_by_worker(stack, owner_client, workspace, clip, "launch.mp4").pk)
     publication = publication_create(
         actor=actor,
