@@ -31,6 +31,7 @@ def test_every_key_is_declared_and_filled_once_the_apps_are_ready() -> None:
         "providers.feed_entries": 1,  # publishing
         "readiness.accounts": 1,  # publishing
         "publishing.voice_override": 1,  # voice
+        "providers.quota_ledger": 1,  # publishing (provider quota days)
     }
 
 
