@@ -31,7 +31,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from config import version
+from config import public_origin, version
 from config.api.problems import PROBLEM_CONTENT_TYPE, problem_exception_handler
 from config.api.responses import respond
 from config.api.schema import ResponseSerializer, problems
@@ -101,6 +101,13 @@ class ReadinessSerializer(ResponseSerializer):
     )
     storage = serializers.ChoiceField(
         choices=["ok"], required=False, help_text="Present only when S3 storage is configured."
+    )
+    public_origin = serializers.ChoiceField(
+        choices=["ok", "unreachable", "unchecked"],
+        required=False,
+        help_text="Present only when HERALD_PUBLIC_URL is set: whether the hourly request to "
+        "this server's own media through that URL succeeded (networks that fetch media by "
+        "URL, Facebook and Instagram, need it). Informative: it never makes /ready fail.",
     )
 
 
@@ -273,7 +280,13 @@ def readiness() -> tuple[dict[str, str], list[str]]:
             result["storage"] = "ok"
         else:
             failing.append("storage")
-    return result, failing
+    return _with_public_origin(result), failing
+
+
+def _with_public_origin(result: dict[str, str]) -> dict[str, str]:
+    """The public-origin check's latest result, when there is a public origin to check."""
+    origin = public_origin.state()
+    return result if origin is None else {**result, "public_origin": origin}
 
 
 # --- Views -----------------------------------------------------------------------------------

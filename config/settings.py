@@ -604,6 +604,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": 3600.0,
         "options": {"expires": 1800},
     },
+    # Whether networks that fetch media by URL reach them through HERALD_PUBLIC_URL (/ready).
+    "publishing.public_origin_check": {
+        "task": "publishing.public_origin_check",
+        "schedule": 3600.0,
+        "options": {"expires": 1800},
+    },
     "reposts.engine_tick": {
         "task": "reposts.engine_tick",
         "schedule": HERALD_REPOST_TICK_SECONDS,

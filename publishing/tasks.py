@@ -64,6 +64,13 @@ def housekeeping() -> dict[str, int]:
     return service.housekeeping()
 
 
+@shared_task(name="publishing.public_origin_check", ignore_result=True)
+def public_origin_check() -> str | None:
+    from publishing.services import public_origin
+
+    return public_origin.public_origin_check()
+
+
 @shared_task(
     name="publishing.account_token_refresh",
     acks_late=True,
