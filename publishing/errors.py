@@ -121,3 +121,13 @@ class UploadInterruptedError(DomainError):
 
     title = "Upload interrupted"
     status, code, default_detail = 400, "upload_interrupted", "The body ended early; resume."
+
+
+class NoFreeSlotError(ConflictError):
+    """The workspace's posting schedule has no free slot for every account of the publication
+    within the look-ahead (``publishing.services.posting_queue.HORIZON_DAYS`` days): add slots
+    (``PUT /workspaces/{id}/posting-schedule``) or schedule the publication at a time."""
+
+    title = "No free queue slot"
+    code = "no_free_slot"
+    default_detail = "The posting schedule has no free slot for this publication."

@@ -475,3 +475,19 @@ class ProviderQuotaDay(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider} {self.day}: {self.units}"
+
+
+class PostingSchedule(models.Model):
+    """A workspace's posting queue: weekly time slots in its time zone
+    (``publishing.services.posting_queue``). ``slots`` is a list of
+    ``{"weekday": 0-6 (Monday = 0), "time": "HH:MM", "account_id": null | account id}``."""
+
+    workspace = models.OneToOneField(
+        Workspace, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    timezone = models.CharField(max_length=64, default="UTC")
+    slots = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"{self.timezone}: {len(self.slots)} slots"

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from publishing.api import uploads, views
+from publishing.api import posting_queue, uploads, views
 
 app_name = "publishing"
 
@@ -45,6 +45,16 @@ urlpatterns = [
         "publications/<str:publication_id>/schedule",
         views.PublicationScheduleView.as_view(),
         name="publication-schedule",
+    ),
+    path(
+        "publications/<str:publication_id>/queue",
+        posting_queue.PublicationQueueView.as_view(),
+        name="publication-queue",
+    ),
+    path(
+        "workspaces/<str:workspace_id>/posting-schedule",
+        posting_queue.PostingScheduleView.as_view(),
+        name="posting-schedule",
     ),
     path(
         "publications/<str:publication_id>/publish-now",

@@ -106,6 +106,9 @@ MATRIX: dict[tuple[str, str], str] = {
     ("POST", "publications/<str:publication_id>/cancel"): "editor",
     ("POST", "publications/<str:publication_id>/retry-failed"): "editor",
     ("GET", "publications/<str:publication_id>/events"): "viewer",
+    ("POST", "publications/<str:publication_id>/queue"): "editor",
+    ("GET", "workspaces/<str:workspace_id>/posting-schedule"): "viewer",
+    ("PUT", "workspaces/<str:workspace_id>/posting-schedule"): "editor",
     ("GET", "provider-readiness"): "viewer",
     ("POST", "admin/provider-readiness/approval-reviews"): "instance_admin",
     ("POST", "admin/provider-readiness/runtime-controls"): "instance_admin",
@@ -238,6 +241,7 @@ ROLES_ROWS: dict[str, list[tuple[str, str]]] = {
         ("GET", "publications"),
         ("GET", P),
         ("GET", f"{P}/events"),
+        ("GET", f"{W}/posting-schedule"),
         ("GET", "voice-profiles"),
         ("GET", V),
     ],
@@ -251,6 +255,8 @@ ROLES_ROWS: dict[str, list[tuple[str, str]]] = {
         ("POST", "publications"),
         ("PUT", P),
         ("POST", f"{P}/schedule"),
+        ("POST", f"{P}/queue"),
+        ("PUT", f"{W}/posting-schedule"),
         ("POST", f"{P}/publish-now"),
         ("POST", f"{P}/cancel"),
         ("POST", f"{P}/retry-failed"),
@@ -508,6 +514,11 @@ def _request(method: str, route: str, person: str, world: World) -> tuple[str, A
             "scheduled_at": "2099-01-01T00:00:00Z"
         },
         ("POST", "publications/<str:publication_id>/publish-now"): {},
+        ("POST", "publications/<str:publication_id>/queue"): {},
+        ("PUT", "workspaces/<str:workspace_id>/posting-schedule"): {
+            "timezone": "Europe/Paris",
+            "slots": [{"weekday": 0, "time": "09:30", "account_id": i["account_id"]}],
+        },
         ("POST", "publications/<str:publication_id>/cancel"): {},
         ("POST", "publications/<str:publication_id>/retry-failed"): {},
         ("POST", "admin/provider-readiness/approval-reviews"): {
