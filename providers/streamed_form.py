@@ -1,5 +1,6 @@
 """A ``multipart/form-data`` body read from storage as it is sent (a 50 MB video never sits in
-memory), for networks that take a file in the request that posts it (Telegram, Discord)."""
+memory), for networks that take a file in a multipart request: the request that posts it
+(Telegram, Discord) or a media upload (Mastodon's ``POST /api/v2/media``)."""
 
 from __future__ import annotations
 

@@ -69,6 +69,7 @@ _VIDEO_COMMON = {
     "max_width": 1920,
     "min_aspect": 0.01,
     "max_aspect": 10,
+    "min_frame_rate": 23,  # the documented range is 23 to 60 frames per second
     "max_frame_rate": 60,
     "source": SOURCE,
 }

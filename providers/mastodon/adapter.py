@@ -24,7 +24,7 @@ from providers.base import (
     PublishRequest,
     PublishResult,
 )
-from providers.helpers import language_options, precheck, read_media
+from providers.helpers import language_options, precheck
 from providers.http import HttpClient
 from providers.http_errors import (
     CannotReconcile,
@@ -46,6 +46,7 @@ from providers.mastodon.statuses import (
 )
 from providers.mastodon.video import is_video, media_max_bytes, video_limits
 from providers.pkce import pkce_pair
+from providers.streamed_form import FilePart, streamed_form
 from providers.url_safety import check_public_url
 
 PROVIDER = "mastodon"
@@ -376,19 +377,22 @@ class MastodonAdapter(ProviderAdapter):
         """Upload one item: its media id, and whether the server has processed it (200 with
         its ``url``). One it is still processing (202), image or video, is not waited for here:
         :meth:`publish` answers :class:`Pending` and :meth:`resume` asks about it later."""
-        payload = read_media(item, provider=LABEL, max_bytes=media_max_bytes(item))
-        # An orphaned upload is harmless (the instance deletes unattached media), so a timeout
-        # here is retried like a read rather than treated as ambiguous.
-        response = self._call(
-            "POST",
-            instance,
-            "/api/v2/media",
-            token=token,
-            operation="media upload",
-            ok=(200, 202),
-            files={"file": (item.name, payload, item.mime_type)},
-            data={"description": item.alt_text} if item.alt_text else None,
-        )
+        fields = {"description": item.alt_text} if item.alt_text else {}
+        files: list[FilePart] = [("file", item, media_max_bytes(item))]
+        # The file is streamed from storage as the body is sent (a 99 MB video never sits in
+        # the worker's memory). An orphaned upload is harmless (the instance deletes unattached
+        # media), so a timeout here is retried like a read rather than treated as ambiguous.
+        with streamed_form(fields, files, provider=LABEL) as form:
+            response = self._call(
+                "POST",
+                instance,
+                "/api/v2/media",
+                token=token,
+                operation="media upload",
+                ok=(200, 202),
+                headers=form["headers"],
+                data=form["data"],
+            )
         media = self._json(response, "media upload")
         media_id = str(media["id"])
         return media_id, response.status_code == 200 and bool(media.get("url"))

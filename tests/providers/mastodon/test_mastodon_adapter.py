@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import io
+import json
+import subprocess
+import sys
 import time
+import tracemalloc
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -156,6 +161,9 @@ def test_an_image_the_server_processes_later_is_a_long_send(adapter, server, acc
     assert isinstance(pending, Pending)
     assert pending.stage == "processing"
     assert pending.check_after_seconds == adapter.media_check_seconds
+    (media_id,) = pending.state["media_ids"]
+    uploaded = server.media[media_id]  # the streamed form carried the file and its alt text
+    assert (uploaded["size"], uploaded["description"]) == (request.media[0].size, "a red pixel")
     for _ in range(2):
         pending = adapter.resume(account=account, request=request, state=pending.state)
         assert isinstance(pending, Pending), "206: still processing"
@@ -519,3 +527,53 @@ def test_reconcile_of_a_video_inside_the_window_sends_again_from_the_start(
 
     assert adapter.reconcile(account=account, request=request) is None
     assert server.counters["video_uploads"] == 0
+
+
+def test_a_large_video_is_uploaded_in_bounded_memory(settings, tmp_path) -> None:
+    """A 30 MB video stored on disk goes to ``POST /api/v2/media`` streamed: the Python heap
+    of this process grows by a few MB, not by the file (read whole and copied into the
+    multipart body, it grew by twice the file). The stand-in runs as its own process so its
+    copy of the body is not counted here."""
+    settings.HERALD_ALLOW_PRIVATE_PROVIDER_URLS = True
+    settings.HERALD_PROVIDER_TIMEOUT_SECONDS = 10.0
+    stored = tmp_path / "clip.mp4"
+    size = 30 * 1024 * 1024
+    with stored.open("wb") as handle:
+        handle.write(make_video("mp4"))
+        handle.truncate(size)  # zero padding after the clip, as players skip a tail
+    item = MediaItem(
+        name="clip.mp4",
+        mime_type="video/mp4",
+        size=size,
+        open=lambda: stored.open("rb"),
+        alt_text="A grey ramp",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.providers.mastodon.standin", "--port", "0"],
+        cwd=Path(__file__).resolve().parents[3],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        base = json.loads(proc.stdout.readline())["url"]
+        account = AccountContext(
+            external_id="1",
+            credentials={"access_token": FIXTURE_TOKEN},
+            instance_url=base,
+            username="herald@127.0.0.1",
+        )
+        adapter = get_adapter("mastodon")
+        tracemalloc.start()
+        try:
+            pending = adapter.publish(account=account, request=video_post(item))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        stats = requests.get(f"{base}/__control/stats", timeout=5).json()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=10) == 0
+    assert isinstance(pending, Pending)  # the 202 path: processed later, resumed
+    assert stats["counters"]["video_uploads"] == 1
+    assert peak < 4 * 1024 * 1024, f"heap peak {peak / 1e6:.1f} MB for a {size / 1e6:.0f} MB video"
