@@ -21,6 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import httpx
 import pytest
 import requests
 from openapi_schema_validator import OAS30Validator
@@ -186,7 +187,14 @@ def test_daily_flow_through_the_generated_python_client(
 
     with live_instance(tmp_path) as (base, token):
         assert requests.get(f"{base}/docs/openapi.json", timeout=10).json() == contract
-        herald = package.AuthenticatedClient(base_url=base, token=token)  # type: ignore[attr-defined]
+        # Idle connections are closed before the server's 5 s keep-alive ends, as docs/clients.md
+        # advises: with httpx's default (also 5 s) a POST could meet a connection the server was
+        # closing and be reset.
+        herald = package.AuthenticatedClient(  # type: ignore[attr-defined]
+            base_url=base,
+            token=token,
+            httpx_args={"limits": httpx.Limits(keepalive_expiry=2.0)},
+        )
 
         workspaces = expect(200, m.WorkspacePage, workspaces_list, client=herald)
         workspace_id = workspaces.items[0].id
