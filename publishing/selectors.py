@@ -10,7 +10,7 @@ from django.db.models import Prefetch, QuerySet
 
 from config.api.pagination import Page, keyset_page
 from config.api.problems import RequestValidationError
-from config.errors import NotFoundError, PermissionDeniedError
+from config.errors import FieldValidationError, NotFoundError, PermissionDeniedError
 from config.types import ModelId
 from providers import get_adapter
 from providers.base import describe
@@ -60,6 +60,23 @@ def _with_destinations(queryset: QuerySet[Publication]) -> QuerySet[Publication]
     )
 
 
+def _scheduled_within(
+    queryset: QuerySet[Publication], after: datetime | None, before: datetime | None
+) -> QuerySet[Publication]:
+    """Publications scheduled in [after, before) (a calendar's window); 422 when reversed."""
+    if after is not None and before is not None and before <= after:
+        raise FieldValidationError.at(
+            "query.scheduled_before",
+            "Must be later than scheduled_after.",
+            value=before.isoformat(),
+        )
+    if after is not None:
+        queryset = queryset.filter(scheduled_at__gte=after)
+    if before is not None:
+        queryset = queryset.filter(scheduled_at__lt=before)
+    return queryset
+
+
 def publication_page(
     *,
     actor: Actor,
@@ -70,9 +87,12 @@ def publication_page(
     account_id: ModelId | None = None,
     created_after: datetime | None = None,
     created_before: datetime | None = None,
+    scheduled_window: tuple[datetime | None, datetime | None] = (None, None),
 ) -> Page[Publication]:
     access = require_workspace(actor, workspace_id)
-    queryset = Publication.objects.filter(workspace=access.workspace)
+    queryset = _scheduled_within(
+        Publication.objects.filter(workspace=access.workspace), *scheduled_window
+    )
     if status:
         queryset = queryset.filter(status=status)
     if account_id:

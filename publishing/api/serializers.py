@@ -97,6 +97,15 @@ class PublicationListQuerySerializer(WorkspaceQuerySerializer, PageQuerySerializ
     account_id = serializers.CharField(max_length=64, required=False)
     created_after = serializers.DateTimeField(required=False)
     created_before = serializers.DateTimeField(required=False)
+    scheduled_after = serializers.DateTimeField(
+        required=False,
+        help_text="Only publications scheduled at or after this instant (ISO 8601)",
+    )
+    scheduled_before = serializers.DateTimeField(
+        required=False,
+        help_text="Only publications scheduled before this instant (ISO 8601); "
+        "after scheduled_after",
+    )
 
 
 class DestinationInputSerializer(StrictSerializer):

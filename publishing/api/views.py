@@ -603,6 +603,7 @@ class PublicationListView(APIView):
             account_id=query.get("account_id"),
             created_after=query.get("created_after"),
             created_before=query.get("created_before"),
+            scheduled_window=(query.get("scheduled_after"), query.get("scheduled_before")),
         )
         return respond_page(request, s.PublicationPageSerializer, page)
 

@@ -82,6 +82,7 @@ EXPECTED_OPERATIONS = {
     "PUT /api/v1/publications/{publication_id}",
     "DELETE /api/v1/publications/{publication_id}",
     "POST /api/v1/publications/{publication_id}/schedule",
+    "POST /api/v1/publications/{publication_id}/queue",
     "POST /api/v1/publications/{publication_id}/publish-now",
     "POST /api/v1/publications/{publication_id}/cancel",
     "POST /api/v1/publications/{publication_id}/retry-failed",

@@ -272,3 +272,56 @@ def test_schedule_validation_names_the_field(
     assert not PostingSchedule.objects.filter(workspace=workspace).exists()
     hundred = too_many[:100]
     assert len(ok(put_schedule(owner_client, workspace, "UTC", hundred))["slots"]) == 100
+
+
+def test_publication_list_filters_by_scheduled_window(
+    owner_client: APIClient, workspace: Any
+) -> None:
+    hook = make_account(workspace, "discord_webhook")
+    with time_machine.travel(_utc(2027, 1, 3, 12), tick=False):  # a Sunday
+        ok(
+            put_schedule(
+                owner_client,
+                workspace,
+                "UTC",
+                [{"weekday": 0, "time": "09:30"}, {"weekday": 2, "time": "09:30"}],
+            )
+        )
+        monday, wednesday, next_monday = (
+            create_publication(owner_client, workspace, [str(hook.pk)]) for _ in "abc"
+        )
+        for publication in (monday, wednesday, next_monday):
+            ok(queue(owner_client, publication))
+        draft = create_publication(owner_client, workspace, [str(hook.pk)])
+    url = f"{API}/publications?workspace_id={workspace.pk}"
+
+    def listed(query: str) -> set[str]:
+        return {p["id"] for p in ok(owner_client.get(url + query))["items"]}
+
+    assert listed("") == {monday["id"], wednesday["id"], next_monday["id"], draft["id"]}
+    assert listed("&scheduled_after=2027-01-04T09:30:00Z") == {
+        monday["id"],
+        wednesday["id"],
+        next_monday["id"],
+    }
+    assert listed(
+        "&scheduled_after=2027-01-04T09:31:00Z&scheduled_before=2027-01-11T09:30:00Z"
+    ) == {wednesday["id"]}
+    assert listed("&scheduled_before=2027-01-06T09:30:00%2B00:00") == {monday["id"]}
+    assert listed("&scheduled_after=2027-01-06T10:30:00%2B01:00") == {
+        wednesday["id"],
+        next_monday["id"],
+    }
+    assert_invalid(owner_client.get(url + "&scheduled_after=monday"), "query.scheduled_after")
+    assert_invalid(
+        owner_client.get(
+            url + "&scheduled_after=2027-01-11T00:00:00Z&scheduled_before=2027-01-04T00:00:00Z"
+        ),
+        "query.scheduled_before",
+    )
+    assert_invalid(
+        owner_client.get(
+            url + "&scheduled_after=2027-01-04T00:00:00Z&scheduled_before=2027-01-04T00:00:00Z"
+        ),
+        "query.scheduled_before",
+    )
