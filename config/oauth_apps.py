@@ -1,4 +1,4 @@
-"""The operator's OAuth 2 app registration per provider (X, LinkedIn, Threads, YouTube, and the
+"""The operator's OAuth 2 app registration per provider (X, LinkedIn, Threads, YouTube, TikTok, and the
 Meta app of Facebook and Instagram), read from the
 environment for ``settings.PROVIDER_OAUTH_APPS`` (docs/operations.md "Configuration", docs/oauth-and-tokens.md).
 
@@ -7,11 +7,13 @@ and revoke URLs default to the real services and can be overridden (tests point 
 on 127.0.0.1); ``HERALD_<P>_SCOPES`` adds scopes to the adapter's own. YouTube has two more:
 ``HERALD_YOUTUBE_UPLOAD_URL`` (the upload host, default the API URL) and
 ``HERALD_YOUTUBE_DAILY_QUOTA`` (the Google Cloud project's daily API units, default 10,000).
+TikTok's client ID is ``HERALD_TIKTOK_CLIENT_KEY`` (``_FILE``), and ``HERALD_TIKTOK_AUDITED``
+(default false) says whether TikTok has audited the app.
 """
 
 from __future__ import annotations
 
-from config.env import env_int, env_str
+from config.env import env_bool, env_int, env_str
 
 _OAUTH_APP_DEFAULTS: dict[str, dict[str, str]] = {
     "x": {
@@ -38,6 +40,12 @@ _OAUTH_APP_DEFAULTS: dict[str, dict[str, str]] = {
         "token_url": "https://oauth2.googleapis.com/token",
         "revoke_url": "https://oauth2.googleapis.com/revoke",
     },
+    "tiktok": {
+        "api_url": "https://open.tiktokapis.com",
+        "authorize_url": "https://www.tiktok.com/v2/auth/authorize/",
+        "token_url": "https://open.tiktokapis.com/v2/oauth/token/",
+        "revoke_url": "https://open.tiktokapis.com/v2/oauth/revoke/",
+    },
 }
 
 
@@ -63,6 +71,11 @@ def _oauth_app(provider: str, defaults: dict[str, str]) -> dict[str, object]:
     if provider == "youtube":
         app["upload_url"] = (env_str(f"{prefix}_UPLOAD_URL") or api_url).rstrip("/")
         app["daily_quota"] = env_int(f"{prefix}_DAILY_QUOTA", 10_000)
+    if provider == "tiktok":
+        # TikTok names the client ID its "client key"; HERALD_TIKTOK_AUDITED says whether
+        # TikTok audited the app (until then it may only post privately).
+        app["client_id"] = env_str(f"{prefix}_CLIENT_KEY") or ""
+        app["audited"] = "true" if env_bool(f"{prefix}_AUDITED", False) else "false"
     return app
 
 

@@ -12,7 +12,7 @@
   (its video service, default https://video.bsky.app).
 * ``HERALD_TELEGRAM_API_URL`` (default https://api.telegram.org).
 * ``PROVIDER_OAUTH_APPS`` (``{provider: {"client_id", "client_secret", "api_url", ...}}``): the
-  operator's OAuth apps of X, LinkedIn, Threads and YouTube, and the Meta app of Facebook
+  operator's OAuth apps of X, LinkedIn, Threads, YouTube and TikTok, and the Meta app of Facebook
   and Instagram (config/settings.py).
 
 The adapter modules themselves read no setting, except the built-in feed (``HERALD_PUBLIC_URL``,
@@ -36,6 +36,7 @@ from providers.linkedin import LinkedInAdapter
 from providers.mastodon import MastodonAdapter
 from providers.telegram import DEFAULT_API_URL, TelegramAdapter
 from providers.threads import ThreadsAdapter
+from providers.tiktok import TikTokAdapter
 from providers.webhook import WebhookAdapter
 from providers.x import XAdapter
 from providers.youtube import YouTubeAdapter
@@ -49,6 +50,7 @@ PROVIDERS += ("threads",)  # the operator's Threads app (providers/threads/)
 PROVIDERS += ("facebook",)  # Facebook Pages, the operator's Meta app (providers/facebook/)
 PROVIDERS += ("instagram",)  # the Meta app and Instagram Login (providers/instagram/)
 PROVIDERS += ("youtube",)  # the operator's Google OAuth 2 app (providers/youtube/)
+PROVIDERS += ("tiktok",)  # the operator's TikTok app (providers/tiktok/)
 
 # One provider's entry of PROVIDER_OAUTH_APPS as a hashable key of the adapter cache:
 # ((key, value), ...), None for a provider whose app is not configured.
@@ -65,6 +67,7 @@ _OAUTH_ADAPTERS: dict[
         | FacebookAdapter
         | InstagramAdapter
         | YouTubeAdapter
+        | TikTokAdapter
     ],
 ] = {
     "x": XAdapter,
@@ -73,6 +76,7 @@ _OAUTH_ADAPTERS: dict[
     "facebook": FacebookAdapter,
     "instagram": InstagramAdapter,
     "youtube": YouTubeAdapter,
+    "tiktok": TikTokAdapter,
 }
 
 
