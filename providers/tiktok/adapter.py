@@ -5,6 +5,7 @@ stored ``publish_id``, and metrics. See docs/providers/tiktok.md."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlencode
@@ -35,9 +36,9 @@ from providers.tiktok.profiles import (
     MIN_CHUNK,
     PRIVATE,
     PROFILES,
-    VIDEO_PROFILE,
     chunk_bounds,
     chunk_plan,
+    profiles_for,
 )
 
 PROVIDER = "tiktok"
@@ -127,6 +128,7 @@ class TikTokAdapter(OAuthHttpAdapter):
         self.scopes = SCOPES + tuple(x for x in extra if x not in SCOPES)
         # An app TikTok has not audited may only post to private (SELF_ONLY) accounts.
         self.audited = str(app.get("audited") or "").lower() in ("1", "true", "yes", "on")
+        self.capabilities = replace(type(self).capabilities, profiles=profiles_for(self.audited))
 
     # --- plumbing ---------------------------------------------------------------------------
 
@@ -372,8 +374,6 @@ class TikTokAdapter(OAuthHttpAdapter):
         problems = []
         if level not in [str(x) for x in info.get("privacy_level_options") or []]:
             problems.append(f"privacy level {level or '(none)'} is not offered to this creator")
-        if not self.audited and level != PRIVATE:
-            problems.append("an app TikTok has not audited may only post with SELF_ONLY")
         for name, flag in (
             ("disable_comment", "comment_disabled"),
             ("disable_duet", "duet_disabled"),
@@ -410,7 +410,7 @@ class TikTokAdapter(OAuthHttpAdapter):
         the chunk plan: the ``publish_id`` and upload URL are answered as :class:`Pending`
         before any byte is sent, so a send resumed after a kill uploads to the same post and
         never initialises a second one (docs/decisions/0020-long-sends.md)."""
-        precheck(VIDEO_PROFILE, request, provider=LABEL)
+        precheck(self.capabilities.profiles[0], request, provider=LABEL)
         if len(request.media) != 1 or not request.media[0].mime_type.startswith("video/"):
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: a post is exactly one video.")
         video = request.media[0]

@@ -14,6 +14,8 @@ post may not be private (TikTok refuses it).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from providers.base import MediaRule, OptionSpec, OutputProfile, VideoRule
 
 MAX_CAPTION = 2200  # UTF-16 code units
@@ -109,3 +111,24 @@ VIDEO_PROFILE = OutputProfile(
 )
 
 PROFILES = (VIDEO_PROFILE,)
+UNAUDITED = (
+    "TikTok lets an app it has not audited post only privately (privacy_level SELF_ONLY); "
+    "the operator sets HERALD_TIKTOK_AUDITED once TikTok has audited the app."
+)
+
+
+def unaudited_problems(types: list[str], options: dict[str, str]) -> list[tuple[str, str]]:
+    """The format's rules, and privacy_level SELF_ONLY only (an app TikTok has not audited)."""
+    problems = content_problems(types, options)
+    level = options.get("privacy_level")
+    if level and level != PRIVATE:
+        problems.append(("privacy_level", UNAUDITED))
+    return problems
+
+
+def profiles_for(audited: bool) -> tuple[OutputProfile, ...]:
+    """The formats as the app's audit state allows them: an unaudited app's posts are refused
+    at create time (422 at ``privacy_level``) unless private."""
+    if audited:
+        return PROFILES
+    return (replace(VIDEO_PROFILE, content_rules=unaudited_problems),)

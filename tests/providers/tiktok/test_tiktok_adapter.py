@@ -156,7 +156,6 @@ def test_destination_options_come_from_the_creator_info(
 @pytest.mark.parametrize(
     ("options", "seconds", "words"),
     [
-        ({"privacy_level": "PUBLIC_TO_EVERYONE"}, None, "may only post with SELF_ONLY"),
         ({"disable_stitch": "false"}, None, "turned stitchs off"),
         ({}, 301.0, "longer than the creator's 300 seconds"),
     ],
@@ -184,6 +183,7 @@ def test_the_creator_info_is_checked_before_every_post(
         ({"privacy_level": ""}, "x", "privacy_level is required"),
         ({"brand_content_toggle": "true"}, "x", "Branded content cannot be private"),
         ({}, "😀" * 1101, "limit is 2200"),
+        ({"privacy_level": "PUBLIC_TO_EVERYONE"}, "x", "HERALD_TIKTOK_AUDITED"),
     ],
 )
 def test_what_tiktok_would_refuse_is_refused_before_any_call(
