@@ -1,4 +1,4 @@
-"""The operator's OAuth 2 app registration per provider (X, LinkedIn, Threads, YouTube, TikTok, and the
+"""The operator's OAuth 2 app registration per provider (X, LinkedIn, Threads, YouTube, TikTok, Pinterest, and the
 Meta app of Facebook and Instagram), read from the
 environment for ``settings.PROVIDER_OAUTH_APPS`` (docs/operations.md "Configuration", docs/oauth-and-tokens.md).
 
@@ -45,6 +45,12 @@ _OAUTH_APP_DEFAULTS: dict[str, dict[str, str]] = {
         "authorize_url": "https://www.tiktok.com/v2/auth/authorize/",
         "token_url": "https://open.tiktokapis.com/v2/oauth/token/",
         "revoke_url": "https://open.tiktokapis.com/v2/oauth/revoke/",
+    },
+    "pinterest": {
+        "api_url": "https://api.pinterest.com",
+        "authorize_url": "https://www.pinterest.com/oauth/",
+        "token_url": "https://api.pinterest.com/v5/oauth/token",
+        "revoke_url": "",
     },
 }
 

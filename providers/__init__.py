@@ -12,8 +12,8 @@
   (its video service, default https://video.bsky.app).
 * ``HERALD_TELEGRAM_API_URL`` (default https://api.telegram.org).
 * ``PROVIDER_OAUTH_APPS`` (``{provider: {"client_id", "client_secret", "api_url", ...}}``): the
-  operator's OAuth apps of X, LinkedIn, Threads, YouTube and TikTok, and the Meta app of Facebook
-  and Instagram (config/settings.py).
+  operator's OAuth apps of X, LinkedIn, Threads, YouTube, TikTok and Pinterest, and the Meta app
+  of Facebook and Instagram (config/settings.py).
 
 The adapter modules themselves read no setting, except the built-in feed (``HERALD_PUBLIC_URL``,
 when one is connected); ``credentials`` reads ``HERALD_CREDENTIALS_KEY``. Nothing in this package
@@ -34,6 +34,7 @@ from providers.http import DEFAULT_CONNECT_TIMEOUT, HttpClient
 from providers.instagram import InstagramAdapter
 from providers.linkedin import LinkedInAdapter
 from providers.mastodon import MastodonAdapter
+from providers.pinterest import PinterestAdapter
 from providers.telegram import DEFAULT_API_URL, TelegramAdapter
 from providers.threads import ThreadsAdapter
 from providers.tiktok import TikTokAdapter
@@ -51,6 +52,7 @@ PROVIDERS += ("facebook",)  # Facebook Pages, the operator's Meta app (providers
 PROVIDERS += ("instagram",)  # the Meta app and Instagram Login (providers/instagram/)
 PROVIDERS += ("youtube",)  # the operator's Google OAuth 2 app (providers/youtube/)
 PROVIDERS += ("tiktok",)  # the operator's TikTok app (providers/tiktok/)
+PROVIDERS += ("pinterest",)  # the operator's OAuth 2 app (providers/pinterest/)
 
 # One provider's entry of PROVIDER_OAUTH_APPS as a hashable key of the adapter cache:
 # ((key, value), ...), None for a provider whose app is not configured.
@@ -68,6 +70,7 @@ _OAUTH_ADAPTERS: dict[
         | InstagramAdapter
         | YouTubeAdapter
         | TikTokAdapter
+        | PinterestAdapter
     ],
 ] = {
     "x": XAdapter,
@@ -77,6 +80,7 @@ _OAUTH_ADAPTERS: dict[
     "instagram": InstagramAdapter,
     "youtube": YouTubeAdapter,
     "tiktok": TikTokAdapter,
+    "pinterest": PinterestAdapter,
 }
 
 

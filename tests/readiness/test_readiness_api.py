@@ -356,15 +356,18 @@ def test_unsupported_and_never_advertised_providers(
 ) -> None:
     from readiness import services as readiness
 
-    for provider in ("pinterest", "discord"):
-        decision = readiness.decide_provider(provider=provider)
-        assert decision.state == "unsupported"
-        assert not decision.advertisable
+    decision = readiness.decide_provider(provider="discord")
+    assert decision.state == "unsupported"
+    assert not decision.advertisable
+    # Pinterest has an adapter now: configurable, and still never advertised.
+    decision = readiness.decide_provider(provider="pinterest")
+    assert decision.state != "unsupported"
+    assert not decision.advertisable
     body = ok(owner_client.get(f"{API}/account-providers", {"workspace_id": str(workspace.pk)}))
     providers = {e["provider"]: e for e in body["providers"]}
-    assert "pinterest" not in providers
     assert "discord" not in providers
     assert providers["telegram"]["readiness"]["advertisable"] is False
+    assert providers["pinterest"]["readiness"]["advertisable"] is False
     assert (
         providers["discord_webhook"]["readiness"]["state"] == "healthy"
     )  # webhooks stay supported

@@ -148,7 +148,7 @@ MASTODON_SCOPES = tuple(get_adapter("mastodon").capabilities.required_scopes)
 # blocker code -> (the change that causes it, the expected state)
 SCENARIOS: dict[str, tuple[dict[str, Any], str]] = {
     "unsupported_provider": (
-        {"provider": "pinterest", "output_profile": "pinterest.pin"},
+        {"provider": "discord", "output_profile": "discord.message"},
         "unsupported",
     ),
     "unsupported_profile": ({"output_profile": "discord_webhook.poll"}, "unsupported"),
@@ -558,6 +558,36 @@ def test_advertisable_needs_a_bound_claim_and_never_for_the_three_kinds(deployme
     assert not decision.advertisable  # claimed, healthy, and still never advertised
 
 
+@pytest.mark.parametrize("deployment", ["cloud", "self_hosted"])
+@pytest.mark.parametrize("profile", ["pinterest.image", "pinterest.video"])
+def test_pinterest_runs_where_allowed_and_is_never_advertised(
+    deployment: str, profile: str, settings: Any
+) -> None:
+    """The image-pinboard kind: a configured app, a granted account and enabled controls make
+    it executable (a self-hosted instance uses it), and no claim ever advertises it."""
+    from providers.pinterest.adapter import SCOPES
+
+    settings.PROVIDER_OAUTH_APPS = {
+        **settings.PROVIDER_OAUTH_APPS,
+        "pinterest": {"client_id": "pin-app", "client_secret": "pin-secret"},
+    }
+    granted = AccountFacts(
+        status="active",
+        has_credentials=True,
+        credentials_readable=True,
+        has_app=True,
+        granted_scopes=SCOPES,
+    )
+    pins = Case(
+        provider="pinterest", output_profile=profile, deployment=deployment, account=granted
+    )
+    pins = dataclasses.replace(pins, claims=_claimed(pins))
+    decision = pins.decide()
+    assert decision.state == HEALTHY, decision.blockers
+    assert decision.executable
+    assert not decision.advertisable  # claimed and healthy, and still never advertised
+
+
 # --- Every fact as reported, and the order of the blockers ------------------------------------
 
 RUN = {"tested_at": EARLIER.isoformat(), "expires_at": LATER.isoformat()}
@@ -583,7 +613,7 @@ FACT_CASES: list[tuple[dict[str, Any], str, dict[str, Any]]] = [
     ),
     ({}, "configuration", {"status": "present", "source": "builtin"}),
     (
-        {"provider": "pinterest", "output_profile": "pinterest.pin"},
+        {"provider": "discord", "output_profile": "discord.message"},
         "configuration",
         {"status": "missing", "source": "unknown"},
     ),
@@ -743,7 +773,7 @@ def test_a_failed_run_is_failed_even_when_it_has_also_expired() -> None:
             ],
         ),
         (
-            {"provider": "pinterest", "output_profile": "pinterest.pin", "controls": ()},
+            {"provider": "discord", "output_profile": "discord.message", "controls": ()},
             ["unsupported_provider", "control_missing"],
         ),
     ],
