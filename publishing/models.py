@@ -491,3 +491,18 @@ class PostingSchedule(models.Model):
 
     def __str__(self) -> str:
         return f"{self.timezone}: {len(self.slots)} slots"
+
+
+class CalendarFeed(models.Model):
+    """The secret URL of a workspace's iCalendar feed of scheduled posts
+    (``publishing.calendar_feed``): the random token in the URL is the only key; rotating it
+    replaces the row's token, so the previous URL stops working."""
+
+    workspace = models.OneToOneField(
+        Workspace, on_delete=models.CASCADE, primary_key=True, related_name="+"
+    )
+    token = models.CharField(max_length=32, unique=True)  # secrets.token_hex(16)
+    created_at = models.DateTimeField(default=now)
+
+    def __str__(self) -> str:
+        return f"calendar of {self.workspace_id}"

@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from config.api.request import StrictSerializer, parse_body
 from config.api.responses import respond
 from config.api.schema import ResponseSerializer, problems
+from publishing import calendar_feed
 from publishing.api import serializers as s
 from publishing.api.idempotency import idempotent
 from publishing.api.views import IDEMPOTENCY, _publication_response, publication_editor
@@ -148,3 +149,53 @@ class PublicationQueueView(APIView):
             intent=body["execution_intent"],
         )
         return _publication_response(request, publication)
+
+
+class CalendarFeedSerializer(ResponseSerializer):
+    url = serializers.URLField(
+        allow_null=True,
+        help_text="The secret iCalendar (text/calendar) URL of the workspace's scheduled posts; "
+        "null until one is made (POST). Anyone with it can read the calendar.",
+    )
+    created_at = serializers.DateTimeField(allow_null=True)
+
+
+def _calendar_body(request: Request, feed: Any) -> dict[str, Any]:
+    if feed is None:
+        return {"url": None, "created_at": None}
+    return {"url": calendar_feed.calendar_url(request, feed), "created_at": feed.created_at}
+
+
+CALENDAR_EXAMPLE = {
+    "url": "https://herald.example/feeds/calendar/6f1c0e8e2b7a4d05a9c3d1e4f7b2a690.ics",
+    "created_at": "2027-01-04T09:30:00Z",
+}
+
+
+class CalendarFeedView(APIView):
+    @extend_schema(
+        operation_id="calendar_feed_get",
+        responses={200: CalendarFeedSerializer, **problems(404)},
+        examples=[OpenApiExample("A calendar URL", value=CALENDAR_EXAMPLE, response_only=True)],
+        description="The secret URL of the workspace's iCalendar feed (one VEVENT per "
+        "scheduled, publishing or published publication from 30 days ago on: UID, DTSTAMP, "
+        "DTSTART in UTC, SUMMARY from its text, URL), or null before one is made.",
+    )
+    def get(self, request: Request, workspace_id: str) -> Response:
+        feed = calendar_feed.calendar_feed_get(
+            actor=actor_from_request(request), workspace_id=workspace_id
+        )
+        return respond(request, CalendarFeedSerializer, _calendar_body(request, feed))
+
+    @extend_schema(
+        operation_id="calendar_feed_rotate",
+        request=None,
+        responses={200: CalendarFeedSerializer, **problems(404)},
+        examples=[OpenApiExample("A new URL", value=CALENDAR_EXAMPLE, response_only=True)],
+        description="Makes a new secret URL for the calendar; the previous one stops working.",
+    )
+    def post(self, request: Request, workspace_id: str) -> Response:
+        feed = calendar_feed.calendar_feed_rotate(
+            actor=actor_from_request(request), workspace_id=workspace_id
+        )
+        return respond(request, CalendarFeedSerializer, _calendar_body(request, feed))

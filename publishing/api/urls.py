@@ -57,6 +57,11 @@ urlpatterns = [
         name="posting-schedule",
     ),
     path(
+        "workspaces/<str:workspace_id>/calendar-feed",
+        posting_queue.CalendarFeedView.as_view(),
+        name="calendar-feed",
+    ),
+    path(
         "publications/<str:publication_id>/publish-now",
         views.PublicationPublishNowView.as_view(),
         name="publication-publish-now",
