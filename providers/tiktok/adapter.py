@@ -42,6 +42,7 @@ from providers.tiktok.profiles import (
 )
 
 PROVIDER = "tiktok"
+PHOTO_KEY = "tiktok.photo"
 LABEL = "TikTok"
 DEFAULT_API_URL = "https://open.tiktokapis.com"
 DEFAULT_AUTHORIZE_URL = "https://www.tiktok.com/v2/auth/authorize/"
@@ -364,11 +365,12 @@ class TikTokAdapter(OAuthHttpAdapter):
         return options
 
     def _check_creator(
-        self, info: dict[str, Any], request: PublishRequest, video: MediaItem
+        self, info: dict[str, Any], request: PublishRequest, video: MediaItem | None
     ) -> None:
         """What the creator info says this post may not be (TikTok requires the check before
         every post): a privacy level not offered, an interaction the creator turned off, a
-        video longer than their limit; a public level from an app TikTok has not audited."""
+        video longer than their limit. (A public level from an app TikTok has not audited is
+        the format's own rule, checked first.)"""
         options = request.options
         level = options.get("privacy_level", "")
         problems = []
@@ -379,10 +381,12 @@ class TikTokAdapter(OAuthHttpAdapter):
             ("disable_duet", "duet_disabled"),
             ("disable_stitch", "stitch_disabled"),
         ):
+            if video is None and name != "disable_comment":
+                continue  # a photo post has no duets or stitches
             if info.get(flag) and options.get(name) != "true":
                 problems.append(f"the creator turned {flag.split('_')[0]}s off ({name}=true)")
         limit = info.get("max_video_post_duration_sec")
-        seconds = video.duration_seconds()
+        seconds = video.duration_seconds() if video is not None else None
         if isinstance(limit, int | float) and limit > 0 and seconds and seconds > limit:
             problems.append(f"the video is longer than the creator's {int(limit)} seconds")
         if problems:
@@ -406,15 +410,21 @@ class TikTokAdapter(OAuthHttpAdapter):
     def publish(
         self, *, account: AccountContext, request: PublishRequest
     ) -> PublishResult | Pending:
-        """Check the post against the format and the creator info, then ``video/init`` with
-        the chunk plan: the ``publish_id`` and upload URL are answered as :class:`Pending`
-        before any byte is sent, so a send resumed after a kill uploads to the same post and
-        never initialises a second one (docs/decisions/0020-long-sends.md)."""
-        precheck(self.capabilities.profiles[0], request, provider=LABEL)
+        """Check the post against its format and the creator info, then initialise it. A video
+        answers :class:`Pending` with the ``publish_id`` and upload URL before any byte is
+        sent, so a send resumed after a kill uploads to the same post and never initialises a
+        second one (docs/decisions/0020-long-sends.md); a photo post is pulled by TikTok from
+        the images' URLs and answers :class:`Pending` to poll its status."""
+        profile = self.capabilities.profile(request.profile)
+        if profile is None:
+            raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: unknown format {request.profile}.")
+        precheck(profile, request, provider=LABEL)
+        token = self._token(account)
+        if profile.key == PHOTO_KEY:
+            return self._publish_photos(token, request)
         if len(request.media) != 1 or not request.media[0].mime_type.startswith("video/"):
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: a post is exactly one video.")
         video = request.media[0]
-        token = self._token(account)
         self._check_creator(self.creator_info(token), request, video)
         chunk, count = chunk_plan(video.size, self.chunk_bytes, self.min_chunk)
         data = self._api(
@@ -432,14 +442,53 @@ class TikTokAdapter(OAuthHttpAdapter):
                 },
             },
         )
-        publish_id, upload_url = (
-            str(data.get("publish_id") or ""),
-            str(data.get("upload_url") or ""),
-        )
+        publish_id = str(data.get("publish_id") or "")
+        upload_url = str(data.get("upload_url") or "")
         if not publish_id or not upload_url.startswith(("http://", "https://")):
             raise ProviderError(ErrorKind.AMBIGUOUS, f"{LABEL}: the init answer had no upload.")
         state = {"publish_id": publish_id, "upload_url": upload_url, "chunk": chunk}
         return Pending("uploading", {**state, "count": count, "next": 0}, self.upload_check_seconds)
+
+    def _publish_photos(self, token: str, request: PublishRequest) -> Pending:
+        """``content/init`` with ``media_type`` PHOTO and ``PULL_FROM_URL``: TikTok fetches
+        every image from its URL (a domain verified with TikTok)."""
+        urls = [item.url for item in request.media]
+        if not all(u.startswith(("https://", "http://")) for u in urls):
+            raise ProviderError(
+                ErrorKind.PERMANENT,
+                f"{LABEL}: photo posts need the images at a public address "
+                "(HERALD_PUBLIC_URL or object storage) on a domain verified with TikTok.",
+            )
+        self._check_creator(self.creator_info(token), request, None)
+        options = request.options
+        info = self._post_info(request)
+        for name in ("disable_duet", "disable_stitch", "is_aigc"):
+            info.pop(name)
+        info.update(
+            title=options.get("title", ""),
+            description=request.text,
+            auto_add_music=options.get("auto_add_music", "true") == "true",
+        )
+        data = self._api(
+            "/v2/post/publish/content/init/",
+            token,
+            "photo init",
+            write=True,
+            json_body={
+                "post_info": info,
+                "source_info": {
+                    "source": "PULL_FROM_URL",
+                    "photo_cover_index": 0,
+                    "photo_images": urls,
+                },
+                "post_mode": "DIRECT_POST",
+                "media_type": "PHOTO",
+            },
+        )
+        publish_id = str(data.get("publish_id") or "")
+        if not publish_id:
+            raise ProviderError(ErrorKind.AMBIGUOUS, f"{LABEL}: the init answer had no id.")
+        return Pending("processing", {"publish_id": publish_id}, self.status_check_seconds)
 
     def resume(
         self, *, account: AccountContext, request: PublishRequest, state: dict[str, Any]

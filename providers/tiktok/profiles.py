@@ -110,7 +110,46 @@ VIDEO_PROFILE = OutputProfile(
     content_rules=content_problems,
 )
 
-PROFILES = (VIDEO_PROFILE,)
+MAX_PHOTOS = 35
+MAX_PHOTO_BYTES = 20 * 1024 * 1024
+MAX_PHOTO_TITLE = 90
+MAX_PHOTO_DESCRIPTION = 4000
+PHOTO_TYPES = ("image/jpeg", "image/webp")
+
+
+def photo_problems(types: list[str], options: dict[str, str]) -> list[tuple[str, str]]:
+    """Photos only (JPEG or WebP); a branded content post is never private."""
+    problems = [p for p in content_problems(["video/mp4"], options) if p[0] != "media"]
+    if not types or any(not t.startswith("image/") for t in types):
+        problems.append(("media", "A TikTok photo post is 1 to 35 images, no video."))
+    return problems
+
+
+PHOTO_OPTIONS = (
+    *[o for o in OPTIONS if o.name not in ("disable_duet", "disable_stitch")],
+    OptionSpec("title", max_length=MAX_PHOTO_TITLE),
+    OptionSpec("auto_add_music", choices=BOOLEAN, default="true"),
+)
+
+# Photo posts: TikTok pulls each image from its URL (a domain the operator verified with
+# TikTok), so the media need a public origin. The text is the description.
+PHOTO_PROFILE = OutputProfile(
+    key="tiktok.photo",
+    text_limit=MAX_PHOTO_DESCRIPTION,
+    text_counter=caption_length,
+    media=MediaRule(
+        max_count=MAX_PHOTOS,
+        mime_types=PHOTO_TYPES,
+        max_bytes=MAX_PHOTO_BYTES,
+        required=True,
+        by_url=True,
+    ),
+    options=PHOTO_OPTIONS,
+    counting_rule="UTF-16 code units",
+    content_rules=photo_problems,
+)
+
+PROFILES = (VIDEO_PROFILE, PHOTO_PROFILE)
 UNAUDITED = (
     "TikTok lets an app it has not audited post only privately (privacy_level SELF_ONLY); "
     "the operator sets HERALD_TIKTOK_AUDITED once TikTok has audited the app."
@@ -131,4 +170,13 @@ def profiles_for(audited: bool) -> tuple[OutputProfile, ...]:
     at create time (422 at ``privacy_level``) unless private."""
     if audited:
         return PROFILES
-    return (replace(VIDEO_PROFILE, content_rules=unaudited_problems),)
+    return (
+        replace(VIDEO_PROFILE, content_rules=unaudited_problems),
+        replace(PHOTO_PROFILE, content_rules=_unaudited_photo_problems),
+    )
+
+
+def _unaudited_photo_problems(types: list[str], options: dict[str, str]) -> list[tuple[str, str]]:
+    level = options.get("privacy_level")
+    extra = [("privacy_level", UNAUDITED)] if level and level != PRIVATE else []
+    return photo_problems(types, options) + extra

@@ -65,6 +65,8 @@ class TikTokStandIn(StandIn):
         self.audited = False
         self.init_per_minute = 6
         self.processing_polls = 2
+        # URL prefixes verified with TikTok for PULL_FROM_URL (None: the stand-in's own).
+        self.verified_prefixes: list[str] | None = None
         self.creator: dict[str, Any] = {}
         self.clear_data()
 
@@ -119,6 +121,7 @@ class TikTokStandIn(StandIn):
             Route("POST", r"/v2/post/publish/creator_info/query/", self.creator_info),
             Route("POST", r"/v2/post/publish/video/init/", self.video_init),
             Route("PUT", r"/upload/(?P<upload_id>[\w-]+)/", self.put_chunk, auth=False),
+            Route("POST", r"/v2/post/publish/content/init/", self.content_init),
             Route("POST", r"/v2/post/publish/status/fetch/", self.status_fetch),
             Route("POST", r"/v2/video/query/", self.video_query),
         ]
@@ -327,6 +330,45 @@ class TikTokStandIn(StandIn):
         self.bump("inits")
         return ok({"publish_id": publish_id, "upload_url": f"{self.url}/upload/{upload_id}/"})
 
+    def content_init(self, request: Request) -> Reply:
+        """Photo posts: ``media_type`` PHOTO, ``post_mode`` DIRECT_POST, 1 to 35 image URLs on
+        a verified domain (``url_ownership_unverified`` otherwise), fetched while the status is
+        ``PROCESSING_DOWNLOAD``."""
+        if self._grant(request) is None:
+            return self.unauthorized_reply()
+        if (fault := self.gate_post()) is not None:
+            return fault
+        if self._init_limited(request.bearer):
+            return self.rate_limited_reply(60)
+        body = request.json if isinstance(request.json, dict) else {}
+        info, source = body.get("post_info") or {}, body.get("source_info") or {}
+        if body.get("media_type") != "PHOTO" or body.get("post_mode") != "DIRECT_POST":
+            return tiktok_error(400, "invalid_params", "media_type PHOTO and DIRECT_POST only.")
+        if (refused := self._post_problem(info)) is not None:
+            return refused
+        urls = [str(u) for u in source.get("photo_images") or []]
+        if source.get("source") != "PULL_FROM_URL" or not 1 <= len(urls) <= 35:
+            return tiktok_error(400, "invalid_params", "1 to 35 photo_images by PULL_FROM_URL.")
+        if len(str(info.get("title") or "")) > 90:
+            return tiktok_error(400, "invalid_params", "title is longer than 90 characters.")
+        prefixes = self.verified_prefixes if self.verified_prefixes is not None else [self.url]
+        if not all(any(u.startswith(p) for p in prefixes) for u in urls):
+            return tiktok_error(
+                403, "url_ownership_unverified", "The URL's domain is not verified."
+            )
+        publish_id = "p_pub_url~v2." + secrets.token_hex(8)
+        with self.lock:
+            self.uploads[publish_id] = {
+                "upload_id": "",
+                "post_info": info,
+                "photo_images": urls,
+                "bytes": b"",
+                "status": "PROCESSING_DOWNLOAD",
+                "polls": 0,
+            }
+        self.bump("inits")
+        return ok({"publish_id": publish_id})
+
     def put_chunk(self, request: Request, upload_id: str) -> Reply:
         with self.lock:
             found = [(k, u) for k, u in self.uploads.items() if u["upload_id"] == upload_id]
@@ -385,6 +427,8 @@ class TikTokStandIn(StandIn):
             return {"status": "PROCESSING_UPLOAD", "uploaded_bytes": 0}
         upload["polls"] += 1
         if upload["polls"] <= self.processing_polls:
+            if "photo_images" in upload:
+                return {"status": "PROCESSING_DOWNLOAD"}
             return {"status": "PROCESSING_UPLOAD", "uploaded_bytes": upload["size"]}
         if upload.get("fail_reason"):
             return {"status": "FAILED", "fail_reason": upload["fail_reason"]}

@@ -389,3 +389,76 @@ def test_delete_is_not_offered(adapter: TikTokAdapter, account: AccountContext) 
     with pytest.raises(ProviderError) as caught:
         adapter.delete(account=account, external_id="1")
     assert "not implemented" in caught.value.message
+
+
+# --- photo posts ------------------------------------------------------------------------------
+
+
+def photo(server: TikTokStandIn, name: str, url: str = "") -> MediaItem:
+    data = b"\xff\xd8\xff\xe0photo"
+    return MediaItem(
+        name=name,
+        mime_type="image/jpeg",
+        size=len(data),
+        open=lambda: io.BytesIO(data),
+        url=url or f"{server.url}/media/{name}",
+    )
+
+
+def photo_request(*media: MediaItem, **options: str) -> PublishRequest:
+    return PublishRequest(
+        profile="tiktok.photo",
+        text="Three stills #herald",
+        idempotency_key="key-2",
+        media=list(media),
+        options={**OPTIONS, "title": "Stills", **options},
+    )
+
+
+def test_a_photo_post_is_pulled_from_the_images_urls(
+    adapter: TikTokAdapter, account: AccountContext, server: TikTokStandIn
+) -> None:
+    images = [photo(server, f"{n}.jpg") for n in range(3)]
+    options = {k: v for k, v in OPTIONS.items() if k != "disable_stitch"}
+    req = photo_request(*images)
+    req.options = {**options, "title": "Stills"}
+    first = adapter.publish(account=account, request=req)
+    assert isinstance(first, Pending)
+    assert first.stage == "processing"
+    result, pendings = drive_from(adapter, account, req, first)
+    post = server.posts[0]
+    assert post["title"] == "Stills"
+    assert post["description"] == "Three stills #herald"
+    assert post["auto_add_music"] is True
+    assert "disable_duet" not in post
+    assert server.upload(first.state["publish_id"])["photo_images"] == [i.url for i in images]
+    assert result.external_id == first.state["publish_id"]
+    assert pendings
+
+
+def test_photos_need_a_verified_public_address(
+    adapter: TikTokAdapter, account: AccountContext, server: TikTokStandIn
+) -> None:
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=photo_request(photo(server, "a.jpg", url="-")))
+    assert "public address" in caught.value.message
+    elsewhere = photo(server, "b.jpg", url="https://unverified.example/b.jpg")
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=photo_request(elsewhere))
+    assert caught.value.kind == ErrorKind.PERMANENT
+    assert "url_ownership_unverified" in caught.value.message
+
+
+def test_a_photo_post_is_images_only_and_titles_are_bounded(
+    adapter: TikTokAdapter, account: AccountContext, server: TikTokStandIn
+) -> None:
+    before = server.requests
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=photo_request(video_item()))
+    assert caught.value.kind == ErrorKind.PERMANENT
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(
+            account=account, request=photo_request(photo(server, "a.jpg"), title="t" * 91)
+        )
+    assert "too long" in caught.value.message
+    assert server.requests == before
