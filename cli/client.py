@@ -457,6 +457,24 @@ class HeraldClient:
             body["expected_revision"] = expected_revision
         return self.request("POST", f"/publications/{_segment(publication_id)}/schedule", body=body)
 
+    def publication_queue(
+        self, publication_id: str, *, expected_revision: int | None = None
+    ) -> JSON:
+        body: JSON = {}
+        if expected_revision is not None:
+            body["expected_revision"] = expected_revision
+        return self.request("POST", f"/publications/{_segment(publication_id)}/queue", body=body)
+
+    def posting_schedule_get(self, workspace_id: str) -> JSON:
+        return self.get(f"/workspaces/{_segment(workspace_id)}/posting-schedule")
+
+    def posting_schedule_set(self, workspace_id: str, *, timezone: str, slots: list[JSON]) -> JSON:
+        return self.request(
+            "PUT",
+            f"/workspaces/{_segment(workspace_id)}/posting-schedule",
+            body={"timezone": timezone, "slots": slots},
+        )
+
     def publication_publish_now(
         self, publication_id: str, *, expected_revision: int | None = None
     ) -> JSON:

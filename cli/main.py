@@ -190,10 +190,21 @@ def _register() -> None:
         media,
         provider,
         publication,
+        schedule,
         workspace,
     )
 
-    for module in (instance, auth, provider, workspace, account, media, publication, mcp):
+    for module in (
+        instance,
+        auth,
+        provider,
+        workspace,
+        account,
+        media,
+        publication,
+        schedule,
+        mcp,
+    ):
         herald.add_command(module.group)
 
 

@@ -1,4 +1,4 @@
-"""``herald publication list|create|schedule|publish-now|status``.
+"""``herald publication list|create|schedule|queue|publish-now|status``.
 
 A successful queue is not a delivery: ``status`` follows each destination until none is in
 flight any more, and the exit code says whether every destination published.
@@ -303,6 +303,26 @@ def schedule(publication_id: str, at: str, expected_revision: int | None) -> Non
     publication = hx.client().publication_schedule(
         publication_id, scheduled_at=_parse_time(at), expected_revision=expected_revision
     )
+    if hx.json:
+        emit_json(publication)
+        return
+    echo(_headline(publication))
+    echo(f"Follow delivery with: herald publication status {publication['id']}")
+
+
+@group.command("queue")
+@click.argument("publication_id")
+@click.option(
+    "--expected-revision",
+    type=click.IntRange(min=1),
+    help="Refuse (409) if the publication changed since this revision.",
+)
+@global_options
+def queue(publication_id: str, expected_revision: int | None) -> None:
+    """Schedule PUBLICATION_ID at the next slot of the posting schedule free for all its
+    accounts (see herald schedule show)."""
+    hx = current()
+    publication = hx.client().publication_queue(publication_id, expected_revision=expected_revision)
     if hx.json:
         emit_json(publication)
         return
