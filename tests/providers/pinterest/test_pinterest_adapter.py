@@ -233,3 +233,58 @@ def test_error_body_message_is_reported(
         adapter.publish(account=account, request=req)
     assert "Board not found" in str(caught.value)
     assert caught.value.kind == ErrorKind.PERMANENT
+
+
+def test_capabilities_are_exact(adapter: PinterestAdapter) -> None:
+    from providers.base import describe
+
+    caps = adapter.capabilities
+    assert (caps.supports_refresh, caps.supports_revoke, caps.pkce) == (True, False, False)
+    assert caps.required_scopes == ("boards:read", "pins:read", "pins:write", "user_accounts:read")
+    image, video = caps.profile("pinterest.image"), caps.profile("pinterest.video")
+    assert image is not None
+    assert video is not None
+    assert (image.media.by_url, video.media.by_url) == (True, False)
+    assert (image.media.max_count, video.media.max_count) == (1, 1)
+    assert image.video is None
+    assert video.video is not None
+    assert (video.video.min_seconds, video.video.max_seconds) == (4, 900)
+    assert image.text_limit == video.text_limit == 500
+    options = {o.name: o for o in image.options}
+    assert options["board_id"].required
+    assert (options["title"].max_length, options["alt_text"].max_length) == (100, 500)
+    described = describe(adapter)
+    assert described["provider"] == "pinterest"
+
+
+def test_a_lost_video_pin_answer_is_reconciled_not_pinned_again(
+    adapter: PinterestAdapter, server: PinterestStandIn, account: AccountContext
+) -> None:
+    req = request(video_item(), profile="pinterest.video")
+    answer = adapter.publish(account=account, request=req)
+    assert isinstance(answer, Pending)
+    state = dict(answer.state)
+    answer = adapter.resume(account=account, request=req, state=state)
+    assert isinstance(answer, Pending)
+    server.set_faults(accept_then_timeout={"count": 1, "seconds": 3})
+    with pytest.raises(ProviderError) as caught:
+        adapter.resume(account=account, request=req, state=dict(answer.state))
+    assert caught.value.kind == ErrorKind.AMBIGUOUS
+    req.send_state = dict(answer.state)
+    found = adapter.reconcile(account=account, request=req)
+    assert isinstance(found, PublishResult)
+    assert server.posts_accepted == 1
+    assert server.stats()["counters"]["media_registered"] == 1
+
+
+def test_a_video_not_yet_pinned_goes_on_after_reconcile(
+    adapter: PinterestAdapter, server: PinterestStandIn, account: AccountContext
+) -> None:
+    req = request(video_item(), profile="pinterest.video")
+    answer = adapter.publish(account=account, request=req)
+    assert isinstance(answer, Pending)
+    req.send_state = dict(answer.state)
+    again = adapter.reconcile(account=account, request=req)
+    assert isinstance(again, Pending)
+    assert again.state["media_id"] == answer.state["media_id"]
+    assert server.posts_accepted == 0
