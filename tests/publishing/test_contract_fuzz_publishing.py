@@ -40,6 +40,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.utils import timezone
 from hypothesis import strategies as st
 
+from providers.base import Candidate, ConnectedAccount, ConnectionCandidates
 from tests.contract_fuzz_support import (
     CHECKS,
     assert_contract_holds,
@@ -67,6 +68,8 @@ EXPECTED_OPERATIONS = {
     "GET /api/v1/accounts",
     "POST /api/v1/accounts/connect",
     "GET /api/v1/accounts/oauth/callback",
+    "GET /api/v1/accounts/choices/{choice_id}",
+    "POST /api/v1/accounts/choices/{choice_id}",
     "GET /api/v1/accounts/{account_id}",
     "DELETE /api/v1/accounts/{account_id}",
     "GET /api/v1/accounts/{account_id}/destination-options",
@@ -169,8 +172,8 @@ def world(
     standins: StandIns,
 ) -> World:
     from providers import credentials
-    from publishing.models import Account, Destination, ProviderApp, Publication
-    from publishing.services import accounts, media, publications
+    from publishing.models import Account, Destination, OAuthState, ProviderApp, Publication
+    from publishing.services import accounts, connection_choices, media, publications
     from workspaces.services import api_token_create, organization_create, workspace_create
 
     provider_settings.HERALD_BLUESKY_SERVICE_URL = standins.bluesky.url
@@ -238,6 +241,24 @@ def world(
     nonce, provider_url = bind_browser(authorization_url)
     grant = follow_authorization(provider_url)
 
+    # A pending choice of accounts, as a Facebook Login that reached a Page leaves it.
+    choice = connection_choices.choice_create(
+        pending=OAuthState(workspace=workspace, user=owner, provider="facebook"),
+        found=ConnectionCandidates(
+            candidates=[
+                Candidate(
+                    provider="facebook",
+                    account=ConnectedAccount(
+                        external_id="1001",
+                        username="Herald HQ",
+                        credentials={"access_token": "page-token", "page_id": "1001"},
+                    ),
+                    label="Facebook Page Herald HQ",
+                )
+            ]
+        ),
+    )
+
     png = media.media_upload(
         actor=actor,
         workspace_id=workspace.pk,
@@ -296,6 +317,7 @@ def world(
             "account_id": [account_ids[p] for p in PROVIDERS],
             "media_id": [str(png.pk), str(spare.pk)],
             "publication_id": [str(draft.pk), str(failed.pk)],
+            "choice_id": [str(choice.pk)],
             "state": [grant["state"]],
             "code": [grant["code"]],
             "provider": list(PROVIDERS),
