@@ -97,6 +97,7 @@ INSTALLED_APPS = [
     "voice",
     "discovery",
     "reposts",
+    "events",
 ]
 
 MIDDLEWARE = [
@@ -407,6 +408,7 @@ SPECTACULAR_SETTINGS: dict[str, Any] = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.postprocess_problem_responses",
         "config.api.schema.postprocess_portable_schema",
+        "events.openapi.postprocess_event_types",  # the event types as x-webhooks
     ],
     "SERVERS": [{"url": "/", "description": "this instance"}],
 }

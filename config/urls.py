@@ -23,6 +23,7 @@ api_v1: list[URLPattern | URLResolver] = [
     path("", include("voice.api.urls")),
     path("", include("discovery.api.urls")),
     path("", include("reposts.api.urls")),
+    path("", include("events.api.urls")),
 ]
 
 urlpatterns = [

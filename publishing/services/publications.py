@@ -35,6 +35,7 @@ from publishing.errors import (
 )
 from publishing.models import Account, Destination, Media, Publication, PublicationEvent
 from publishing.services import media_links, video_rules
+from publishing.services.announcements import announce
 from readiness import services as readiness
 from workspaces.access import Actor, parse_id, require_workspace, require_workspace_role
 from workspaces.models import WorkspaceMembership
@@ -70,14 +71,16 @@ def event_record(
     data: dict[str, Any] | None = None,
     destination_id: ModelId | None = None,
 ) -> None:
+    destination_pk = destination.pk if destination is not None else destination_id
     PublicationEvent.objects.create(
         publication_id=publication_id,
-        destination_id=destination.pk if destination is not None else destination_id,
+        destination_id=destination_pk,
         kind=kind,
         status=status,
         detail=detail[:500],
         data=data or {},
     )
+    announce(kind=kind, publication_id=publication_id, destination_id=destination_pk)
 
 
 # --- Validation against capability metadata -------------------------------------------------

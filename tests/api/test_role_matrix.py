@@ -111,6 +111,7 @@ MATRIX: dict[tuple[str, str], str] = {
     ("PUT", "workspaces/<str:workspace_id>/posting-schedule"): "editor",
     ("GET", "workspaces/<str:workspace_id>/calendar-feed"): "viewer",
     ("POST", "workspaces/<str:workspace_id>/calendar-feed"): "editor",
+    ("GET", "events"): "viewer",
     ("GET", "provider-readiness"): "viewer",
     ("POST", "admin/provider-readiness/approval-reviews"): "instance_admin",
     ("POST", "admin/provider-readiness/runtime-controls"): "instance_admin",
@@ -245,6 +246,7 @@ ROLES_ROWS: dict[str, list[tuple[str, str]]] = {
         ("GET", f"{P}/events"),
         ("GET", f"{W}/posting-schedule"),
         ("GET", f"{W}/calendar-feed"),
+        ("GET", "events"),
         ("GET", "voice-profiles"),
         ("GET", V),
     ],
@@ -478,6 +480,7 @@ def _request(method: str, route: str, person: str, world: World) -> tuple[str, A
         "themes/available",
         "voice-profiles",
         "repost-automation",
+        "events",
     }:
         query = ws
     elif method in {"GET", "DELETE"} and (
