@@ -49,9 +49,18 @@ def subsection(section: str, heading: str) -> str:
 
 
 def previous_release_files(*folders: str) -> dict[str, str]:
-    """Path -> text of the previous release's files under ``folders``."""
+    """Path -> text of the previous release's files under ``folders`` (a folder that release
+    did not have, such as a newer app's, holds nothing)."""
+    present = subprocess.run(
+        ["git", "-C", str(ROOT), "ls-tree", "--name-only", previous_release(), *folders],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    if not present:
+        return {}
     archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", "--format=tar", previous_release(), *folders],
+        ["git", "-C", str(ROOT), "archive", "--format=tar", previous_release(), *present],
         check=True,
         capture_output=True,
     ).stdout
