@@ -31,6 +31,23 @@ SCHEDULE_EXAMPLE = {
 }
 
 
+SCHEDULE_ANSWER_EXAMPLE = {
+    "workspace_id": "5d8f2c1e-9b3a-4c7d-8e6f-1a2b3c4d5e6f",
+    **SCHEDULE_EXAMPLE,
+    "next_slots": [
+        {
+            "account_id": "0b7c6a52-5a4e-4f0e-9d0a-2f1f1c3c9e11",
+            "next_free": [
+                "2027-03-29T07:30:00Z",
+                "2027-04-01T15:00:00Z",
+                "2027-04-05T07:30:00Z",
+            ],
+        }
+    ],
+    "updated_at": "2027-03-26T10:00:00Z",
+}
+
+
 class SlotSerializer(StrictSerializer):
     weekday = serializers.IntegerField(
         min_value=0, max_value=6, help_text="0 = Monday … 6 = Sunday"
@@ -94,6 +111,7 @@ class PostingScheduleView(APIView):
     @extend_schema(
         operation_id="posting_schedule_get",
         responses={200: PostingScheduleSerializer, **problems(404)},
+        examples=[OpenApiExample("A schedule", value=SCHEDULE_ANSWER_EXAMPLE, response_only=True)],
         description="The workspace's posting schedule (UTC and no slots until set) and, for "
         "each connected account, its next free slots. A slot keeps its local time across "
         "daylight-saving changes; a local time skipped by a change falls one change later "
@@ -109,7 +127,10 @@ class PostingScheduleView(APIView):
         operation_id="posting_schedule_set",
         request=PostingScheduleInputSerializer,
         responses={200: PostingScheduleSerializer, **problems(400, 404, 422)},
-        examples=[OpenApiExample("Two slots", value=SCHEDULE_EXAMPLE, request_only=True)],
+        examples=[
+            OpenApiExample("Two slots", value=SCHEDULE_EXAMPLE, request_only=True),
+            OpenApiExample("The schedule", value=SCHEDULE_ANSWER_EXAMPLE, response_only=True),
+        ],
         description=f"Replaces the schedule: an IANA time zone and at most "
         f"{posting_queue.MAX_SLOTS} weekly slots (weekday 0 = Monday, HH:MM local time, "
         "optionally one account of the workspace). A 422 names the failing field.",
