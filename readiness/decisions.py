@@ -358,6 +358,13 @@ def _approval(inputs: DecisionInputs) -> Finding:
     """The provider app's reviewed tier is current and permits the operation."""
     provider, operation = inputs.subject.provider, inputs.subject.operation
     approval = inputs.evidence.approval(inputs.subject)
+    if inputs.app.unaudited and inputs.intent != CERTIFICATION_TEST:
+        return Finding.gap(
+            {"status": approval.outcome if approval else "missing", "app_audited": False},
+            "approval_trial",
+            f"The {provider} app has not been audited by the network yet: it may post "
+            "privately only.",
+        )
     if approval is None:
         return Finding.gap(
             {"status": "missing"},

@@ -96,6 +96,9 @@ class Subject:
 class AppIdentity:
     source: str  # builtin | dynamic | database | missing | unknown
     fingerprint: str
+    # The operator says the provider has not audited the app yet (TikTok's
+    # HERALD_TIKTOK_AUDITED=false: private posts only): readiness reports ``trial_only``.
+    unaudited: bool = False
 
     @property
     def present(self) -> bool:
@@ -150,7 +153,10 @@ def app_identity(provider: str, caps: Any, *, database_app: bool | None = None) 
     }
     if source == "environment":
         identity["client_id"] = str(env_app["client_id"])
-    return AppIdentity(source, fingerprint("app", json.dumps(identity, sort_keys=True)))
+    unaudited = source == "environment" and str(env_app.get("audited", "")) == "false"
+    return AppIdentity(
+        source, fingerprint("app", json.dumps(identity, sort_keys=True)), unaudited=unaudited
+    )
 
 
 def make_subject(
