@@ -4,7 +4,8 @@ Herald's connect and the stand-in's consent page; an image Pin that the stand-in
 Herald's signed URL served by the live server; a video Pin registered, uploaded to the S3-style
 form, processed on the long-send engine and pinned with the poster frame, once; a Pin answer
 lost after Pinterest created it, reconciled from the board without a second Pin; an expired
-access token refreshed before the send; a 429 that waits instead of failing."""
+access token refreshed before the send; a 429 that waits instead of failing; a worker killed
+while a video processes, the replacement going on from the media id (no second upload)."""
 
 from __future__ import annotations
 
@@ -170,3 +171,20 @@ def test_connect_image_video_reconcile_refresh_and_rate_limit_through_the_worker
     row = published(stack, publish(actor, workspace, account, image, title="Later"), "429")
     assert server.counters["fault_rate_limit"] == 1
     assert server.posts_accepted == 5
+
+    # 6. The worker is killed while Pinterest processes a video: the replacement goes on from
+    # the media id in the send state; the video is neither registered nor uploaded again.
+    server.processing_checks = 3
+    registered = server.counters["media_registered"]
+    killed = publish(actor, workspace, account, video, profile="pinterest.video", title="Killed")
+    stack.wait_until(
+        lambda: server.counters["uploads"] > 1 or None, timeout=60, what="the second upload"
+    )
+    (doomed,) = [p for p in stack.processes if p.name == "worker"]
+    doomed.kill()
+    stack.start_worker("replacement")
+    row = published(stack, killed, "the video after a killed worker")
+    assert server.counters["media_registered"] == registered + 1
+    assert server.counters["uploads"] == 2
+    assert server.posts_accepted == 6
+    assert row.external_id == server.posts[-1]["id"]
