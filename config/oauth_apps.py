@@ -82,6 +82,8 @@ def _oauth_app(provider: str, defaults: dict[str, str]) -> dict[str, object]:
         # TikTok audited the app (until then it may only post privately).
         app["client_id"] = env_str(f"{prefix}_CLIENT_KEY") or ""
         app["audited"] = "true" if env_bool(f"{prefix}_AUDITED", False) else "false"
+        # Media URL prefixes verified with TikTok: videos there are pulled, not uploaded.
+        app["verified_url_prefixes"] = env_str(f"{prefix}_VERIFIED_URL_PREFIXES") or ""
     return app
 
 

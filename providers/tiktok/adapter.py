@@ -129,6 +129,9 @@ class TikTokAdapter(OAuthHttpAdapter):
         self.scopes = SCOPES + tuple(x for x in extra if x not in SCOPES)
         # An app TikTok has not audited may only post to private (SELF_ONLY) accounts.
         self.audited = str(app.get("audited") or "").lower() in ("1", "true", "yes", "on")
+        self.verified_prefixes = tuple(
+            p for p in str(app.get("verified_url_prefixes") or "").split() if "://" in p
+        )
         self.capabilities = replace(type(self).capabilities, profiles=profiles_for(self.audited))
 
     # --- plumbing ---------------------------------------------------------------------------
@@ -426,6 +429,8 @@ class TikTokAdapter(OAuthHttpAdapter):
             raise ProviderError(ErrorKind.PERMANENT, f"{LABEL}: a post is exactly one video.")
         video = request.media[0]
         self._check_creator(self.creator_info(token), request, video)
+        if self._pulled(video):
+            return self._pull_video(token, request, video)
         chunk, count = chunk_plan(video.size, self.chunk_bytes, self.min_chunk)
         data = self._api(
             "/v2/post/publish/video/init/",
@@ -448,6 +453,29 @@ class TikTokAdapter(OAuthHttpAdapter):
             raise ProviderError(ErrorKind.AMBIGUOUS, f"{LABEL}: the init answer had no upload.")
         state = {"publish_id": publish_id, "upload_url": upload_url, "chunk": chunk}
         return Pending("uploading", {**state, "count": count, "next": 0}, self.upload_check_seconds)
+
+    def _pulled(self, video: MediaItem) -> bool:
+        """The video is at an address verified with TikTok (HERALD_TIKTOK_VERIFIED_URL_PREFIXES):
+        TikTok pulls it instead of Herald uploading it."""
+        return bool(video.url) and any(video.url.startswith(p) for p in self.verified_prefixes)
+
+    def _pull_video(self, token: str, request: PublishRequest, video: MediaItem) -> Pending:
+        """``video/init`` with ``PULL_FROM_URL``: TikTok fetches the video
+        (``PROCESSING_DOWNLOAD``), the send polls the status."""
+        data = self._api(
+            "/v2/post/publish/video/init/",
+            token,
+            "video init",
+            write=True,
+            json_body={
+                "post_info": self._post_info(request),
+                "source_info": {"source": "PULL_FROM_URL", "video_url": video.url},
+            },
+        )
+        publish_id = str(data.get("publish_id") or "")
+        if not publish_id:
+            raise ProviderError(ErrorKind.AMBIGUOUS, f"{LABEL}: the init answer had no id.")
+        return Pending("processing", {"publish_id": publish_id}, self.status_check_seconds)
 
     def _publish_photos(self, token: str, request: PublishRequest) -> Pending:
         """``content/init`` with ``media_type`` PHOTO and ``PULL_FROM_URL``: TikTok fetches

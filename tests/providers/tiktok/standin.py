@@ -10,7 +10,8 @@ privacy level against the creator's options (``privacy_level_option_mismatch``),
 app only ``SELF_ONLY`` (``unaudited_client_can_only_post_to_private_accounts``) and a rate
 limit per user token per minute (``init_per_minute``, 429 ``rate_limit_exceeded``); ``PUT``
 chunks to the upload URL with ``Content-Range`` (206 until the last, then 201); the status
-going ``PROCESSING_UPLOAD`` for ``processing_polls`` fetches, then ``PUBLISH_COMPLETE`` (or
+going ``PROCESSING_UPLOAD`` for ``processing_polls`` fetches (``PROCESSING_DOWNLOAD`` for a video pulled from a verified
+URL by ``PULL_FROM_URL``), then ``PUBLISH_COMPLETE`` (or
 ``FAILED`` with a ``fail_reason``); ``video/query``. Errors in TikTok's shape ``{"data": {},
 "error": {"code", "message", "log_id"}}``.
 
@@ -309,8 +310,12 @@ class TikTokStandIn(StandIn):
         info, source = body.get("post_info") or {}, body.get("source_info") or {}
         if (refused := self._post_problem(info)) is not None:
             return refused
+        if source.get("source") == "PULL_FROM_URL":
+            return self._pull(info, str(source.get("video_url") or ""))
         if source.get("source") != "FILE_UPLOAD":
-            return tiktok_error(400, "invalid_params", "source must be FILE_UPLOAD here.")
+            return tiktok_error(
+                400, "invalid_params", "source must be FILE_UPLOAD or PULL_FROM_URL."
+            )
         if problem := self._chunk_problem(source):
             self.bump("chunk_rule_refusals")
             return tiktok_error(400, "invalid_params", problem)
@@ -367,6 +372,30 @@ class TikTokStandIn(StandIn):
                 "polls": 0,
             }
         self.bump("inits")
+        return ok({"publish_id": publish_id})
+
+    def _verified(self, url: str) -> bool:
+        prefixes = self.verified_prefixes if self.verified_prefixes is not None else [self.url]
+        return any(url.startswith(p) for p in prefixes)
+
+    def _pull(self, info: dict[str, Any], url: str) -> Reply:
+        """A video TikTok pulls from a verified address (``PROCESSING_DOWNLOAD`` first)."""
+        if not self._verified(url):
+            return tiktok_error(
+                403, "url_ownership_unverified", "The URL's domain is not verified."
+            )
+        publish_id = "v_pub_url~v2." + secrets.token_hex(8)
+        with self.lock:
+            self.uploads[publish_id] = {
+                "upload_id": "",
+                "post_info": info,
+                "video_url": url,
+                "bytes": b"",
+                "status": "PROCESSING_DOWNLOAD",
+                "polls": 0,
+            }
+        self.bump("inits")
+        self.bump("pulls")
         return ok({"publish_id": publish_id})
 
     def put_chunk(self, request: Request, upload_id: str) -> Reply:
@@ -427,7 +456,7 @@ class TikTokStandIn(StandIn):
             return {"status": "PROCESSING_UPLOAD", "uploaded_bytes": 0}
         upload["polls"] += 1
         if upload["polls"] <= self.processing_polls:
-            if "photo_images" in upload:
+            if "photo_images" in upload or "video_url" in upload:
                 return {"status": "PROCESSING_DOWNLOAD"}
             return {"status": "PROCESSING_UPLOAD", "uploaded_bytes": upload["size"]}
         if upload.get("fail_reason"):

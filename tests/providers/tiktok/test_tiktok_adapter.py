@@ -462,3 +462,26 @@ def test_a_photo_post_is_images_only_and_titles_are_bounded(
         )
     assert "too long" in caught.value.message
     assert server.requests == before
+
+
+def test_a_video_at_a_verified_address_is_pulled_not_uploaded(
+    account: AccountContext, server: TikTokStandIn, monkeypatch: Any
+) -> None:
+    from tests.providers.tiktok.conftest import shrink
+
+    app = {**server.app_settings(), "verified_url_prefixes": f"{server.url}/media/"}
+    pulling = shrink(TikTokAdapter(app=app), monkeypatch)
+    item = video_item()
+    item.url = f"{server.url}/media/clip.mp4"
+    first = pulling.publish(account=account, request=request(item))
+    assert isinstance(first, Pending)
+    assert first.stage == "processing"
+    drive_from(pulling, account, request(item), first)
+    assert (server.counters["pulls"], server.counters["chunks"]) == (1, 0)
+    assert server.upload(first.state["publish_id"])["video_url"] == item.url
+    assert server.posts_accepted == 1
+    elsewhere = video_item()
+    elsewhere.url = "https://cdn.example/clip.mp4"  # not verified: uploaded in chunks
+    drive(pulling, account, request(elsewhere))
+    assert server.counters["pulls"] == 1
+    assert server.counters["chunks"] >= 1
