@@ -185,6 +185,7 @@ def _register() -> None:
     from cli.commands import (
         account,
         auth,
+        events,
         instance,
         mcp,
         media,
@@ -203,6 +204,7 @@ def _register() -> None:
         media,
         publication,
         schedule,
+        events,
         mcp,
     ):
         herald.add_command(module.group)
