@@ -97,6 +97,7 @@ class PinterestAdapter(OAuthHttpAdapter):
         supports_destination_options=True,
     )
     processing_seconds = PROCESSING_SECONDS
+    page_size = 100  # items per page of a listing (Pinterest's largest)
 
     def __init__(self, *, http: HttpClient | None = None, app: dict[str, Any] | None = None):
         self.http = http or HttpClient()
@@ -248,14 +249,18 @@ class PinterestAdapter(OAuthHttpAdapter):
         items: list[dict[str, Any]] = []
         bookmark = ""
         while len(items) < limit:
-            params = {"page_size": "100", **({"bookmark": bookmark} if bookmark else {})}
+            params = {
+                "page_size": str(self.page_size),
+                **({"bookmark": bookmark} if bookmark else {}),
+            }
             body = self._json(
                 self._call("GET", path, token=token, operation=operation, params=params),
                 operation,
             )
-            items += [i for i in body.get("items") or [] if isinstance(i, dict) and i.get("id")]
+            page = [i for i in body.get("items") or [] if isinstance(i, dict) and i.get("id")]
+            items += page
             bookmark = str(body.get("bookmark") or "")
-            if not bookmark:
+            if not bookmark or not page:  # the last page (an empty page ends it too)
                 break
         return items[:limit]
 

@@ -288,3 +288,12 @@ def test_a_video_not_yet_pinned_goes_on_after_reconcile(
     assert isinstance(again, Pending)
     assert again.state["media_id"] == answer.state["media_id"]
     assert server.posts_accepted == 0
+
+
+def test_destination_options_follow_the_bookmark_pages(
+    adapter: PinterestAdapter, account: AccountContext, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(adapter, "page_size", 1)
+    options = adapter.destination_options(account=account)
+    assert [b["value"] for b in options["board_id"]] == ["1001", "1002"]
+    assert [s["value"] for s in options["board_section_id"]] == ["2001"]
