@@ -227,3 +227,20 @@ def test_every_event_type_is_in_the_openapi_document(api_client: APIClient) -> N
         "$ref": "#/components/schemas/Destination"
     }
     assert "/api/v1/events" in document["paths"]
+
+
+def test_events_go_with_their_workspace(workspace: Any, user: User, organization: Any) -> None:
+    from workspaces.services import workspace_create
+    from workspaces.services.deletion import workspace_delete
+
+    second = workspace_create(actor=Actor(user=user), organization_id=organization.pk, name="B")
+    record_event(workspace_id=second.pk, type="publication.failed", data={"id": "gone"})
+    record_event(workspace_id=workspace.pk, type="publication.failed", data={"id": "kept"})
+    workspace_delete(
+        actor=Actor(user=user),
+        workspace_id=second.pk,
+        confirm_name=second.name,
+        password_confirmed=True,
+        authenticated_at=None,
+    )
+    assert [e.data["id"] for e in Event.objects.all()] == ["kept"]
