@@ -84,6 +84,12 @@ def _oauth_app(provider: str, defaults: dict[str, str]) -> dict[str, object]:
         app["audited"] = "true" if env_bool(f"{prefix}_AUDITED", False) else "false"
         # Media URL prefixes verified with TikTok: videos there are pulled, not uploaded.
         app["verified_url_prefixes"] = env_str(f"{prefix}_VERIFIED_URL_PREFIXES") or ""
+    if provider == "pinterest":
+        # HERALD_PINTEREST_STANDARD_ACCESS: Pinterest granted the app Standard access. Until
+        # then (Trial access) its Pins are visible only to their creator and production
+        # refuses them: readiness reports trial_only, and such an app points
+        # HERALD_PINTEREST_API_URL at Pinterest's API sandbox.
+        app["audited"] = "true" if env_bool(f"{prefix}_STANDARD_ACCESS", False) else "false"
     return app
 
 

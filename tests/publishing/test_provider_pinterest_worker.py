@@ -66,6 +66,7 @@ def stack(
         "HERALD_PUBLIC_URL": str(live_server.url),
         "HERALD_PINTEREST_CLIENT_ID": CLIENT_ID,
         "HERALD_PINTEREST_CLIENT_SECRET": CLIENT_SECRET,
+        "HERALD_PINTEREST_STANDARD_ACCESS": "true",
         "HERALD_PINTEREST_API_URL": server.url,
         "HERALD_PINTEREST_AUTHORIZE_URL": f"{server.url}/oauth/",
         "HERALD_PINTEREST_TOKEN_URL": f"{server.url}/v5/oauth/token",

@@ -64,8 +64,11 @@ class PinterestStandIn(StandIn):
     def fixtures(self) -> dict[str, Any]:
         return {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "api_url": self.url}
 
-    def app_settings(self) -> dict[str, Any]:
+    def app_settings(self, *, standard_access: bool = True) -> dict[str, Any]:
+        """The ``PROVIDER_OAUTH_APPS["pinterest"]`` entry that points Herald at this stand-in
+        (an app with Standard access unless told otherwise)."""
         return {
+            "audited": "true" if standard_access else "false",
             "client_id": CLIENT_ID,
             "client_secret": CLIENT_SECRET,
             "api_url": self.url,
