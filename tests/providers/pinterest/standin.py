@@ -8,7 +8,8 @@ URL it cannot fetch is ``400``; ``video_id``: the media must have ``succeeded``)
 ``POST /v5/media`` answers a one-time S3-style form (``upload_url`` + ``upload_parameters``,
 every field required with the file last); ``GET /v5/media/{id}`` goes ``registered`` →
 ``processing`` (after the upload) → ``succeeded`` after ``processing_checks`` status reads (or
-``failed`` for a file that is not a video); ``GET/DELETE /v5/pins/{id}``; ``GET
+``failed`` for a file that is not a video; fault ``break_uploads``: the next uploads answer
+503); ``GET/DELETE /v5/pins/{id}``; ``GET
 /v5/boards/{id}/pins`` newest first; ``GET /v5/pins/{id}/analytics``. Errors are
 ``{"code": <int>, "message"}``; 429 with ``Retry-After`` through the shared faults.
 
@@ -60,6 +61,12 @@ class PinterestStandIn(StandIn):
         self.order: list[str] = []
         self.fetched: list[str] = []
         self.public: dict[str, bytes] = {}  # files served at /public/<name> (a public origin)
+        self.break_uploads = 0  # the next uploads break after the bytes arrive (S3 answers 503)
+
+    def configure_extra(self, spec: dict[str, Any]) -> None:
+        if "break_uploads" in spec:
+            with self.lock:
+                self.break_uploads = int(spec["break_uploads"] or 0)
 
     def fixtures(self) -> dict[str, Any]:
         return {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "api_url": self.url}
@@ -235,6 +242,11 @@ class PinterestStandIn(StandIn):
 
     def s3_upload(self, request: Request) -> Reply:
         """S3's form POST: every field of the registration, then ``file``; 204 No Content."""
+        with self.lock:
+            if self.break_uploads > 0:
+                self.break_uploads -= 1
+                self.counters["uploads_broken"] += 1
+                return Reply(503, b"<Error><Code>SlowDown</Code></Error>")
         fields = request.fields()
         files = request.files()
         if not files or request.parts[-1].name != "file":

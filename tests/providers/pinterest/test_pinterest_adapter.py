@@ -297,3 +297,24 @@ def test_destination_options_follow_the_bookmark_pages(
     options = adapter.destination_options(account=account)
     assert [b["value"] for b in options["board_id"]] == ["1001", "1002"]
     assert [s["value"] for s in options["board_section_id"]] == ["2001"]
+
+
+def test_an_interrupted_upload_is_sent_again_and_pinned_once(
+    adapter: PinterestAdapter, server: PinterestStandIn, account: AccountContext
+) -> None:
+    """The upload form refused mid-way: the send fails as a retry (no Pin can exist yet, the
+    send state holds no media); the retry registers and uploads again, then pins once."""
+    server.set_faults(break_uploads=1)
+    req = request(video_item(), profile="pinterest.video")
+    with pytest.raises(ProviderError) as caught:
+        adapter.publish(account=account, request=req)
+    assert caught.value.kind in (ErrorKind.TRANSIENT, ErrorKind.RATE_LIMITED)
+    result, _ = drive(adapter, account, req)
+    counters = server.stats()["counters"]
+    assert (counters["uploads_broken"], counters["uploads"], counters["media_registered"]) == (
+        1,
+        1,
+        2,
+    )
+    assert server.posts_accepted == 1
+    assert result.external_id in server.pins
