@@ -62,6 +62,7 @@ FUZZED_PATHS = (
     "/api/v1/capabilities",
     "/api/v1/media",
     "/api/v1/publications",
+    "/api/v1/events",
 )
 EXPECTED_OPERATIONS = {
     "GET /api/v1/account-providers",
@@ -90,6 +91,7 @@ EXPECTED_OPERATIONS = {
     "POST /api/v1/publications/{publication_id}/cancel",
     "POST /api/v1/publications/{publication_id}/retry-failed",
     "GET /api/v1/publications/{publication_id}/events",
+    "GET /api/v1/events",
 }
 PROVIDERS = ("mastodon", "bluesky", "discord_webhook", "telegram")
 
